@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * Packet parser: Ethernet [+ 802.1Q] + IPv4/IPv6 + UDP 4791 + BTH + extension headers +
+ * payload + pad + ICRC. Every length is checked before the bytes it covers are read, so
+ * any input is safe; the first failed check names the rejection.
+ */
+
+#include <string.h>
+
+#include "droce_wire_pkt.h"
+#include "wire_loc.h"
+
+static const char *const result_desc[DROCE_WIRE_RESULT_COUNT] = {
+#define RESULT_DESC(name, foreign, desc) [DROCE_WIRE_##name] = desc,
+	DROCE_WIRE_RESULT_LIST(RESULT_DESC)
+#undef RESULT_DESC
+};
+
+static const char *const result_name[DROCE_WIRE_RESULT_COUNT] = {
+#define RESULT_NAME(name, foreign, desc) [DROCE_WIRE_##name] = #name,
+	DROCE_WIRE_RESULT_LIST(RESULT_NAME)
+#undef RESULT_NAME
+};
+
+static const bool result_foreign[DROCE_WIRE_RESULT_COUNT] = {
+#define RESULT_FOREIGN(name, foreign, desc) [DROCE_WIRE_##name] = foreign,
+	DROCE_WIRE_RESULT_LIST(RESULT_FOREIGN)
+#undef RESULT_FOREIGN
+};
+
+const char *
+droce_wire_result_str(enum droce_wire_result r)
+{
+	return (unsigned int)r < DROCE_WIRE_RESULT_COUNT ? result_desc[r] : "unknown";
+}
+
+const char *
+droce_wire_result_name(enum droce_wire_result r)
+{
+	return (unsigned int)r < DROCE_WIRE_RESULT_COUNT ? result_name[r] : "UNKNOWN";
+}
+
+bool
+droce_wire_result_is_foreign(enum droce_wire_result r)
+{
+	return (unsigned int)r < DROCE_WIRE_RESULT_COUNT && result_foreign[r];
+}
+
+/* Copies len bytes at offset off of the segment list; false if they are not all there. */
+static bool
+segs_copy(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t off, void *dst,
+	  uint32_t len)
+{
+	uint8_t *out = dst;
+	unsigned int i;
+
+	for (i = 0; i < nseg && len > 0; i++) {
+		uint32_t n;
+
+		if (off >= segs[i].len) {
+			off -= segs[i].len;
+			continue;
+		}
+		n = segs[i].len - off;
+		if (n > len)
+			n = len;
+		memcpy(out, (const uint8_t *)segs[i].data + off, n);
+		out += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+uint32_t
+droce_wire_payload_copy(const struct droce_wire_pkt *pkt, const struct droce_wire_seg *segs,
+			unsigned int nseg, uint32_t offset, void *dst, uint32_t cap)
+{
+	uint32_t n;
+
+	if (offset >= pkt->payload_len)
+		return 0;
+	n = pkt->payload_len - offset;
+	if (n > cap)
+		n = cap;
+	return segs_copy(segs, nseg, pkt->payload_off + offset, dst, n) ? n : 0;
+}
+
+/*
+ * The first n bytes must be in the first segment: TRUNCATED when the packet is shorter,
+ * HDR_SPLIT when it is long enough but the first segment is not.
+ */
+#define NEED(n) do { \
+		if ((n) > seg0_len) \
+			return (n) > total ? DROCE_WIRE_TRUNCATED : DROCE_WIRE_HDR_SPLIT; \
+	} while (0)
+
+/* Ethernet and IP; sets l3_off, l4_off and the end of the IP packet. */
+static enum droce_wire_result
+parse_l2_l3(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t flags,
+	    struct droce_wire_pkt *pkt, uint32_t *ip_end)
+{
+	uint32_t off = 0;
+	uint16_t type;
+
+	if (flags & DROCE_WIRE_PARSE_L3) {
+		NEED(1u);
+		type = (p[0] >> 4) == 6 ? DROCE_ETHERTYPE_IPV6 : DROCE_ETHERTYPE_IPV4;
+	} else {
+		NEED((uint32_t)DROCE_ETH_HLEN);
+		type = droce_eth_type((const struct droce_eth_hdr *)p);
+		off = DROCE_ETH_HLEN;
+		if (type == DROCE_ETHERTYPE_VLAN) {
+			const struct droce_vlan_hdr *vlan = (const void *)(p + off);
+
+			NEED(off + DROCE_VLAN_HLEN);
+			pkt->vlan = true;
+			pkt->vlan_tci = droce_vlan_tci(vlan);
+			type = droce_vlan_type(vlan);
+			off += DROCE_VLAN_HLEN;
+		}
+		pkt->layers |= DROCE_WIRE_HAVE_L2;
+	}
+
+	pkt->l3_off = off;
+	if (type == DROCE_ETHERTYPE_IPV4) {
+		const struct droce_ipv4_hdr *ip = (const void *)(p + off);
+		uint32_t ihl, ip_len;
+
+		NEED(off + DROCE_IPV4_HLEN);
+		pkt->ip_version = 4;
+		pkt->layers |= DROCE_WIRE_HAVE_L3;
+		if (droce_ipv4_version(ip) != 4)
+			return (flags & DROCE_WIRE_PARSE_L3) ? DROCE_WIRE_NOT_IP :
+							       DROCE_WIRE_BAD_IP_VERSION;
+		ihl = droce_ipv4_hdr_len(ip);
+		if (ihl < DROCE_IPV4_HLEN)
+			return DROCE_WIRE_BAD_IP_HDR_LEN;
+		NEED(off + ihl);
+		if (ip->proto != DROCE_IPPROTO_UDP)
+			return DROCE_WIRE_NOT_UDP;
+		if (droce_ipv4_frag(ip) & (DROCE_IPV4_MF | DROCE_IPV4_FRAG_MASK))
+			return DROCE_WIRE_IP_FRAGMENT;
+		if (wire_csum_fold(wire_csum_add(0, ip, ihl)) != 0)
+			return DROCE_WIRE_BAD_IP_CSUM;
+		ip_len = droce_ipv4_total_len(ip);
+		if (ip_len < ihl + DROCE_UDP_HLEN || off + ip_len > total)
+			return DROCE_WIRE_BAD_IP_LEN;
+		pkt->l4_off = off + ihl;
+		*ip_end = off + ip_len;
+	} else if (type == DROCE_ETHERTYPE_IPV6) {
+		const struct droce_ipv6_hdr *ip = (const void *)(p + off);
+		uint32_t plen;
+
+		NEED(off + DROCE_IPV6_HLEN);
+		pkt->ip_version = 6;
+		pkt->layers |= DROCE_WIRE_HAVE_L3;
+		if (droce_ipv6_version(ip) != 6)
+			return DROCE_WIRE_BAD_IP_VERSION;
+		/* RoCEv2 puts UDP right after the IPv6 header: no extension headers. */
+		if (ip->next_hdr != DROCE_IPPROTO_UDP)
+			return DROCE_WIRE_NOT_UDP;
+		plen = droce_ipv6_payload_len(ip);
+		if (plen < DROCE_UDP_HLEN || off + DROCE_IPV6_HLEN + plen > total)
+			return DROCE_WIRE_BAD_IP_LEN;
+		pkt->l4_off = off + DROCE_IPV6_HLEN;
+		*ip_end = off + DROCE_IPV6_HLEN + plen;
+	} else {
+		return DROCE_WIRE_NOT_IP;
+	}
+	return DROCE_WIRE_OK;
+}
+
+enum droce_wire_result
+droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t flags,
+		 struct droce_wire_pkt *pkt)
+{
+	const struct droce_opcode_info *oi;
+	const struct droce_udp_hdr *udp;
+	const struct droce_bth *bth;
+	enum droce_wire_result r;
+	uint32_t seg0_len, total, ip_end, hdrs_end, data_len, icrc_off;
+	const uint8_t *p;
+	uint8_t icrc[DROCE_ICRC_LEN];
+	unsigned int i;
+
+	memset(pkt, 0, sizeof(*pkt));
+	if (nseg == 0)
+		return DROCE_WIRE_TRUNCATED;
+	p = segs[0].data;
+	seg0_len = segs[0].len;
+	total = 0;
+	for (i = 0; i < nseg; i++)
+		total += segs[i].len;
+	pkt->hdr = p;
+
+	r = parse_l2_l3(p, seg0_len, total, flags, pkt, &ip_end);
+	if (r != DROCE_WIRE_OK)
+		return r;
+
+	NEED(pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
+	udp = (const struct droce_udp_hdr *)(p + pkt->l4_off);
+	if (droce_udp_dport(udp) != DROCE_ROCEV2_UDP_PORT)
+		return DROCE_WIRE_NOT_ROCE_PORT;
+	pkt->layers |= DROCE_WIRE_HAVE_L4;
+	if (droce_udp_len(udp) != ip_end - pkt->l4_off)
+		return DROCE_WIRE_BAD_UDP_LEN;
+
+	pkt->bth_off = pkt->l4_off + DROCE_UDP_HLEN;
+	if (pkt->bth_off + (uint32_t)(DROCE_BTH_LEN + DROCE_ICRC_LEN) > ip_end)
+		return DROCE_WIRE_SHORT_FOR_OPCODE;
+	NEED(pkt->bth_off + (uint32_t)DROCE_BTH_LEN);
+	bth = (const struct droce_bth *)(p + pkt->bth_off);
+	pkt->layers |= DROCE_WIRE_HAVE_BTH;
+	if (droce_bth_tver(bth) != 0)
+		return DROCE_WIRE_BAD_TVER;
+	oi = droce_opcode_info(droce_bth_opcode(bth));
+	if (oi == NULL)
+		return DROCE_WIRE_UNKNOWN_OPCODE;
+
+	icrc_off = ip_end - DROCE_ICRC_LEN;
+	hdrs_end = pkt->bth_off + oi->hdr_len;
+	if (hdrs_end > icrc_off)
+		return DROCE_WIRE_SHORT_FOR_OPCODE;
+	NEED(hdrs_end);
+
+	/* 9.2.4: payload plus pad fill whole 4-byte words; only a LAST/ONLY packet pads. */
+	data_len = icrc_off - hdrs_end;
+	pkt->pad = droce_bth_pad(bth);
+	if (data_len % 4 != 0)
+		return DROCE_WIRE_BAD_PAD_ALIGN;
+	if (!(oi->flags & DROCE_OPF_PAYLOAD) && data_len != 0)
+		return DROCE_WIRE_BAD_PAYLOAD_LEN;
+	if (pkt->pad != 0 && (!(oi->flags & DROCE_OPF_LAST) || pkt->pad > data_len))
+		return DROCE_WIRE_BAD_PAD;
+	pkt->payload_len = data_len - pkt->pad;
+	if (pkt->payload_len > DROCE_WIRE_MAX_PAYLOAD ||
+	    (oi->payload_fixed != 0 && pkt->payload_len != oi->payload_fixed))
+		return DROCE_WIRE_BAD_PAYLOAD_LEN;
+
+	pkt->info = oi;
+	pkt->payload_off = hdrs_end;
+	pkt->icrc_off = icrc_off;
+	pkt->len = ip_end;
+	/* ip_end <= total was checked, so the four ICRC bytes are there. */
+	segs_copy(segs, nseg, icrc_off, icrc, sizeof(icrc));
+	pkt->icrc = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 | (uint32_t)icrc[2] << 16 |
+		    (uint32_t)icrc[3] << 24;
+	pkt->layers |= DROCE_WIRE_HAVE_ALL;
+	if (flags & DROCE_WIRE_PARSE_NO_ICRC)
+		return DROCE_WIRE_OK;
+	pkt->icrc_calc = droce_icrc_calc(segs, nseg, pkt->l3_off, icrc_off);
+	return pkt->icrc_calc == pkt->icrc ? DROCE_WIRE_OK : DROCE_WIRE_BAD_ICRC;
+}
