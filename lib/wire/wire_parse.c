@@ -96,10 +96,15 @@ droce_wire_payload_copy(const struct droce_wire_pkt *pkt, const struct droce_wir
 			return (n) > total ? DROCE_WIRE_TRUNCATED : DROCE_WIRE_HDR_SPLIT; \
 	} while (0)
 
-/* Ethernet and IP; sets l3_off, l4_off and the end of the IP packet. */
+/*
+ * Ethernet and IP up to the UDP destination port: sets l3_off and l4_off. Everything
+ * that decides whether this is RoCEv2 at all (ethertype, protocol, fragment, port) is
+ * checked here, before anything that decides whether it is malformed, so a foreign
+ * packet is never reported as a malformed RoCEv2 one.
+ */
 static enum droce_wire_result
-parse_l2_l3(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t flags,
-	    struct droce_wire_pkt *pkt, uint32_t *ip_end)
+parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t flags,
+		  struct droce_wire_pkt *pkt)
 {
 	uint32_t off = 0;
 	uint16_t type;
@@ -126,49 +131,71 @@ parse_l2_l3(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t flags,
 	pkt->l3_off = off;
 	if (type == DROCE_ETHERTYPE_IPV4) {
 		const struct droce_ipv4_hdr *ip = (const void *)(p + off);
-		uint32_t ihl, ip_len;
+		uint32_t ihl;
 
 		NEED(off + DROCE_IPV4_HLEN);
-		pkt->ip_version = 4;
-		pkt->layers |= DROCE_WIRE_HAVE_L3;
 		if (droce_ipv4_version(ip) != 4)
 			return (flags & DROCE_WIRE_PARSE_L3) ? DROCE_WIRE_NOT_IP :
 							       DROCE_WIRE_BAD_IP_VERSION;
-		ihl = droce_ipv4_hdr_len(ip);
-		if (ihl < DROCE_IPV4_HLEN)
-			return DROCE_WIRE_BAD_IP_HDR_LEN;
-		NEED(off + ihl);
+		pkt->ip_version = 4;
+		pkt->layers |= DROCE_WIRE_HAVE_L3;
 		if (ip->proto != DROCE_IPPROTO_UDP)
 			return DROCE_WIRE_NOT_UDP;
 		if (droce_ipv4_frag(ip) & (DROCE_IPV4_MF | DROCE_IPV4_FRAG_MASK))
 			return DROCE_WIRE_IP_FRAGMENT;
-		if (wire_csum_fold(wire_csum_add(0, ip, ihl)) != 0)
-			return DROCE_WIRE_BAD_IP_CSUM;
-		ip_len = droce_ipv4_total_len(ip);
-		if (ip_len < ihl + DROCE_UDP_HLEN || off + ip_len > total)
-			return DROCE_WIRE_BAD_IP_LEN;
+		ihl = droce_ipv4_hdr_len(ip);
+		if (ihl < DROCE_IPV4_HLEN)
+			return DROCE_WIRE_BAD_IP_HDR_LEN;
+		NEED(off + ihl);
 		pkt->l4_off = off + ihl;
-		*ip_end = off + ip_len;
 	} else if (type == DROCE_ETHERTYPE_IPV6) {
 		const struct droce_ipv6_hdr *ip = (const void *)(p + off);
-		uint32_t plen;
 
 		NEED(off + DROCE_IPV6_HLEN);
-		pkt->ip_version = 6;
-		pkt->layers |= DROCE_WIRE_HAVE_L3;
 		if (droce_ipv6_version(ip) != 6)
 			return DROCE_WIRE_BAD_IP_VERSION;
+		pkt->ip_version = 6;
+		pkt->layers |= DROCE_WIRE_HAVE_L3;
 		/* RoCEv2 puts UDP right after the IPv6 header: no extension headers. */
 		if (ip->next_hdr != DROCE_IPPROTO_UDP)
 			return DROCE_WIRE_NOT_UDP;
-		plen = droce_ipv6_payload_len(ip);
-		if (plen < DROCE_UDP_HLEN || off + DROCE_IPV6_HLEN + plen > total)
-			return DROCE_WIRE_BAD_IP_LEN;
 		pkt->l4_off = off + DROCE_IPV6_HLEN;
-		*ip_end = off + DROCE_IPV6_HLEN + plen;
 	} else {
 		return DROCE_WIRE_NOT_IP;
 	}
+
+	NEED(pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
+	if (droce_udp_dport((const struct droce_udp_hdr *)(p + pkt->l4_off)) !=
+	    DROCE_ROCEV2_UDP_PORT)
+		return DROCE_WIRE_NOT_ROCE_PORT;
+	pkt->layers |= DROCE_WIRE_HAVE_L4;
+	return DROCE_WIRE_OK;
+}
+
+/* IP checksum and lengths, UDP length; sets *ip_end, the end of the IP packet. */
+static enum droce_wire_result
+check_ip_udp(const uint8_t *p, uint32_t total, const struct droce_wire_pkt *pkt,
+	     uint32_t *ip_end)
+{
+	const uint8_t *l3 = p + pkt->l3_off;
+	uint32_t end;
+
+	if (pkt->ip_version == 4) {
+		const struct droce_ipv4_hdr *ip = (const void *)l3;
+		uint32_t ihl = pkt->l4_off - pkt->l3_off;
+
+		if (wire_csum_fold(wire_csum_add(0, ip, ihl)) != 0)
+			return DROCE_WIRE_BAD_IP_CSUM;
+		end = pkt->l3_off + droce_ipv4_total_len(ip);
+	} else {
+		end = pkt->l4_off + droce_ipv6_payload_len((const void *)l3);
+	}
+	/* The frame may be longer (Ethernet pads to 60 bytes), never shorter. */
+	if (end < pkt->l4_off + (uint32_t)DROCE_UDP_HLEN || end > total)
+		return DROCE_WIRE_BAD_IP_LEN;
+	if (droce_udp_len((const struct droce_udp_hdr *)(p + pkt->l4_off)) != end - pkt->l4_off)
+		return DROCE_WIRE_BAD_UDP_LEN;
+	*ip_end = end;
 	return DROCE_WIRE_OK;
 }
 
@@ -177,7 +204,6 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 		 struct droce_wire_pkt *pkt)
 {
 	const struct droce_opcode_info *oi;
-	const struct droce_udp_hdr *udp;
 	const struct droce_bth *bth;
 	enum droce_wire_result r;
 	uint32_t seg0_len, total, ip_end, hdrs_end, data_len, icrc_off;
@@ -195,17 +221,12 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 		total += segs[i].len;
 	pkt->hdr = p;
 
-	r = parse_l2_l3(p, seg0_len, total, flags, pkt, &ip_end);
+	r = parse_to_udp_port(p, seg0_len, total, flags, pkt);
 	if (r != DROCE_WIRE_OK)
 		return r;
-
-	NEED(pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
-	udp = (const struct droce_udp_hdr *)(p + pkt->l4_off);
-	if (droce_udp_dport(udp) != DROCE_ROCEV2_UDP_PORT)
-		return DROCE_WIRE_NOT_ROCE_PORT;
-	pkt->layers |= DROCE_WIRE_HAVE_L4;
-	if (droce_udp_len(udp) != ip_end - pkt->l4_off)
-		return DROCE_WIRE_BAD_UDP_LEN;
+	r = check_ip_udp(p, total, pkt, &ip_end);
+	if (r != DROCE_WIRE_OK)
+		return r;
 
 	pkt->bth_off = pkt->l4_off + DROCE_UDP_HLEN;
 	if (pkt->bth_off + (uint32_t)(DROCE_BTH_LEN + DROCE_ICRC_LEN) > ip_end)
