@@ -63,7 +63,11 @@ struct droce_vlan_hdr {
 
 static inline uint16_t droce_eth_type(const struct droce_eth_hdr *h) { return be16toh(h->ethertype); }
 static inline void droce_eth_set_type(struct droce_eth_hdr *h, uint16_t t) { h->ethertype = htobe16(t); }
+#define DROCE_VLAN_VID_MASK	0x0FFF
+
 static inline uint16_t droce_vlan_tci(const struct droce_vlan_hdr *h) { return be16toh(h->tci); }
+/* The VLAN ID (low 12 bits) of a whole TCI such as droce_wire_pkt.vlan_tci. */
+static inline uint16_t droce_vlan_tci_vid(uint16_t tci) { return tci & DROCE_VLAN_VID_MASK; }
 static inline uint16_t droce_vlan_type(const struct droce_vlan_hdr *h) { return be16toh(h->ethertype); }
 
 /* ---- IPv4 (RFC 791) ---- */

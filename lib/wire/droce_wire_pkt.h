@@ -150,7 +150,9 @@ droce_wire_pad(uint32_t payload_len)
  * Writes all headers of one packet (template, BTH, extension headers) to hdr, with the
  * IP and UDP lengths, the IPv4 checksum and BTH.PadCnt set for payload_len bytes of
  * payload. Returns the header length, or -EINVAL for an unknown opcode or a payload
- * the opcode does not allow, or -ENOSPC when cap is too small.
+ * the opcode does not allow (any on an opcode without payload, over 4096 bytes, not a
+ * multiple of 4 on a FIRST or MIDDLE packet, not 8 on an ATOMIC WRITE), or -ENOSPC
+ * when cap is too small.
  */
 int droce_wire_build_hdrs(const struct droce_wire_tmpl *tmpl, const struct droce_wire_hdrs *h,
 			  uint32_t payload_len, void *hdr, uint32_t cap);

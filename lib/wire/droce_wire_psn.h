@@ -5,9 +5,9 @@
 /*
  * 24-bit packet sequence numbers (IB spec 9.7.1). PSNs wrap from 0xFFFFFF to 0 and are
  * compared as serial numbers: a is before b when the forward distance from a to b is
- * less than half the space (2^23). Two PSNs exactly 2^23 apart are ordered by that same
- * rule taken literally (b - a == 2^23 counts as "a after b"); the transport never lets
- * that many packets be outstanding, so the tie never decides anything.
+ * less than half the space (2^23). Two PSNs exactly 2^23 apart have no order: diff
+ * gives -2^23 both ways, so each is "before" the other. The transport never lets that
+ * many packets be outstanding, so the tie never decides anything.
  */
 
 #include <stdbool.h>

@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include <isa-l/crc.h>
-
 #include "droce_wire_pkt.h"
 #include "wire_loc.h"
 
@@ -146,6 +144,9 @@ droce_wire_build_hdrs(const struct droce_wire_tmpl *tmpl, const struct droce_wir
 		return -EINVAL;
 	if (oi->payload_fixed != 0 && payload_len != oi->payload_fixed)
 		return -EINVAL;
+	/* 9.2.4: only a LAST or ONLY packet pads; FIRST/MIDDLE carry whole words (MTU). */
+	if (pad != 0 && !(oi->flags & DROCE_OPF_LAST))
+		return -EINVAL;
 	hdr_len = tmpl->len + oi->hdr_len;
 	if (cap < hdr_len)
 		return -ENOSPC;
@@ -184,7 +185,7 @@ droce_wire_build_trailer(const struct droce_wire_tmpl *tmpl,
 		len += segs[i].len;
 	memset(out, 0, pad);
 	crc = droce_icrc_calc(segs, nseg, tmpl->l3_off, len);
-	crc = crc32_gzip_refl(crc, out, pad);	/* pad bytes are covered too */
+	crc = wire_crc_update(crc, out, pad);	/* pad bytes are covered too */
 	/* The ICRC goes out least-significant byte first (A17.3.3). */
 	out[pad + 0] = crc & 0xFF;
 	out[pad + 1] = (crc >> 8) & 0xFF;

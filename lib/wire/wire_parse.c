@@ -184,7 +184,7 @@ check_ip_udp(const uint8_t *p, uint32_t total, const struct droce_wire_pkt *pkt,
 		const struct droce_ipv4_hdr *ip = (const void *)l3;
 		uint32_t ihl = pkt->l4_off - pkt->l3_off;
 
-		if (wire_csum_fold(wire_csum_add(0, ip, ihl)) != 0)
+		if (!wire_ipv4_csum_ok(ip, ihl))
 			return DROCE_WIRE_BAD_IP_CSUM;
 		end = pkt->l3_off + droce_ipv4_total_len(ip);
 	} else {

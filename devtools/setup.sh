@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# One-command set-up on Debian 12, run as root: installs the Debian packages droce needs
+# (only those missing), reserves hugepages when it can, and configures and builds the
+# three build directories. Safe to run again: a second run installs nothing,
+# reconfigures nothing and only rebuilds what changed.
+#
+#   ${DROCE_BUILD_PREFIX:-build}        gcc, defaults
+#   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit tests run here too)
+#   ${DROCE_BUILD_PREFIX:-build}-fuzz   clang, ASan + UBSan, -Dfuzz=true (libFuzzer)
+#
+# Nothing needs hugepages to build or to run the tests: where they cannot be had (a
+# container without hugetlbfs, a read-only /proc/sys) this prints a note and goes on.
+
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+
+prefix=${DROCE_BUILD_PREFIX:-build}
+
+# Installed without their recommends, so a few that come with them on a desktop are named:
+# libc6-dev (gcc's C library headers) and llvm (llvm-symbolizer, which turns sanitizer and
+# libFuzzer stack traces from the clang build into file:line).
+packages=(
+	gcc libc6-dev clang libclang-rt-14-dev llvm meson ninja-build pkg-config git
+	dpdk-dev libdpdk-dev libibverbs-dev librdmacm-dev libnuma-dev libisal-dev libpcap-dev
+	python3-scapy tshark ibverbs-utils perftest iproute2 procps
+)
+
+# About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.
+hugepages_wanted=512
+hugepage_kb=2048
+hugepage_mnt=/dev/hugepages
+
+# Hard limits so an unattended run (CI) cannot hang.
+apt_timeout=3600
+setup_timeout=600
+build_timeout=3600
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+say() { printf 'setup: %s\n' "$*"; }
+note() { printf 'setup: NOTE: %s\n' "$*"; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Runs a command with its output in $log; on failure shows the end of it and exits.
+run_logged() {
+	local what=$1
+	shift
+	if ! "$@" >"$log" 2>&1; then
+		tail -n 60 "$log" >&2
+		die "$what failed (command: $*)"
+	fi
+}
+
+install_packages() {
+	local missing=() p
+	for p in "${packages[@]}"; do
+		if [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) != 'install ok installed' ]]; then
+			missing+=("$p")
+		fi
+	done
+	if [[ ${#missing[@]} -eq 0 ]]; then
+		say "Debian packages: all ${#packages[@]} installed"
+		return
+	fi
+	[[ $EUID -eq 0 ]] || die "missing Debian packages (${missing[*]}); run this script as root"
+	say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture; answer "no" so it never prompts.
+	echo 'wireshark-common wireshark-common/install-setuid boolean false' |
+		debconf-set-selections
+	run_logged "apt-get update" timeout "$apt_timeout" apt-get update
+	run_logged "apt-get install" timeout "$apt_timeout" \
+		apt-get install -y --no-install-recommends "${missing[@]}"
+	say "Debian packages installed"
+}
+
+reserve_hugepages() {
+	local nr=/proc/sys/vm/nr_hugepages have size mnt
+
+	size=$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)
+	if [[ -z $size || ! -e $nr ]]; then
+		note "this kernel has no hugepages; droce will run without them"
+		return
+	fi
+	if [[ $size != "$hugepage_kb" ]]; then
+		note "default hugepage size is ${size} kB, not ${hugepage_kb} kB; not reserving any"
+		return
+	fi
+	have=$(<"$nr")
+	if ((have >= hugepages_wanted)); then
+		:
+	elif [[ $EUID -ne 0 ]] || ! { echo "$hugepages_wanted" >"$nr"; } 2>/dev/null; then
+		note "cannot write $nr (not root, or read-only in a container)"
+	else
+		have=$(<"$nr")
+		if ((have < hugepages_wanted)); then
+			note "the kernel granted only $have of $hugepages_wanted hugepages" \
+				"(memory short or fragmented)"
+		fi
+	fi
+	if ((have == 0)); then
+		note "no hugepages reserved; droce runs without them"
+		return
+	fi
+	say "hugepages: $have x 2 MiB reserved"
+
+	mnt=$(awk '$3 == "hugetlbfs" { print $2; exit }' /proc/mounts)
+	if [[ -n $mnt ]]; then
+		say "hugetlbfs mounted at $mnt"
+		return
+	fi
+	if ! grep -qw hugetlbfs /proc/filesystems; then
+		note "no hugetlbfs in this kernel or container; $hugepage_mnt not mounted"
+		return
+	fi
+	if [[ $EUID -ne 0 ]] || ! { mkdir -p "$hugepage_mnt" &&
+		mount -t hugetlbfs -o pagesize=2M nodev "$hugepage_mnt"; } 2>/dev/null; then
+		note "cannot mount hugetlbfs at $hugepage_mnt (not root, or not allowed in this" \
+			"container); droce runs without hugepages"
+		return
+	fi
+	say "mounted hugetlbfs at $hugepage_mnt"
+}
+
+# build_dir DIR CC [meson options...]: configures DIR once, then builds it.
+build_dir() {
+	local dir=$1 compiler=$2 start=$SECONDS
+	shift 2
+	if [[ ! -e $dir/meson-private/coredata.dat ]]; then
+		say "configuring $dir ($compiler${*:+ $*})"
+		run_logged "meson setup $dir" env CC="$compiler" \
+			timeout "$setup_timeout" meson setup "$dir" "$@"
+	fi
+	say "building $dir"
+	run_logged "build of $dir" timeout "$build_timeout" ninja -C "$dir"
+	say "built $dir in $((SECONDS - start)) s"
+}
+
+install_packages
+reserve_hugepages
+
+sanitize=('-Db_sanitize=address,undefined' -Dc_args=-fno-sanitize-recover=all)
+build_dir "$prefix" gcc
+build_dir "$prefix-asan" gcc "${sanitize[@]}"
+build_dir "$prefix-fuzz" clang -Dfuzz=true "${sanitize[@]}"
+say "done"
