@@ -172,8 +172,8 @@ frame_handle(int dlt, const struct pcap_pkthdr *h, const uint8_t *data,
 		return;
 	}
 	fr.result = droce_wire_parse(&v.seg, 1, v.parse_flags, &pkt);
-	/* Not RoCEv2, or too little of it to tell: only counted. */
-	if (droce_wire_result_is_foreign(fr.result) || !(pkt.layers & DROCE_WIRE_HAVE_L3)) {
+	/* Not RoCEv2, or too little of it to tell (no UDP port 4791 seen): only counted. */
+	if (droce_wire_result_is_foreign(fr.result)) {
 		c->other++;
 		return;
 	}

@@ -180,9 +180,10 @@ int droce_wire_build(const struct droce_wire_tmpl *tmpl, const struct droce_wire
  */
 
 /*
- * Parse outcomes: X(name, foreign, description). "foreign" ones mean the packet is not
- * RoCEv2 at all (a capture or a port may carry other traffic); the others mean it is
- * RoCEv2 and malformed.
+ * Parse outcomes: X(name, foreign, description). The foreign ones are decided before the
+ * UDP destination port is known to be 4791: the packet is not RoCEv2, or cannot be told
+ * to be (a capture or a port may carry other traffic). The others mean it is RoCEv2 and
+ * malformed.
  */
 #define DROCE_WIRE_RESULT_LIST(X) \
 	X(OK, 0, "ok") \
@@ -190,9 +191,10 @@ int droce_wire_build(const struct droce_wire_tmpl *tmpl, const struct droce_wire
 	X(NOT_UDP, 1, "not UDP") \
 	X(NOT_ROCE_PORT, 1, "UDP destination port is not 4791") \
 	X(IP_FRAGMENT, 1, "IP fragment") \
-	X(TRUNCATED, 0, "frame ends inside the headers") \
-	X(BAD_IP_VERSION, 0, "IP version does not match the ethertype") \
-	X(BAD_IP_HDR_LEN, 0, "bad IPv4 header length") \
+	X(RUNT, 1, "frame ends before the UDP destination port") \
+	X(BAD_IP_VERSION, 1, "IP version does not match the ethertype") \
+	X(BAD_IP_HDR_LEN, 1, "bad IPv4 header length") \
+	X(TRUNCATED, 0, "frame ends inside the RoCEv2 headers") \
 	X(BAD_IP_CSUM, 0, "bad IPv4 header checksum") \
 	X(BAD_IP_LEN, 0, "bad IP length") \
 	X(BAD_UDP_LEN, 0, "bad UDP length") \

@@ -204,10 +204,12 @@ droce_wire_build(const struct droce_wire_tmpl *tmpl, const struct droce_wire_hdr
 	unsigned int i;
 	int hdr_len;
 
-	for (i = 0; i < npayload; i++)
+	for (i = 0; i < npayload; i++) {
+		/* Checked before adding, so no list of lengths can wrap the sum. */
+		if (payload[i].len > DROCE_WIRE_MAX_PAYLOAD - payload_len)
+			return -EINVAL;
 		payload_len += payload[i].len;
-	if (payload_len > DROCE_WIRE_MAX_PAYLOAD)
-		return -EINVAL;
+	}
 	hdr_len = droce_wire_build_hdrs(tmpl, h, payload_len, pkt, cap);
 	if (hdr_len < 0)
 		return hdr_len;

@@ -88,13 +88,16 @@ droce_wire_payload_copy(const struct droce_wire_pkt *pkt, const struct droce_wir
 }
 
 /*
- * The first n bytes must be in the first segment: TRUNCATED when the packet is shorter,
- * HDR_SPLIT when it is long enough but the first segment is not.
+ * The first n bytes must be in the first segment: short (RUNT before the UDP port is
+ * known, TRUNCATED after) when the packet is shorter, HDR_SPLIT when it is long enough but
+ * the first segment is not.
  */
-#define NEED(n) do { \
+#define NEED_OR(n, short) do { \
 		if ((n) > seg0_len) \
-			return (n) > total ? DROCE_WIRE_TRUNCATED : DROCE_WIRE_HDR_SPLIT; \
+			return (n) > total ? (short) : DROCE_WIRE_HDR_SPLIT; \
 	} while (0)
+#define NEED_L3(n)	NEED_OR(n, DROCE_WIRE_RUNT)
+#define NEED(n)		NEED_OR(n, DROCE_WIRE_TRUNCATED)
 
 /*
  * Ethernet and IP up to the UDP destination port: sets l3_off and l4_off. Everything
@@ -110,16 +113,16 @@ parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t 
 	uint16_t type;
 
 	if (flags & DROCE_WIRE_PARSE_L3) {
-		NEED(1u);
+		NEED_L3(1u);
 		type = (p[0] >> 4) == 6 ? DROCE_ETHERTYPE_IPV6 : DROCE_ETHERTYPE_IPV4;
 	} else {
-		NEED((uint32_t)DROCE_ETH_HLEN);
+		NEED_L3((uint32_t)DROCE_ETH_HLEN);
 		type = droce_eth_type((const struct droce_eth_hdr *)p);
 		off = DROCE_ETH_HLEN;
 		if (type == DROCE_ETHERTYPE_VLAN) {
 			const struct droce_vlan_hdr *vlan = (const void *)(p + off);
 
-			NEED(off + DROCE_VLAN_HLEN);
+			NEED_L3(off + DROCE_VLAN_HLEN);
 			pkt->vlan = true;
 			pkt->vlan_tci = droce_vlan_tci(vlan);
 			type = droce_vlan_type(vlan);
@@ -133,7 +136,7 @@ parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t 
 		const struct droce_ipv4_hdr *ip = (const void *)(p + off);
 		uint32_t ihl;
 
-		NEED(off + DROCE_IPV4_HLEN);
+		NEED_L3(off + DROCE_IPV4_HLEN);
 		if (droce_ipv4_version(ip) != 4)
 			return (flags & DROCE_WIRE_PARSE_L3) ? DROCE_WIRE_NOT_IP :
 							       DROCE_WIRE_BAD_IP_VERSION;
@@ -146,12 +149,12 @@ parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t 
 		ihl = droce_ipv4_hdr_len(ip);
 		if (ihl < DROCE_IPV4_HLEN)
 			return DROCE_WIRE_BAD_IP_HDR_LEN;
-		NEED(off + ihl);
+		NEED_L3(off + ihl);
 		pkt->l4_off = off + ihl;
 	} else if (type == DROCE_ETHERTYPE_IPV6) {
 		const struct droce_ipv6_hdr *ip = (const void *)(p + off);
 
-		NEED(off + DROCE_IPV6_HLEN);
+		NEED_L3(off + DROCE_IPV6_HLEN);
 		if (droce_ipv6_version(ip) != 6)
 			return DROCE_WIRE_BAD_IP_VERSION;
 		pkt->ip_version = 6;
@@ -164,11 +167,13 @@ parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t 
 		return DROCE_WIRE_NOT_IP;
 	}
 
-	NEED(pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
+	/* The port first (UDP bytes 2-3), then the rest of the UDP header. */
+	NEED_L3(pkt->l4_off + (uint32_t)offsetof(struct droce_udp_hdr, len));
 	if (droce_udp_dport((const struct droce_udp_hdr *)(p + pkt->l4_off)) !=
 	    DROCE_ROCEV2_UDP_PORT)
 		return DROCE_WIRE_NOT_ROCE_PORT;
 	pkt->layers |= DROCE_WIRE_HAVE_L4;
+	NEED(pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
 	return DROCE_WIRE_OK;
 }
 
@@ -213,7 +218,7 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 
 	memset(pkt, 0, sizeof(*pkt));
 	if (nseg == 0)
-		return DROCE_WIRE_TRUNCATED;
+		return DROCE_WIRE_RUNT;
 	p = segs[0].data;
 	seg0_len = segs[0].len;
 	total = 0;

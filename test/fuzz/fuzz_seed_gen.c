@@ -381,11 +381,11 @@ emit_broken_v4(struct gen *g)
 
 	FRESH();
 	p.len = 0;
-	emit_plain(g, "empty", &p, DROCE_WIRE_TRUNCATED);
+	emit_plain(g, "empty", &p, DROCE_WIRE_RUNT);
 
 	FRESH();
 	p.len = TRUNCATED_LEN;
-	emit_plain(g, "truncated-in-ip", &p, DROCE_WIRE_TRUNCATED);
+	emit_plain(g, "truncated-in-ip", &p, DROCE_WIRE_RUNT);
 
 	FRESH();
 	p.len -= DROCE_ICRC_LEN / 2;

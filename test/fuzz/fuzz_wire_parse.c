@@ -136,9 +136,14 @@ check_layers(enum droce_wire_result r, const struct droce_wire_pkt *pkt,
 	      (r == DROCE_WIRE_OK || r == DROCE_WIRE_BAD_ICRC));
 	if (r == DROCE_WIRE_BAD_ICRC)
 		CHECK(!(in->parse_flags & DROCE_WIRE_PARSE_NO_ICRC));
-	/* Whether a packet is RoCEv2 at all is decided before the UDP port is accepted. */
+	/*
+	 * Whether a packet is RoCEv2 at all is decided before the UDP port is accepted, and
+	 * every other outcome after it (HDR_SPLIT aside: that is the caller's layout).
+	 */
 	if (droce_wire_result_is_foreign(r))
 		CHECK(!(pkt->layers & DROCE_WIRE_HAVE_L4));
+	else if (r != DROCE_WIRE_HDR_SPLIT)
+		CHECK(pkt->layers & DROCE_WIRE_HAVE_L4);
 }
 
 /* The opcode row agrees with the BTH and with itself. */

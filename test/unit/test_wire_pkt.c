@@ -37,6 +37,8 @@
 	(SMALL_MAX + 1 + DROCE_WIRE_MAX_PAYLOAD / MID_STRIDE + TOP_LENGTHS)
 /* Ethernet's minimum frame without FCS (IEEE 802.3 clause 3.2.8). */
 #define ETH_MIN_FRAME		60
+/* The UDP destination port ends 4 bytes into the UDP header (RFC 768). */
+#define UDP_DPORT_END		4
 #define ETHERTYPE_ARP		0x0806
 #define IPPROTO_TCP_NUM		6
 #define IPV6_HOP_BY_HOP		0
@@ -521,6 +523,25 @@ DROCE_TEST(roundtrip_every_pad_count)
 	CHECK_EQ_U64(droce_wire_pad(4096), 0);
 }
 
+DROCE_TEST(build_refuses_wrapping_payload_lengths)
+{
+	/*
+	 * Segment lengths whose 32-bit sum wraps to a small, allowed value: the builder
+	 * must refuse them rather than copy 4 GiB (found in review).
+	 */
+	uint8_t payload[32] = { 0 };
+	uint8_t frame[FRAME_MAX];
+	const struct droce_wire_seg segs[2] = {
+		{ payload, 0xFFFFFFF0u }, { payload, 0x20 },
+	};
+	struct droce_wire_hdrs h;
+	struct flow f;
+
+	flow_init(&f, false, false);
+	wt_random_hdrs(&h, DROCE_OP_RC_SEND_ONLY);
+	CHECK_EQ_I64(droce_wire_build(&f.tmpl, &h, segs, 2, frame, sizeof(frame)), -EINVAL);
+}
+
 DROCE_TEST(build_refuses_bad_payload)
 {
 	uint8_t payload[DROCE_WIRE_MAX_PAYLOAD * 2] = { 0 };
@@ -933,7 +954,8 @@ DROCE_TEST(reject_truncated)
 	uint32_t cut;
 
 	CHECK(!droce_wire_result_is_foreign(DROCE_WIRE_TRUNCATED));
-	CHECK_RESULT(droce_wire_parse(NULL, 0, 0, &pkt), DROCE_WIRE_TRUNCATED);
+	CHECK(droce_wire_result_is_foreign(DROCE_WIRE_RUNT));
+	CHECK_RESULT(droce_wire_parse(NULL, 0, 0, &pkt), DROCE_WIRE_RUNT);
 	CHECK_EQ_U64(pkt.layers, 0);
 	for (v6 = 0; v6 < 2; v6++) {
 		for (vlan = 0; vlan < 2; vlan++) {
@@ -942,6 +964,7 @@ DROCE_TEST(reject_truncated)
 			good_init(&g, v6, vlan, DROCE_OP_RC_RDMA_WRITE_ONLY, 33);
 			ip_hlen = g.l4 - g.l3;
 			for (cut = 0; cut < g.len; cut++) {
+				enum droce_wire_result want;
 				uint32_t layers = 0;
 
 				droce_test_ctx("IPv%u vlan %u cut at %u of %u", v6 ? 6 : 4, vlan,
@@ -957,13 +980,21 @@ DROCE_TEST(reject_truncated)
 					layers |= DROCE_WIRE_HAVE_L2;
 				if (cut >= g.l3 + ip_hlen)
 					layers |= DROCE_WIRE_HAVE_L3;
-				CHECK_RESULT(parse_copy(g.b, cut, 0, &pkt), DROCE_WIRE_TRUNCATED);
+				/*
+				 * Before the UDP destination port there is no telling it is
+				 * RoCEv2 (RUNT, foreign); after it, it is RoCEv2, truncated.
+				 */
+				want = DROCE_WIRE_RUNT;
+				if (cut >= g.l4 + UDP_DPORT_END) {
+					layers |= DROCE_WIRE_HAVE_L4;
+					want = DROCE_WIRE_TRUNCATED;
+				}
+				CHECK_RESULT(parse_copy(g.b, cut, 0, &pkt), want);
 				CHECK_EQ_U64(pkt.layers, layers);
 				/* The same from the IP header on. */
 				if (cut >= g.l3) {
 					CHECK_RESULT(parse_copy(g.b + g.l3, cut - g.l3,
-								DROCE_WIRE_PARSE_L3, &pkt),
-						     DROCE_WIRE_TRUNCATED);
+								DROCE_WIRE_PARSE_L3, &pkt), want);
 					CHECK_EQ_U64(pkt.layers, layers & ~DROCE_WIRE_HAVE_L2);
 				}
 			}
@@ -1018,7 +1049,8 @@ DROCE_TEST(reject_bad_ip_version)
 	struct good g;
 	unsigned int v;
 
-	CHECK(!droce_wire_result_is_foreign(DROCE_WIRE_BAD_IP_VERSION));
+	/* Decided before the UDP port is seen: cannot be told to be RoCEv2. */
+	CHECK(droce_wire_result_is_foreign(DROCE_WIRE_BAD_IP_VERSION));
 	for (v = 0; v < 16; v++) {
 		droce_test_ctx("IPv4 ethertype, version %u", v);
 		if (v == 4)
@@ -1048,7 +1080,8 @@ DROCE_TEST(reject_bad_ip_hdr_len)
 	struct good g;
 	unsigned int ihl;
 
-	CHECK(!droce_wire_result_is_foreign(DROCE_WIRE_BAD_IP_HDR_LEN));
+	/* Decided before the UDP port is seen: cannot be told to be RoCEv2. */
+	CHECK(droce_wire_result_is_foreign(DROCE_WIRE_BAD_IP_HDR_LEN));
 	for (ihl = 0; ihl < 5; ihl++) {
 		droce_test_ctx("IHL %u", ihl);
 		good_init(&g, false, ihl % 2, DROCE_OP_RC_SEND_ONLY, 4);
@@ -1056,12 +1089,13 @@ DROCE_TEST(reject_bad_ip_hdr_len)
 		CHECK_REJECT(&g, 0, DROCE_WIRE_BAD_IP_HDR_LEN,
 			     DROCE_WIRE_HAVE_L2 | DROCE_WIRE_HAVE_L3);
 	}
-	/* IHL 15 on a frame too short to hold 60 bytes of IP header. */
+	/* IHL 15 on a frame too short to hold 60 bytes of IP header: the UDP port is out
+	 * of reach, so there is no telling it is RoCEv2. */
 	droce_test_ctx("IHL 15");
 	good_init(&g, false, false, DROCE_OP_RC_SEND_ONLY, 0);
 	g.b[g.l3] = 0x4F;
 	CHECK(g.len < g.l3 + 60);
-	CHECK_REJECT(&g, 0, DROCE_WIRE_TRUNCATED, DROCE_WIRE_HAVE_L2 | DROCE_WIRE_HAVE_L3);
+	CHECK_REJECT(&g, 0, DROCE_WIRE_RUNT, DROCE_WIRE_HAVE_L2 | DROCE_WIRE_HAVE_L3);
 }
 
 DROCE_TEST(ipv4_options_accepted)
@@ -1705,9 +1739,10 @@ DROCE_TEST(result_strings)
 		{ DROCE_WIRE_NOT_UDP, "NOT_UDP", true },
 		{ DROCE_WIRE_NOT_ROCE_PORT, "NOT_ROCE_PORT", true },
 		{ DROCE_WIRE_IP_FRAGMENT, "IP_FRAGMENT", true },
+		{ DROCE_WIRE_RUNT, "RUNT", true },
+		{ DROCE_WIRE_BAD_IP_VERSION, "BAD_IP_VERSION", true },
+		{ DROCE_WIRE_BAD_IP_HDR_LEN, "BAD_IP_HDR_LEN", true },
 		{ DROCE_WIRE_TRUNCATED, "TRUNCATED", false },
-		{ DROCE_WIRE_BAD_IP_VERSION, "BAD_IP_VERSION", false },
-		{ DROCE_WIRE_BAD_IP_HDR_LEN, "BAD_IP_HDR_LEN", false },
 		{ DROCE_WIRE_BAD_IP_CSUM, "BAD_IP_CSUM", false },
 		{ DROCE_WIRE_BAD_IP_LEN, "BAD_IP_LEN", false },
 		{ DROCE_WIRE_BAD_UDP_LEN, "BAD_UDP_LEN", false },

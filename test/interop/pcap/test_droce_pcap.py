@@ -691,13 +691,21 @@ class VerdictTest(DroceTest):
         self.check_bad(path, line, obj, malformed=True)
 
     def test_truncated_in_headers(self):
-        """A frame that ends inside the UDP header: addresses but no ports."""
+        """A frame that ends inside the UDP header, after the port: RoCEv2, truncated."""
         frame = self.victim.frame(LT_ETHERNET)
         cut = 14 + 20 + 6
         path = self.capture("headers.pcap", frame[:cut])
         line, obj = self.malformed(self.victim, 2, "TRUNCATED",
-                                   "frame ends inside the headers", ports=False, bth=False)
+                                   "frame ends inside the RoCEv2 headers", bth=False)
         self.check_bad(path, line, obj, malformed=True)
+
+    def test_runt_before_port_is_other(self):
+        """A frame that ends before the UDP destination port cannot be told to be RoCEv2."""
+        frame = self.victim.frame(LT_ETHERNET)
+        for cut in (14 + 20 + 3, 14 + 10, 10):
+            path = self.capture("runt.pcap", frame[:cut])
+            t1, j1, t3, j3 = self.good_lines()
+            self.check_output(path, t1 + t3, j1 + j3, counts(3, 2, 2))
 
     def test_bad_ip_length(self):
         l3 = self.victim.l3(icrc=self.victim.icrc_int())
