@@ -218,7 +218,7 @@ enum droce_wire_result {
 enum droce_wire_layer {
 	DROCE_WIRE_HAVE_L2 = 1u << 0,	/* eth_off, vlan */
 	DROCE_WIRE_HAVE_L3 = 1u << 1,	/* l3_off, ip_version */
-	DROCE_WIRE_HAVE_L4 = 1u << 2,	/* l4_off */
+	DROCE_WIRE_HAVE_L4 = 1u << 2,	/* l4_off; UDP port 4791 seen (header may be TRUNCATED) */
 	DROCE_WIRE_HAVE_BTH = 1u << 3,	/* bth_off */
 	DROCE_WIRE_HAVE_ALL = 1u << 4,	/* opcode info, payload, pad, ICRC */
 };

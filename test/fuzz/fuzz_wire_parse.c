@@ -121,8 +121,11 @@ check_layers(enum droce_wire_result r, const struct droce_wire_pkt *pkt,
 	if (pkt->layers & DROCE_WIRE_HAVE_L4) {
 		CHECK(pkt->layers & DROCE_WIRE_HAVE_L3);
 		CHECK(pkt->l4_off >= pkt->l3_off + DROCE_IPV4_HLEN);
-		CHECK(seg0 >= pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
+		/* The port is there; the rest of the UDP header unless it is cut short. */
+		CHECK(seg0 >= pkt->l4_off + (uint32_t)offsetof(struct droce_udp_hdr, len));
 		CHECK(droce_udp_dport(droce_pkt_udp(pkt)) == DROCE_ROCEV2_UDP_PORT);
+		if (r != DROCE_WIRE_TRUNCATED && r != DROCE_WIRE_HDR_SPLIT)
+			CHECK(seg0 >= pkt->l4_off + (uint32_t)DROCE_UDP_HLEN);
 	}
 	if (pkt->layers & DROCE_WIRE_HAVE_BTH) {
 		CHECK(pkt->layers & DROCE_WIRE_HAVE_L4);
