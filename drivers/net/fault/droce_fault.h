@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef DROCE_FAULT_H
+#define DROCE_FAULT_H
+
+/*
+ * Seeded fault injection on the receive path of an ethdev port: packets that
+ * rte_eth_rx_burst() returns are dropped, duplicated, corrupted, delayed or reordered at
+ * configured rates before the application sees them. The same seed and the same packets
+ * in the same order give the same decisions. See doc/drivers/fault.md.
+ */
+
+#include <stdint.h>
+
+/* Rates are parts per million of the packets received on a queue. */
+#define DROCE_FAULT_PPM 1000000u
+
+/*
+ * Counters, one X(name, description) per line. Per queue, every packet is accounted for:
+ *	received + duplicated == delivered + dropped + overflowed + held
+ */
+#define DROCE_FAULT_COUNTERS(X) \
+	X(received, "packets returned by the wrapped port's rx burst") \
+	X(delivered, "packets handed to the application, copies and released ones included") \
+	X(dropped, "packets freed by the drop fault") \
+	X(duplicated, "copies made by the dup fault") \
+	X(dup_failed, "dup faults not applied: the mempool had no mbuf for the copy") \
+	X(corrupted, "packets with one bit flipped by the corrupt fault") \
+	X(delayed, "packets held for delay_us by the delay fault") \
+	X(reordered, "packets held until a later burst by the reorder fault") \
+	X(overflowed, "held packets freed: hold buffer full and no room in the burst") \
+	X(held, "packets in the hold buffer now")
+
+struct droce_fault_stats {
+#define DROCE_FAULT_FIELD(name, desc) uint64_t name;
+	DROCE_FAULT_COUNTERS(DROCE_FAULT_FIELD)
+#undef DROCE_FAULT_FIELD
+};
+
+struct droce_fault;
+
+/*
+ * Attaches fault injection to every rx queue of a port, from a devargs-style string:
+ *	port=NAME,seed=U64,drop=PPM,dup=PPM,corrupt=PPM,delay=PPM,delay_us=US,reorder=PPM
+ * port is the ethdev name (e.g. net_ring0) and is required; every other key is optional
+ * (seed 1, rates 0, delay_us 100). Call after rte_eth_dev_configure(). Returns NULL with
+ * rte_errno set (EINVAL: bad args, logged naming the key; ENODEV: no such port; ENOMEM).
+ */
+struct droce_fault *droce_fault_attach(const char *args);
+
+/* Counters of one rx queue, or the sum of all with queue == -1. 0, or -EINVAL. */
+int droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
+			  struct droce_fault_stats *st);
+
+/* Names and descriptions of the counters, in struct order; DROCE_FAULT_NB_COUNTERS long. */
+extern const char *const droce_fault_counter_names[];
+extern const char *const droce_fault_counter_descs[];
+#define DROCE_FAULT_NB_COUNTERS \
+	(sizeof(struct droce_fault_stats) / sizeof(uint64_t))
+
+/*
+ * Removes the callbacks, frees the held packets and f. Call only when no thread is in
+ * rte_eth_rx_burst() on the port (e.g. after rte_eth_dev_stop()). NULL is a no-op.
+ */
+void droce_fault_detach(struct droce_fault *f);
+
+#endif /* DROCE_FAULT_H */

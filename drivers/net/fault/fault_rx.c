@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The receive path: an rx callback per queue applies the faults to each burst. The lcore
+ * that polls a queue owns that queue's state (PRNG, hold buffer, counters); no locks,
+ * no threads: held packets leave on later bursts of the same queue.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+
+#include "fault_loc.h"
+
+RTE_LOG_REGISTER(fault_logtype, droce.fault, NOTICE);
+
+/* splitmix64's increment (the golden ratio in 64 bits); also spreads queue ids. */
+#define FAULT_RNG_GAMMA UINT64_C(0x9E3779B97F4A7C15)
+#define FAULT_BITS_PER_BYTE 8u
+
+const char *const droce_fault_counter_names[] = {
+#define FAULT_NAME(name, desc) #name,
+	DROCE_FAULT_COUNTERS(FAULT_NAME)
+#undef FAULT_NAME
+};
+
+const char *const droce_fault_counter_descs[] = {
+#define FAULT_DESC(name, desc) desc,
+	DROCE_FAULT_COUNTERS(FAULT_DESC)
+#undef FAULT_DESC
+};
+
+struct fault_hold {
+	struct rte_mbuf *m;
+	/* Released on a burst after burst number `call`, once the TSC reaches due_tsc. */
+	uint64_t due_tsc;
+	uint64_t call;
+};
+
+struct fault_queue {
+	const struct fault_cfg *cfg;
+	const struct rte_eth_rxtx_callback *cb;
+	uint64_t rng;
+	uint64_t call;
+	uint64_t delay_tsc;
+	struct droce_fault_stats st;
+	uint32_t nb_held;
+	struct fault_hold hold[FAULT_HOLD_MAX];
+	/* This burst as the wrapped port returned it; the output overwrites pkts[]. */
+	struct rte_mbuf *in[FAULT_BURST_MAX];
+} __rte_cache_aligned;
+
+struct droce_fault {
+	struct fault_cfg cfg;
+	uint16_t nb_queues;
+	struct fault_queue *q[RTE_MAX_QUEUES_PER_PORT];
+};
+
+/* The output of one burst: the application's array and its size. */
+struct fault_burst {
+	struct rte_mbuf **pkts;
+	uint16_t n;
+	uint16_t max;
+};
+
+/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit draw per call. */
+static uint64_t
+fault_rand(struct fault_queue *q)
+{
+	uint64_t z = (q->rng += FAULT_RNG_GAMMA);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) from the draw's high 32 bits (multiply-shift, no modulo bias worth
+ * noticing at these rates). */
+static uint32_t
+fault_below(uint64_t r, uint32_t n)
+{
+	return (uint32_t)(((r >> 32) * n) >> 32);
+}
+
+static bool
+fault_hit(uint64_t r, uint32_t ppm)
+{
+	return fault_below(r, DROCE_FAULT_PPM) < ppm;
+}
+
+/* Hands m to the application, or defers it to the next burst when this one is full. */
+static void fault_hold_push(struct fault_queue *q, struct fault_burst *b, struct rte_mbuf *m,
+			    uint64_t due_tsc);
+
+static void
+fault_emit(struct fault_queue *q, struct fault_burst *b, struct rte_mbuf *m)
+{
+	if (b->n < b->max) {
+		b->pkts[b->n++] = m;
+		q->st.delivered++;
+		return;
+	}
+	fault_hold_push(q, b, m, 0);
+}
+
+/* Holds m until a later burst and due_tsc; a full buffer releases (or frees) its oldest. */
+static void
+fault_hold_push(struct fault_queue *q, struct fault_burst *b, struct rte_mbuf *m,
+		uint64_t due_tsc)
+{
+	if (q->nb_held == FAULT_HOLD_MAX) {
+		struct rte_mbuf *oldest = q->hold[0].m;
+
+		q->nb_held--;
+		memmove(&q->hold[0], &q->hold[1], q->nb_held * sizeof(q->hold[0]));
+		if (b->n < b->max) {
+			b->pkts[b->n++] = oldest;
+			q->st.delivered++;
+		} else {
+			rte_pktmbuf_free(oldest);
+			q->st.overflowed++;
+		}
+	}
+	q->hold[q->nb_held++] = (struct fault_hold){ .m = m, .due_tsc = due_tsc,
+						     .call = q->call };
+}
+
+/* Flips bit (r mod 8) of byte r' of the packet data, whichever segment holds it. */
+static void
+fault_corrupt(struct rte_mbuf *m, uint64_t r)
+{
+	uint32_t off = fault_below(r, m->pkt_len);
+	struct rte_mbuf *seg = m;
+
+	while (off >= seg->data_len) {
+		off -= seg->data_len;
+		seg = seg->next;
+	}
+	*rte_pktmbuf_mtod_offset(seg, uint8_t *, off) ^= 1u << (r % FAULT_BITS_PER_BYTE);
+}
+
+/*
+ * Decides the faults of one packet. Every packet takes the same six draws whatever the
+ * rates, so one kind's decisions do not depend on the others' rates.
+ */
+static void
+fault_one(struct fault_queue *q, struct fault_burst *b, struct rte_mbuf *m, uint64_t now)
+{
+	const struct fault_cfg *cfg = q->cfg;
+	uint64_t r_drop = fault_rand(q), r_dup = fault_rand(q), r_corrupt = fault_rand(q);
+	uint64_t r_pos = fault_rand(q), r_delay = fault_rand(q), r_reorder = fault_rand(q);
+	struct rte_mbuf *copy = NULL;
+
+	q->st.received++;
+	if (fault_hit(r_drop, cfg->drop)) {
+		rte_pktmbuf_free(m);
+		q->st.dropped++;
+		return;
+	}
+	/* The copy is taken first: corrupting the original leaves it intact. */
+	if (fault_hit(r_dup, cfg->dup)) {
+		copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+		if (copy == NULL)
+			q->st.dup_failed++;
+		else
+			q->st.duplicated++;
+	}
+	if (fault_hit(r_corrupt, cfg->corrupt) && m->pkt_len > 0) {
+		fault_corrupt(m, r_pos);
+		q->st.corrupted++;
+	}
+	if (fault_hit(r_delay, cfg->delay)) {
+		fault_hold_push(q, b, m, now + q->delay_tsc);
+		q->st.delayed++;
+	} else if (fault_hit(r_reorder, cfg->reorder)) {
+		fault_hold_push(q, b, m, 0);
+		q->st.reordered++;
+	} else {
+		fault_emit(q, b, m);
+	}
+	if (copy != NULL)
+		fault_emit(q, b, copy);
+}
+
+/* Appends the held packets that are due, oldest first, while the burst has room. */
+static void
+fault_release(struct fault_queue *q, struct fault_burst *b, uint64_t now)
+{
+	uint32_t i, kept = 0;
+
+	for (i = 0; i < q->nb_held; i++) {
+		struct fault_hold *h = &q->hold[i];
+
+		if (h->call < q->call && now >= h->due_tsc && b->n < b->max) {
+			b->pkts[b->n++] = h->m;
+			q->st.delivered++;
+		} else {
+			q->hold[kept++] = *h;
+		}
+	}
+	q->nb_held = kept;
+}
+
+/*
+ * rx callback, run by the lcore polling (port, queue) inside rte_eth_rx_burst(): the new
+ * packets first, in order, then the held packets now due, at most max_pkts in all.
+ */
+static uint16_t
+fault_rx_cb(uint16_t port_id __rte_unused, uint16_t queue __rte_unused,
+	    struct rte_mbuf *pkts[], uint16_t nb_pkts, uint16_t max_pkts, void *user)
+{
+	struct fault_queue *q = user;
+	struct fault_burst b = { .pkts = pkts, .n = 0, .max = max_pkts };
+	uint64_t now = rte_rdtsc();
+	uint16_t i;
+
+	q->call++;
+	memcpy(q->in, pkts, nb_pkts * sizeof(pkts[0]));
+	for (i = 0; i < nb_pkts; i++)
+		fault_one(q, &b, q->in[i], now);
+	fault_release(q, &b, now);
+	return b.n;
+}
+
+static void
+fault_queue_free(struct fault_queue *q)
+{
+	uint32_t i;
+
+	for (i = 0; i < q->nb_held; i++)
+		rte_pktmbuf_free(q->hold[i].m);
+	rte_free(q);
+}
+
+void
+droce_fault_detach(struct droce_fault *f)
+{
+	uint16_t i;
+
+	if (f == NULL)
+		return;
+	for (i = 0; i < f->nb_queues; i++) {
+		struct fault_queue *q = f->q[i];
+
+		if (q == NULL)
+			continue;
+		/* Removed, then freed: the caller guarantees no rx burst is running. */
+		if (q->cb != NULL && rte_eth_remove_rx_callback(f->cfg.port_id, i, q->cb) == 0)
+			rte_free((void *)(uintptr_t)q->cb);
+		fault_queue_free(q);
+	}
+	rte_free(f);
+}
+
+struct droce_fault *
+droce_fault_attach(const char *args)
+{
+	struct rte_eth_dev_info info;
+	struct droce_fault *f;
+	uint16_t i;
+	int ret;
+
+	f = rte_zmalloc("droce_fault", sizeof(*f), 0);
+	if (f == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	ret = fault_args_parse(args, &f->cfg);
+	if (ret == 0)
+		ret = rte_eth_dev_info_get(f->cfg.port_id, &info);
+	if (ret != 0) {
+		rte_free(f);
+		rte_errno = -ret;
+		return NULL;
+	}
+	f->nb_queues = info.nb_rx_queues;
+	for (i = 0; i < f->nb_queues; i++) {
+		struct fault_queue *q;
+
+		q = rte_zmalloc_socket("droce_fault_queue", sizeof(*q), RTE_CACHE_LINE_SIZE,
+				       rte_eth_dev_socket_id(f->cfg.port_id));
+		f->q[i] = q;
+		if (q == NULL) {
+			droce_fault_detach(f);
+			rte_errno = ENOMEM;
+			return NULL;
+		}
+		q->cfg = &f->cfg;
+		/* Each queue its own stream, so queues do not perturb each other. */
+		q->rng = f->cfg.seed ^ ((uint64_t)(i + 1) * FAULT_RNG_GAMMA);
+		q->delay_tsc = f->cfg.delay_us * rte_get_tsc_hz() / FAULT_US_PER_S;
+		q->cb = rte_eth_add_rx_callback(f->cfg.port_id, i, fault_rx_cb, q);
+		if (q->cb == NULL) {
+			ret = rte_errno;
+			droce_fault_detach(f);
+			rte_errno = ret;
+			return NULL;
+		}
+	}
+	return f;
+}
+
+int
+droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
+		      struct droce_fault_stats *st)
+{
+	int32_t i;
+
+	if (f == NULL || st == NULL || queue < -1 || queue >= (int32_t)f->nb_queues)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < (int32_t)f->nb_queues; i++) {
+		struct fault_queue *q = f->q[i];
+
+		if (queue != -1 && queue != i)
+			continue;
+#define FAULT_SUM(name, desc) st->name += q->st.name;
+		DROCE_FAULT_COUNTERS(FAULT_SUM)
+#undef FAULT_SUM
+		st->held += q->nb_held;
+	}
+	return 0;
+}
