@@ -125,6 +125,29 @@ reserve_hugepages() {
 	say "mounted hugetlbfs at $hugepage_mnt"
 }
 
+# drivers/net/fault's net_fault vdev needs DPDK's driver headers, which libdpdk-dev leaves
+# out; they come from Debian's source package of the installed DPDK, hence a deb-src entry
+# made from the Debian entries apt already has. Without them the rest still builds.
+deb_src_list=/etc/apt/sources.list.d/droce-deb-src
+fetch_dpdk_sdk() {
+	if [[ $EUID -eq 0 && -z $(apt-cache showsrc dpdk 2>/dev/null) ]]; then
+		if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+			sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+				>"$deb_src_list.sources"
+		elif [[ -f /etc/apt/sources.list ]]; then
+			sed -n 's/^deb \(.*debian.*\)/deb-src \1/p' /etc/apt/sources.list \
+				>"$deb_src_list.list"
+		fi
+		timeout "$apt_timeout" apt-get update >"$log" 2>&1 || true
+	fi
+	if ! devtools/fetch-dpdk-driver-headers.sh >"$log" 2>&1; then
+		tail -n 5 "$log"
+		note "no DPDK driver headers; the net_fault vdev is not built (the rest is)"
+		return
+	fi
+	say "DPDK driver headers: $(tail -n 1 "$log")"
+}
+
 # build_dir DIR CC [meson options...]: configures DIR once, then builds it.
 build_dir() {
 	local dir=$1 compiler=$2 start=$SECONDS
@@ -141,6 +164,7 @@ build_dir() {
 
 install_packages
 reserve_hugepages
+fetch_dpdk_sdk
 
 sanitize=('-Db_sanitize=address,undefined' -Dc_args=-fno-sanitize-recover=all)
 build_dir "$prefix" gcc

@@ -7,5 +7,12 @@
  * shared files or telemetry, on one lcore; cleaned up at exit.
  */
 void engine_test_eal_init(void);
+/* The same with workers more lcores for engines, all floating over CPUs 0-1. */
+void engine_test_eal_init_lcores(unsigned int workers);
+/*
+ * The same with a --vdev (name and devargs) and shared config files, as drivers using the
+ * multi-process channel need (net_memif).
+ */
+void engine_test_eal_init_vdev(unsigned int workers, const char *vdev);
 
 #endif /* ENGINE_TEST_EAL_H */

@@ -6,7 +6,9 @@
  * Seeded fault injection on the receive path of an ethdev port: packets that
  * rte_eth_rx_burst() returns are dropped, duplicated, corrupted, delayed or reordered at
  * configured rates before the application sees them. The same seed and the same packets
- * in the same order give the same decisions. See doc/drivers/fault.md.
+ * in the same order give the same decisions. Two forms share one engine: the net_fault
+ * vdev (--vdev=net_fault0,port=net_ring0,drop=10000), a port of its own wrapping another,
+ * and droce_fault_attach(), rx callbacks on an existing port. See doc/drivers/fault.md.
  */
 
 #include <stdint.h>
@@ -47,7 +49,17 @@ struct droce_fault;
  */
 struct droce_fault *droce_fault_attach(const char *args);
 
-/* Counters of one rx queue, or the sum of all with queue == -1. 0, or -EINVAL. */
+/*
+ * The fault instance of a net_fault port, for droce_fault_stats_get(); owned by the port
+ * (freed when it is closed: never pass it to droce_fault_detach()). NULL with rte_errno
+ * ENODEV when port_id is not a net_fault port, as always in a build without the vdev.
+ */
+struct droce_fault *droce_fault_from_port(uint16_t port_id);
+
+/*
+ * Counters of one rx queue, or the sum of all with queue == -1 (a queue not set up counts
+ * zeros). 0, or -EINVAL.
+ */
 int droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
 			  struct droce_fault_stats *st);
 

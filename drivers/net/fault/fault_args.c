@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Parses droce_fault_attach()'s devargs string with rte_kvargs. */
+/* Parses the devargs string of droce_fault_attach() and of the net_fault vdev (rte_kvargs). */
 
 #include <errno.h>
 #include <stdlib.h>

@@ -26,6 +26,7 @@ extern int fault_logtype;
 	rte_log(RTE_LOG_##level, fault_logtype, "droce.fault: " __VA_ARGS__)
 
 struct fault_cfg {
+	/* The port whose rx bursts are faulted: attached to, or wrapped by the vdev. */
 	uint16_t port_id;
 	uint64_t seed;
 	/* Parts per million, 0..DROCE_FAULT_PPM. */
@@ -37,8 +38,63 @@ struct fault_cfg {
 	uint64_t delay_us;
 };
 
+struct fault_hold {
+	struct rte_mbuf *m;
+	/* Released on a burst after burst number `call`, once the TSC reaches due_tsc. */
+	uint64_t due_tsc;
+	uint64_t call;
+};
+
+/*
+ * The faults of one rx queue. The lcore that polls the queue owns all of it (PRNG, hold
+ * buffer, counters); the control path reads the counters without locks.
+ */
+struct fault_queue {
+	const struct fault_cfg *cfg;
+	uint16_t queue_id;
+	uint64_t rng;
+	uint64_t call;
+	uint64_t delay_tsc;
+	struct droce_fault_stats st;
+	uint32_t nb_held;
+	struct fault_hold hold[FAULT_HOLD_MAX];
+	/* This burst as the port returned it; the output overwrites pkts[]. */
+	struct rte_mbuf *in[FAULT_BURST_MAX];
+} __rte_cache_aligned;
+
+/*
+ * One fault instance: a library attachment (fault_cb.c) or a net_fault port (fault_vdev.c).
+ * q[i] is NULL for a queue not set up (yet, or any more).
+ */
+struct droce_fault {
+	struct fault_cfg cfg;
+	uint16_t nb_queues;
+	struct fault_queue *q[RTE_MAX_QUEUES_PER_PORT];
+	/* The library form's rx callbacks; the vdev has none. */
+	const struct rte_eth_rxtx_callback *cb[RTE_MAX_QUEUES_PER_PORT];
+};
+
 /* fault_args.c */
 /* Fills cfg from a devargs string; logs the offending key. 0, -EINVAL or -ENODEV. */
 int fault_args_parse(const char *args, struct fault_cfg *cfg);
+
+/* fault_rx.c */
+/* A new instance from a devargs string, no queues yet. 0, -EINVAL, -ENODEV or -ENOMEM. */
+int fault_new(const char *args, struct droce_fault **fp);
+/* Frees the queues (and their held packets) and f; callbacks must be gone. NULL: no-op. */
+void fault_free(struct droce_fault *f);
+/* Sets up f->q[queue] on socket, a fresh stream from the seed. 0 or -ENOMEM. */
+int fault_queue_setup(struct droce_fault *f, uint16_t queue, int socket);
+/* Frees f->q[queue] and the packets it holds; NULL-safe. */
+void fault_queue_release(struct droce_fault *f, uint16_t queue);
+/*
+ * Run by the lcore polling queue q: applies the faults to the nb_pkts packets the port
+ * returned in pkts[], then appends the held packets now due; returns how many of at most
+ * max_pkts it left in pkts[].
+ */
+uint16_t fault_rx_burst(struct fault_queue *q, struct rte_mbuf *pkts[], uint16_t nb_pkts,
+			uint16_t max_pkts);
+/* Zeroes the counters of every queue (held packets stay held). Control path. */
+void fault_stats_reset(struct droce_fault *f);
 
 #endif /* FAULT_LOC_H */

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The receive path: an rx callback per queue applies the faults to each burst. The lcore
- * that polls a queue owns that queue's state (PRNG, hold buffer, counters); no locks,
- * no threads: held packets leave on later bursts of the same queue.
+ * The fault engine, shared by the library form (fault_cb.c) and the net_fault vdev
+ * (fault_vdev.c): per rx queue, the faults applied to each burst. The lcore that polls a
+ * queue owns that queue's state (PRNG, hold buffer, counters); no locks, no threads: held
+ * packets leave on later bursts of the same queue.
  */
 
 #include <errno.h>
 #include <string.h>
 
 #include <rte_cycles.h>
-#include <rte_errno.h>
 #include <rte_malloc.h>
 
 #include "fault_loc.h"
@@ -30,32 +30,6 @@ const char *const droce_fault_counter_descs[] = {
 #define FAULT_DESC(name, desc) desc,
 	DROCE_FAULT_COUNTERS(FAULT_DESC)
 #undef FAULT_DESC
-};
-
-struct fault_hold {
-	struct rte_mbuf *m;
-	/* Released on a burst after burst number `call`, once the TSC reaches due_tsc. */
-	uint64_t due_tsc;
-	uint64_t call;
-};
-
-struct fault_queue {
-	const struct fault_cfg *cfg;
-	const struct rte_eth_rxtx_callback *cb;
-	uint64_t rng;
-	uint64_t call;
-	uint64_t delay_tsc;
-	struct droce_fault_stats st;
-	uint32_t nb_held;
-	struct fault_hold hold[FAULT_HOLD_MAX];
-	/* This burst as the wrapped port returned it; the output overwrites pkts[]. */
-	struct rte_mbuf *in[FAULT_BURST_MAX];
-} __rte_cache_aligned;
-
-struct droce_fault {
-	struct fault_cfg cfg;
-	uint16_t nb_queues;
-	struct fault_queue *q[RTE_MAX_QUEUES_PER_PORT];
 };
 
 /* The output of one burst: the application's array and its size. */
@@ -203,15 +177,10 @@ fault_release(struct fault_queue *q, struct fault_burst *b, uint64_t now)
 	q->nb_held = kept;
 }
 
-/*
- * rx callback, run by the lcore polling (port, queue) inside rte_eth_rx_burst(): the new
- * packets first, in order, then the held packets now due, at most max_pkts in all.
- */
-static uint16_t
-fault_rx_cb(uint16_t port_id __rte_unused, uint16_t queue __rte_unused,
-	    struct rte_mbuf *pkts[], uint16_t nb_pkts, uint16_t max_pkts, void *user)
+uint16_t
+fault_rx_burst(struct fault_queue *q, struct rte_mbuf *pkts[], uint16_t nb_pkts,
+	       uint16_t max_pkts)
 {
-	struct fault_queue *q = user;
 	struct fault_burst b = { .pkts = pkts, .n = 0, .max = max_pkts };
 	uint64_t now = rte_rdtsc();
 	uint16_t i;
@@ -224,82 +193,76 @@ fault_rx_cb(uint16_t port_id __rte_unused, uint16_t queue __rte_unused,
 	return b.n;
 }
 
-static void
-fault_queue_free(struct fault_queue *q)
+void
+fault_queue_release(struct droce_fault *f, uint16_t queue)
 {
+	struct fault_queue *q = f->q[queue];
 	uint32_t i;
 
+	if (q == NULL)
+		return;
 	for (i = 0; i < q->nb_held; i++)
 		rte_pktmbuf_free(q->hold[i].m);
 	rte_free(q);
+	f->q[queue] = NULL;
+}
+
+int
+fault_queue_setup(struct droce_fault *f, uint16_t queue, int socket)
+{
+	struct fault_queue *q;
+
+	fault_queue_release(f, queue);
+	q = rte_zmalloc_socket("droce_fault_queue", sizeof(*q), RTE_CACHE_LINE_SIZE, socket);
+	if (q == NULL)
+		return -ENOMEM;
+	q->cfg = &f->cfg;
+	q->queue_id = queue;
+	/* Each queue its own stream, so queues do not perturb each other. */
+	q->rng = f->cfg.seed ^ ((uint64_t)(queue + 1) * FAULT_RNG_GAMMA);
+	q->delay_tsc = f->cfg.delay_us * rte_get_tsc_hz() / FAULT_US_PER_S;
+	f->q[queue] = q;
+	return 0;
+}
+
+int
+fault_new(const char *args, struct droce_fault **fp)
+{
+	struct droce_fault *f;
+	int ret;
+
+	f = rte_zmalloc("droce_fault", sizeof(*f), 0);
+	if (f == NULL)
+		return -ENOMEM;
+	ret = fault_args_parse(args, &f->cfg);
+	if (ret != 0) {
+		rte_free(f);
+		return ret;
+	}
+	*fp = f;
+	return 0;
 }
 
 void
-droce_fault_detach(struct droce_fault *f)
+fault_free(struct droce_fault *f)
 {
 	uint16_t i;
 
 	if (f == NULL)
 		return;
-	for (i = 0; i < f->nb_queues; i++) {
-		struct fault_queue *q = f->q[i];
-
-		if (q == NULL)
-			continue;
-		/* Removed, then freed: the caller guarantees no rx burst is running. */
-		if (q->cb != NULL && rte_eth_remove_rx_callback(f->cfg.port_id, i, q->cb) == 0)
-			rte_free((void *)(uintptr_t)q->cb);
-		fault_queue_free(q);
-	}
+	for (i = 0; i < RTE_DIM(f->q); i++)
+		fault_queue_release(f, i);
 	rte_free(f);
 }
 
-struct droce_fault *
-droce_fault_attach(const char *args)
+void
+fault_stats_reset(struct droce_fault *f)
 {
-	struct rte_eth_dev_info info;
-	struct droce_fault *f;
 	uint16_t i;
-	int ret;
 
-	f = rte_zmalloc("droce_fault", sizeof(*f), 0);
-	if (f == NULL) {
-		rte_errno = ENOMEM;
-		return NULL;
-	}
-	ret = fault_args_parse(args, &f->cfg);
-	if (ret == 0)
-		ret = rte_eth_dev_info_get(f->cfg.port_id, &info);
-	if (ret != 0) {
-		rte_free(f);
-		rte_errno = -ret;
-		return NULL;
-	}
-	f->nb_queues = info.nb_rx_queues;
-	for (i = 0; i < f->nb_queues; i++) {
-		struct fault_queue *q;
-
-		q = rte_zmalloc_socket("droce_fault_queue", sizeof(*q), RTE_CACHE_LINE_SIZE,
-				       rte_eth_dev_socket_id(f->cfg.port_id));
-		f->q[i] = q;
-		if (q == NULL) {
-			droce_fault_detach(f);
-			rte_errno = ENOMEM;
-			return NULL;
-		}
-		q->cfg = &f->cfg;
-		/* Each queue its own stream, so queues do not perturb each other. */
-		q->rng = f->cfg.seed ^ ((uint64_t)(i + 1) * FAULT_RNG_GAMMA);
-		q->delay_tsc = f->cfg.delay_us * rte_get_tsc_hz() / FAULT_US_PER_S;
-		q->cb = rte_eth_add_rx_callback(f->cfg.port_id, i, fault_rx_cb, q);
-		if (q->cb == NULL) {
-			ret = rte_errno;
-			droce_fault_detach(f);
-			rte_errno = ret;
-			return NULL;
-		}
-	}
-	return f;
+	for (i = 0; i < f->nb_queues; i++)
+		if (f->q[i] != NULL)
+			memset(&f->q[i]->st, 0, sizeof(f->q[i]->st));
 }
 
 int
@@ -314,7 +277,7 @@ droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
 	for (i = 0; i < (int32_t)f->nb_queues; i++) {
 		struct fault_queue *q = f->q[i];
 
-		if (queue != -1 && queue != i)
+		if (q == NULL || (queue != -1 && queue != i))
 			continue;
 #define FAULT_SUM(name, desc) st->name += q->st.name;
 		DROCE_FAULT_COUNTERS(FAULT_SUM)

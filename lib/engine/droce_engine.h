@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef DROCE_ENGINE_H
+#define DROCE_ENGINE_H
+
+/*
+ * The RoCEv2 transport: one run-to-completion engine per lcore (doc/engine.md).
+ *
+ * A device (struct droce_dev) groups the engines of one process and their flat QPN table.
+ * A domain is one client: its shared-memory region, memory regions (keys), address handles
+ * and asynchronous events. The control path (droced's control thread, or a test) creates
+ * objects with the functions below; those that change an engine's state are carried to the
+ * owning engine over its command ring and waited for, so engines never take a lock.
+ *
+ * Everything here is called from the control thread unless it says otherwise.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mempool.h>
+
+#include <droce_shm.h>
+#include <droce_shm_ctl.h>
+#include <droce_wire.h>
+
+#define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
+#define DROCE_ENGINE_MAX_GIDS	16
+
+struct droce_dev;
+struct droce_engine;
+struct droce_domain;
+struct droce_qp;
+struct droce_cq;
+struct droce_srq;
+
+/* ---- Device and engines ---- */
+
+struct droce_dev_conf {
+	uint32_t max_qps;	/* QPN table size, a power of two; QPNs are 2..max_qps-1 */
+};
+
+struct droce_dev *droce_dev_create(const struct droce_dev_conf *conf);
+/* Engines must be stopped and every domain destroyed first. */
+void droce_dev_destroy(struct droce_dev *dev);
+
+/* A static neighbour: which MAC a GID is reached at (ARP comes with droced). */
+int droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6]);
+
+struct droce_engine_conf {
+	uint16_t port_id;	/* started ethdev port */
+	uint16_t rx_queue;
+	uint16_t tx_queue;
+	struct rte_mempool *mp;	/* mbufs with room for a 4096-byte MTU packet */
+	uint8_t mac[6];		/* the port's */
+	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];	/* the port's GID table */
+	uint32_t nb_gids;
+	/*
+	 * Sleep this long after 1024 idle loop iterations (0: never, for a dedicated core).
+	 * Lets tests run several engines on two CPUs; timers still fire, later by up to it.
+	 */
+	uint32_t idle_sleep_us;
+	bool rx_no_icrc;	/* the NIC verified the ICRC */
+};
+
+/* Engine number id of dev (0..DROCE_ENGINE_MAX-1, each once). NULL and rte_errno on failure. */
+struct droce_engine *droce_engine_create(struct droce_dev *dev, uint32_t id,
+					 const struct droce_engine_conf *conf);
+void droce_engine_destroy(struct droce_engine *e);
+
+/*
+ * The engine loop, for rte_eal_remote_launch(droce_engine_run, e, lcore): runs until
+ * droce_engine_stop(). One engine runs on one thread at a time.
+ */
+int droce_engine_run(void *engine);
+void droce_engine_stop(struct droce_engine *e);
+/* One pass of the loop on the calling thread (for single-threaded tools); work done. */
+unsigned int droce_engine_poll(struct droce_engine *e);
+
+/* Engine counters, one X-macro list (name, description). */
+#define DROCE_ENGINE_COUNTERS(X) \
+	X(loops, "loop iterations") \
+	X(busy_loops, "loop iterations that did work") \
+	X(rx_pkts, "packets received from the port") \
+	X(rx_handoff_in, "packets handed over by another engine") \
+	X(rx_handoff_out, "packets handed to the engine owning their QP") \
+	X(rx_handoff_drop, "packets dropped: the owner's handoff ring was full") \
+	X(rx_foreign, "packets that are not RoCEv2 (dropped)") \
+	X(rx_malformed, "RoCEv2 packets rejected by the parser (ICRC, lengths, ...)") \
+	X(rx_no_qp, "packets for a QPN with no QP") \
+	X(rx_bad_state, "packets for a QP whose state does not accept them") \
+	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
+	X(rx_cnp, "CNPs received") \
+	X(tx_pkts, "packets transmitted") \
+	X(tx_drop, "packets dropped: the port did not take them and the tx buffer was full") \
+	X(tx_nombuf, "packets not built: the mempool was empty") \
+	X(req_pkts, "request packets sent, retransmissions included") \
+	X(req_retransmit, "request packets sent again after a go-back") \
+	X(req_timeout, "local ACK timeouts") \
+	X(req_go_back, "go-back-N rewinds") \
+	X(req_ud_too_long, "UD sends longer than the path MTU (completed, not sent)") \
+	X(ack_rcvd, "ACKs received") \
+	X(ack_stale, "ACKs/NAKs outside the outstanding PSN range (ignored)") \
+	X(nak_seq_rcvd, "PSN sequence error NAKs received") \
+	X(nak_rnr_rcvd, "RNR NAKs received") \
+	X(nak_err_rcvd, "invalid request / access / operational NAKs received") \
+	X(resp_msgs, "messages delivered by the responder") \
+	X(resp_dup, "duplicate requests (re-ACKed, not delivered again)") \
+	X(resp_out_of_seq, "requests beyond the expected PSN (dropped)") \
+	X(ack_sent, "ACKs sent") \
+	X(nak_seq_sent, "PSN sequence error NAKs sent") \
+	X(nak_rnr_sent, "RNR NAKs sent") \
+	X(nak_err_sent, "invalid request / access / operational NAKs sent") \
+	X(uc_drop, "UC packets dropped (gap, no WQE, message in pieces)") \
+	X(ud_drop, "UD packets dropped (Q_Key, no WQE)") \
+	X(cqe, "completions written") \
+	X(cq_overrun, "completions lost to a CQ overrun") \
+	X(qp_error, "QPs moved to the error state") \
+	X(srq_limit_events, "SRQ limit events raised") \
+	X(cmds, "control commands applied")
+
+struct droce_engine_stats {
+#define DROCE_ENGINE_STAT_FIELD(name, desc) uint64_t name;
+	DROCE_ENGINE_COUNTERS(DROCE_ENGINE_STAT_FIELD)
+#undef DROCE_ENGINE_STAT_FIELD
+};
+
+extern const char *const droce_engine_counter_names[];
+extern const char *const droce_engine_counter_descs[];
+#define DROCE_ENGINE_NB_COUNTERS (sizeof(struct droce_engine_stats) / sizeof(uint64_t))
+
+/* A snapshot (counters are written by the engine thread only; read without tearing). */
+void droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st);
+
+/* ---- Domains (clients) ---- */
+
+/* Asynchronous events, enum ibv_event_type values. */
+enum droce_event_type {
+	DROCE_EVENT_CQ_ERR = 0,
+	DROCE_EVENT_QP_FATAL = 1,
+	DROCE_EVENT_SQ_DRAINED = 5,
+	DROCE_EVENT_SRQ_LIMIT_REACHED = 15,
+	DROCE_EVENT_QP_LAST_WQE_REACHED = 16,
+};
+
+struct droce_event {
+	uint32_t type;		/* enum droce_event_type */
+	uint32_t handle;	/* QPN, CQ handle or SRQ handle */
+};
+
+struct droce_domain_conf {
+	void *region;		/* the client's shm region as this process maps it */
+	uint64_t region_size;	/* already laid out by droce_shm_arena_init() */
+	uint32_t max_mrs;
+	uint32_t max_ahs;
+	uint32_t max_events;	/* power of two */
+};
+
+struct droce_domain *droce_domain_create(struct droce_dev *dev,
+					 const struct droce_domain_conf *conf);
+/* Destroys every object the domain still owns (QPs to error first, then gone). */
+void droce_domain_destroy(struct droce_domain *dom);
+/* Next asynchronous event: 1, or 0 when there is none. Any thread. */
+int droce_domain_event_get(struct droce_domain *dom, struct droce_event *ev);
+
+/*
+ * Memory regions: key = (index << 8) | variant; the engine resolves it to base + offset
+ * after checking range, access and PD. base is where the region's bytes are in this process.
+ */
+int droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
+		 uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey);
+/* Waits until no engine can still be using the MR before returning. */
+int droce_mr_dereg(struct droce_domain *dom, uint32_t lkey);
+
+/* UD address handles: number *ah for droce_shm_swqe.ud.ah. -EHOSTUNREACH: no neighbour. */
+int droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
+		    const struct droce_shm_ah_attr *attr, uint32_t *ah);
+int droce_ah_destroy(struct droce_domain *dom, uint32_t ah);
+
+/* ---- CQ, SRQ, QP ---- */
+
+struct droce_cq_conf {
+	struct droce_shm_cq *ctl;	/* in the domain's region */
+	struct droce_shm_cqe *ring;	/* size entries, zeroed */
+	uint32_t size;			/* power of two */
+	int eventfd;			/* written at notifications; -1: none */
+	uint32_t handle;		/* named in events */
+};
+
+struct droce_cq *droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf);
+/* -EBUSY while a QP uses it. */
+int droce_cq_destroy(struct droce_cq *cq);
+/*
+ * After IBV_EVENT_CQ_ERR (overrun): moves every QP that uses cq to ERR, as the control
+ * path must (11.4.2.1: the CQ's QPs go to error). Returns how many it moved.
+ */
+int droce_cq_error_qps(struct droce_cq *cq);
+bool droce_cq_in_error(const struct droce_cq *cq);
+
+struct droce_srq_conf {
+	struct droce_shm_srq *ctl;
+	uint8_t *ring;
+	uint32_t size;			/* power of two */
+	uint32_t max_sge;		/* stride is droce_shm_rq_stride(max_sge) */
+	uint32_t pd;
+	uint32_t limit;			/* srq_limit; 0: disarmed */
+	uint32_t handle;
+};
+
+struct droce_srq *droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf);
+/* ibv_modify_srq(IBV_SRQ_LIMIT): sets and arms the limit (0 disarms). -EINVAL over size. */
+int droce_srq_set_limit(struct droce_srq *srq, uint32_t limit);
+/* ibv_query_srq: the limit, 0 once it fired. */
+uint32_t droce_srq_limit(const struct droce_srq *srq);
+int droce_srq_destroy(struct droce_srq *srq);
+
+struct droce_qp_conf {
+	uint8_t qp_type;		/* enum droce_shm_qp_type */
+	uint32_t engine_id;
+	uint32_t pd;
+	struct droce_cq *send_cq;
+	struct droce_cq *recv_cq;
+	struct droce_srq *srq;		/* NULL: own receive ring */
+	bool sq_sig_all;
+	struct droce_shm_qp *ctl;
+	uint8_t *sq;
+	uint32_t sq_size;		/* power of two */
+	uint32_t sq_max_sge;
+	uint32_t max_inline;
+	uint8_t *rq;			/* NULL with an SRQ */
+	uint32_t rq_size;
+	uint32_t rq_max_sge;
+	uint32_t db_slot;		/* doorbell slot in the engine's block of this domain */
+};
+
+/* A QP in RESET. NULL and rte_errno (EINVAL, ENOSPC: no QPN or doorbell slot left). */
+struct droce_qp *droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *conf);
+uint32_t droce_qp_num(const struct droce_qp *qp);
+
+/* ibv_modify_qp, applied by the owning engine: 0, -EINVAL, -EHOSTUNREACH (no neighbour). */
+int droce_qp_modify(struct droce_qp *qp, const struct droce_shm_qp_attr *attr);
+
+/* ibv_query_qp: the attributes as the engine holds them, and the state. */
+int droce_qp_query(struct droce_qp *qp, struct droce_shm_qp_attr *attr);
+
+/* Removes the QP from its engine (no completions for what it still held) and frees it. */
+int droce_qp_destroy(struct droce_qp *qp);
+
+#endif /* DROCE_ENGINE_H */

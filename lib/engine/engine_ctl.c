@@ -1,0 +1,608 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control side of the engines: device, domains, keys, address handles, CQs, SRQs and
+ * QPs. Runs on the control thread; what changes an engine's state goes to that engine as
+ * a command (engine_cmd_run), what engines only read is published with release stores and
+ * retired after engine_quiesce().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_malloc.h>
+
+#include "engine_loc.h"
+
+static bool
+is_pow2(uint32_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* ---- Device ---- */
+
+struct droce_dev *
+droce_dev_create(const struct droce_dev_conf *conf)
+{
+	struct droce_dev *dev;
+
+	if (!is_pow2(conf->max_qps) || conf->max_qps < 4 || conf->max_qps > (1u << 24)) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	dev = rte_zmalloc("droce_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE);
+	if (dev == NULL)
+		goto nomem;
+	dev->qps = rte_zmalloc("droce_qpn_table", sizeof(dev->qps[0]) * conf->max_qps,
+			       RTE_CACHE_LINE_SIZE);
+	if (dev->qps == NULL) {
+		rte_free(dev);
+		goto nomem;
+	}
+	dev->max_qps = conf->max_qps;
+	dev->qpn_next = 2;	/* QP0 and QP1 are the special QPs (IB 10.2.5.1) */
+	LIST_INIT(&dev->doms);
+	return dev;
+nomem:
+	rte_errno = ENOMEM;
+	return NULL;
+}
+
+void
+droce_dev_destroy(struct droce_dev *dev)
+{
+	struct droce_domain *dom;
+
+	if (dev == NULL)
+		return;
+	while ((dom = LIST_FIRST(&dev->doms)) != NULL)
+		droce_domain_destroy(dom);
+	rte_free(dev->qps);
+	rte_free(dev);
+}
+
+int
+droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6])
+{
+	uint32_t i;
+
+	for (i = 0; i < dev->nb_neigh; i++) {
+		if (memcmp(dev->neigh[i].gid, gid, 16) == 0)
+			break;
+	}
+	if (i == RTE_DIM(dev->neigh))
+		return -ENOSPC;
+	memcpy(dev->neigh[i].gid, gid, 16);
+	memcpy(dev->neigh[i].mac, mac, 6);
+	if (i == dev->nb_neigh)
+		dev->nb_neigh++;
+	return 0;
+}
+
+int
+dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac[6])
+{
+	uint32_t i;
+
+	for (i = 0; i < dev->nb_neigh; i++) {
+		if (memcmp(dev->neigh[i].gid, gid, 16) == 0) {
+			memcpy(mac, dev->neigh[i].mac, 6);
+			return 0;
+		}
+	}
+	return -EHOSTUNREACH;
+}
+
+/* ---- Domains ---- */
+
+struct droce_domain *
+droce_domain_create(struct droce_dev *dev, const struct droce_domain_conf *conf)
+{
+	const struct droce_shm_region_hdr *hdr = conf->region;
+	char name[RTE_RING_NAMESIZE];
+	struct droce_domain *dom;
+	uint32_t i;
+
+	if (droce_shm_region_check(conf->region, conf->region_size) != 0 ||
+	    conf->max_mrs == 0 || conf->max_ahs == 0 || !is_pow2(conf->max_events)) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	dom = rte_zmalloc("droce_domain", sizeof(*dom), RTE_CACHE_LINE_SIZE);
+	if (dom == NULL)
+		goto nomem;
+	dom->dev = dev;
+	dom->region = conf->region;
+	dom->region_size = conf->region_size;
+	dom->max_mrs = conf->max_mrs;
+	dom->max_ahs = conf->max_ahs;
+	dom->mrs = rte_zmalloc("droce_mrs", sizeof(dom->mrs[0]) * conf->max_mrs, 0);
+	dom->ahs = rte_zmalloc("droce_ahs", sizeof(dom->ahs[0]) * conf->max_ahs, 0);
+	snprintf(name, sizeof(name), "droce_ev_%p", (void *)dom);
+	dom->events = rte_ring_create_elem(name, sizeof(struct droce_event), conf->max_events,
+					   SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (dom->mrs == NULL || dom->ahs == NULL || dom->events == NULL) {
+		rte_ring_free(dom->events);
+		rte_free(dom->ahs);
+		rte_free(dom->mrs);
+		rte_free(dom);
+		goto nomem;
+	}
+	for (i = 0; i < hdr->nb_engines && i < DROCE_ENGINE_MAX; i++)
+		dom->db[i] = (struct droce_shm_doorbell *)(dom->region + hdr->doorbell_off[i]);
+	dom->mr_next = 1;
+	LIST_INSERT_HEAD(&dev->doms, dom, next);
+	return dom;
+nomem:
+	rte_errno = ENOMEM;
+	return NULL;
+}
+
+void
+droce_domain_destroy(struct droce_domain *dom)
+{
+	struct droce_dev *dev = dom->dev;
+	struct engine_cmd cmd;
+	uint32_t q, i;
+
+	/* QPs first: they hold the CQs and SRQs, which the caller owns and frees. */
+	for (q = 0; q < dev->max_qps; q++) {
+		struct droce_qp *qp = dev->qps[q];
+
+		if (qp != NULL && qp->dom == dom)
+			droce_qp_destroy(qp);
+	}
+	for (i = 0; i < DROCE_ENGINE_MAX; i++) {
+		if (dom->db_qp[i] == NULL)
+			continue;
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.type = ENGINE_CMD_DOMAIN_DEL;
+		cmd.dom = dom;
+		if (dev->engines[i] != NULL)
+			engine_cmd_run(dev->engines[i], &cmd);
+		rte_free(dom->db_qp[i]);
+	}
+	LIST_REMOVE(dom, next);
+	engine_quiesce(dev);
+	rte_ring_free(dom->events);
+	rte_free(dom->ahs);
+	rte_free(dom->mrs);
+	rte_free(dom);
+}
+
+int
+droce_domain_event_get(struct droce_domain *dom, struct droce_event *ev)
+{
+	return rte_ring_sc_dequeue_elem(dom->events, ev, sizeof(*ev)) == 0 ? 1 : 0;
+}
+
+/* ---- Memory regions ---- */
+
+int
+droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
+	     uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey)
+{
+	uint32_t i;
+
+	if (base == NULL || length == 0 || iova + length < iova)
+		return -EINVAL;
+	/* Index 0 stays unused so that key 0 never resolves. */
+	for (i = 1; i < dom->max_mrs; i++) {
+		struct droce_mr *mr = &dom->mrs[i];
+
+		if (atomic_load_explicit(&mr->valid, memory_order_relaxed))
+			continue;
+		mr->base = base;
+		mr->iova = iova;
+		mr->length = length;
+		mr->access = access;
+		mr->pd = pd;
+		/* The low byte changes at every registration, so a stale key misses. */
+		mr->key = (i << 8) | (dom->mr_next++ & 0xFF);
+		atomic_store_explicit(&mr->valid, 1, memory_order_release);
+		*lkey = *rkey = mr->key;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+int
+droce_mr_dereg(struct droce_domain *dom, uint32_t lkey)
+{
+	uint32_t idx = lkey >> 8;
+	struct droce_mr *mr;
+
+	if (idx == 0 || idx >= dom->max_mrs)
+		return -EINVAL;
+	mr = &dom->mrs[idx];
+	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->key != lkey)
+		return -EINVAL;
+	atomic_store_explicit(&mr->valid, 0, memory_order_release);
+	/* An engine in the middle of a copy through this key finishes before we return. */
+	engine_quiesce(dom->dev);
+	return 0;
+}
+
+/* ---- Paths ---- */
+
+/* Builds the addresses of a path from engine e to the AV's destination. */
+static int
+path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah,
+	     struct droce_wire_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (!ah->is_global || ah->sgid_index >= e->nb_gids)
+		return -EINVAL;
+	memcpy(a->src_mac, e->mac, 6);
+	memcpy(a->src_gid, e->gids[ah->sgid_index], 16);
+	memcpy(a->dst_gid, ah->dgid, 16);
+	a->traffic_class = ah->traffic_class;
+	a->hop_limit = ah->hop_limit;
+	a->flow_label = ah->flow_label & 0xFFFFF;
+	return dev_neigh_lookup(e->dev, ah->dgid, a->dst_mac);
+}
+
+int
+droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
+		const struct droce_shm_ah_attr *attr, uint32_t *ahn)
+{
+	struct droce_engine *e = engine_id < DROCE_ENGINE_MAX ? dom->dev->engines[engine_id] : NULL;
+	struct droce_wire_addr a;
+	uint32_t i;
+	int rc;
+
+	if (e == NULL)
+		return -EINVAL;
+	rc = path_resolve(e, attr, &a);
+	if (rc != 0)
+		return rc;
+	for (i = 0; i < dom->max_ahs; i++) {
+		struct droce_ah *ah = &dom->ahs[i];
+
+		if (atomic_load_explicit(&ah->valid, memory_order_relaxed))
+			continue;
+		if (droce_wire_tmpl_init(&ah->tmpl, &a) != 0)
+			return -EINVAL;
+		ah->pd = pd;
+		atomic_store_explicit(&ah->valid, 1, memory_order_release);
+		*ahn = i;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+int
+droce_ah_destroy(struct droce_domain *dom, uint32_t ahn)
+{
+	if (ahn >= dom->max_ahs ||
+	    !atomic_load_explicit(&dom->ahs[ahn].valid, memory_order_relaxed))
+		return -EINVAL;
+	atomic_store_explicit(&dom->ahs[ahn].valid, 0, memory_order_release);
+	engine_quiesce(dom->dev);
+	return 0;
+}
+
+/* ---- CQ and SRQ ---- */
+
+struct droce_cq *
+droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf)
+{
+	struct droce_cq *cq;
+
+	if (conf->ctl == NULL || conf->ring == NULL || !is_pow2(conf->size) ||
+	    conf->size > DROCE_SHM_MAX_CQE) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	cq = rte_zmalloc("droce_cq", sizeof(*cq), RTE_CACHE_LINE_SIZE);
+	if (cq == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	cq->dom = dom;
+	cq->ctl = conf->ctl;
+	cq->ring = conf->ring;
+	cq->size = conf->size;
+	cq->log2_size = __builtin_ctz(conf->size);
+	cq->handle = conf->handle;
+	cq->eventfd = conf->eventfd;
+	/* Start where the ring is: a CQ made over a used ring must not look full or fresh. */
+	atomic_store(&cq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
+	atomic_store(&cq->arm_served, __atomic_load_n(&conf->ctl->arm, __ATOMIC_ACQUIRE) >> 1);
+	return cq;
+}
+
+int
+droce_cq_error_qps(struct droce_cq *cq)
+{
+	struct droce_dev *dev = cq->dom->dev;
+	struct droce_shm_qp_attr attr;
+	int n = 0;
+	uint32_t q;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.mask = DROCE_SHM_QP_STATE;
+	attr.qp_state = DROCE_SHM_QPS_ERR;
+	for (q = 0; q < dev->max_qps; q++) {
+		struct droce_qp *qp = dev->qps[q];
+
+		if (qp != NULL && (qp->scq == cq || qp->rcq == cq) && droce_qp_modify(qp, &attr) == 0)
+			n++;
+	}
+	return n;
+}
+
+bool
+droce_cq_in_error(const struct droce_cq *cq)
+{
+	return atomic_load_explicit(&((struct droce_cq *)cq)->error, memory_order_acquire) != 0;
+}
+
+int
+droce_cq_destroy(struct droce_cq *cq)
+{
+	if (cq->nb_qps != 0)
+		return -EBUSY;
+	engine_quiesce(cq->dom->dev);
+	rte_free(cq);
+	return 0;
+}
+
+struct droce_srq *
+droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf)
+{
+	struct droce_srq *srq;
+
+	if (conf->ctl == NULL || conf->ring == NULL || !is_pow2(conf->size) ||
+	    conf->size > DROCE_SHM_MAX_WR || conf->max_sge == 0 ||
+	    conf->max_sge > DROCE_SHM_MAX_SGE || conf->limit > conf->size) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	srq = rte_zmalloc("droce_srq", sizeof(*srq), RTE_CACHE_LINE_SIZE);
+	if (srq == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	srq->dom = dom;
+	srq->ctl = conf->ctl;
+	srq->ring = conf->ring;
+	srq->size = conf->size;
+	srq->stride = droce_shm_rq_stride(conf->max_sge);
+	srq->max_sge = conf->max_sge;
+	srq->pd = conf->pd;
+	srq->handle = conf->handle;
+	atomic_store(&srq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
+	atomic_store(&srq->tail, atomic_load(&srq->head));
+	atomic_store(&srq->limit, conf->limit);
+	return srq;
+}
+
+int
+droce_srq_set_limit(struct droce_srq *srq, uint32_t limit)
+{
+	if (limit > srq->size)
+		return -EINVAL;
+	atomic_store_explicit(&srq->limit, limit, memory_order_release);
+	return 0;
+}
+
+uint32_t
+droce_srq_limit(const struct droce_srq *srq)
+{
+	return atomic_load_explicit(&((struct droce_srq *)srq)->limit, memory_order_acquire);
+}
+
+int
+droce_srq_destroy(struct droce_srq *srq)
+{
+	if (srq->nb_qps != 0)
+		return -EBUSY;
+	engine_quiesce(srq->dom->dev);
+	rte_free(srq);
+	return 0;
+}
+
+/* ---- QP ---- */
+
+static int
+qp_conf_check(const struct droce_domain *dom, const struct droce_qp_conf *c)
+{
+	if (c->qp_type != DROCE_SHM_QPT_RC && c->qp_type != DROCE_SHM_QPT_UC &&
+	    c->qp_type != DROCE_SHM_QPT_UD)
+		return -EINVAL;
+	if (c->engine_id >= DROCE_ENGINE_MAX || dom->dev->engines[c->engine_id] == NULL ||
+	    dom->db[c->engine_id] == NULL || c->db_slot >= DROCE_SHM_DB_SLOTS)
+		return -EINVAL;
+	if (c->send_cq == NULL || c->recv_cq == NULL || c->send_cq->dom != dom ||
+	    c->recv_cq->dom != dom || (c->srq != NULL && c->srq->dom != dom))
+		return -EINVAL;
+	if (c->ctl == NULL || c->sq == NULL || !is_pow2(c->sq_size) ||
+	    c->sq_size > DROCE_SHM_MAX_WR || c->sq_max_sge > DROCE_SHM_MAX_SGE ||
+	    c->max_inline > DROCE_SHM_MAX_INLINE)
+		return -EINVAL;
+	if (c->srq == NULL ? (c->rq == NULL || !is_pow2(c->rq_size) ||
+			      c->rq_size > DROCE_SHM_MAX_WR || c->rq_max_sge == 0 ||
+			      c->rq_max_sge > DROCE_SHM_MAX_SGE) :
+			     c->rq != NULL)
+		return -EINVAL;
+	if (dom->db_qp[c->engine_id] != NULL && dom->db_qp[c->engine_id][c->db_slot] != NULL)
+		return -EBUSY;
+	return 0;
+}
+
+static uint32_t
+qpn_alloc(struct droce_dev *dev)
+{
+	uint32_t i;
+
+	for (i = 0; i < dev->max_qps; i++) {
+		uint32_t q = dev->qpn_next;
+
+		dev->qpn_next = dev->qpn_next + 1 == dev->max_qps ? 2 : dev->qpn_next + 1;
+		if (q >= 2 && dev->qps[q] == NULL)
+			return q;
+	}
+	return 0;
+}
+
+struct droce_qp *
+droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
+{
+	struct droce_dev *dev = dom->dev;
+	struct droce_engine *e;
+	struct engine_cmd cmd;
+	struct droce_qp *qp;
+	uint32_t qpn;
+	int rc;
+
+	rc = qp_conf_check(dom, c);
+	if (rc != 0) {
+		rte_errno = -rc;
+		return NULL;
+	}
+	e = dev->engines[c->engine_id];
+	qpn = qpn_alloc(dev);
+	if (qpn == 0) {
+		rte_errno = ENOSPC;
+		return NULL;
+	}
+	if (dom->db_qp[e->id] == NULL) {
+		dom->db_qp[e->id] = rte_zmalloc("droce_db_qp",
+						sizeof(struct droce_qp *) * DROCE_SHM_DB_SLOTS, 0);
+		if (dom->db_qp[e->id] == NULL) {
+			rte_errno = ENOMEM;
+			return NULL;
+		}
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.type = ENGINE_CMD_DOMAIN_ADD;
+		cmd.dom = dom;
+		rc = engine_cmd_run(e, &cmd);
+		if (rc != 0) {
+			rte_free(dom->db_qp[e->id]);
+			dom->db_qp[e->id] = NULL;
+			rte_errno = -rc;
+			return NULL;
+		}
+	}
+	qp = rte_zmalloc("droce_qp", sizeof(*qp), RTE_CACHE_LINE_SIZE);
+	if (qp == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	qp->qpn = qpn;
+	qp->type = c->qp_type;
+	qp->engine = e;
+	qp->dom = dom;
+	qp->pd = c->pd;
+	qp->scq = c->send_cq;
+	qp->rcq = c->recv_cq;
+	qp->srq = c->srq;
+	qp->sq_sig_all = c->sq_sig_all;
+	qp->ctl = c->ctl;
+	qp->sq_ring = c->sq;
+	qp->sq_size = c->sq_size;
+	qp->sq_max_sge = c->sq_max_sge;
+	qp->max_inline = c->max_inline;
+	qp->sq_stride = droce_shm_sq_stride(c->sq_max_sge, c->max_inline);
+	qp->rq_ring = c->rq;
+	qp->rq_size = c->rq_size;
+	qp->rq_max_sge = c->rq_max_sge;
+	qp->rq_stride = c->srq == NULL ? droce_shm_rq_stride(c->rq_max_sge) : 0;
+	qp->db_slot = c->db_slot;
+	qp->req.copy = rte_malloc("droce_sq_copy", (size_t)qp->sq_size * qp->sq_stride,
+				  RTE_CACHE_LINE_SIZE);
+	qp->req.wq = rte_zmalloc("droce_sq_wqes", sizeof(qp->req.wq[0]) * qp->sq_size,
+				 RTE_CACHE_LINE_SIZE);
+	if (qp->req.copy == NULL || qp->req.wq == NULL) {
+		rte_free(qp->req.copy);
+		rte_free(qp->req.wq);
+		rte_free(qp);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	/* RESET: the engine's indices start where the rings are. */
+	qp->req.fetch = qp->req.cons = qp->req.cur =
+		__atomic_load_n(&c->ctl->sq.prod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&c->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+	if (c->srq == NULL) {
+		qp->resp.rq_cons = __atomic_load_n(&c->ctl->rq.prod, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&c->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
+	}
+	qp->state = DROCE_SHM_QPS_RESET;
+	__atomic_store_n(&c->ctl->state, DROCE_SHM_QPS_RESET, __ATOMIC_RELEASE);
+	c->send_cq->nb_qps++;
+	c->recv_cq->nb_qps++;
+	if (c->srq != NULL)
+		c->srq->nb_qps++;
+	dom->nb_qps++;
+	__atomic_store_n(&dom->db_qp[e->id][c->db_slot], qp, __ATOMIC_RELEASE);
+	atomic_store_explicit(&dev->qps[qpn], qp, memory_order_release);
+	return qp;
+}
+
+uint32_t
+droce_qp_num(const struct droce_qp *qp)
+{
+	return qp->qpn;
+}
+
+int
+droce_qp_modify(struct droce_qp *qp, const struct droce_shm_qp_attr *attr)
+{
+	struct engine_cmd cmd;
+	int rc;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.type = ENGINE_CMD_QP_MODIFY;
+	cmd.qp = qp;
+	cmd.attr = *attr;
+	if (attr->mask & DROCE_SHM_QP_AV) {
+		rc = path_resolve(qp->engine, &attr->ah, &cmd.addr);
+		if (rc != 0)
+			return rc;
+	}
+	return engine_cmd_run(qp->engine, &cmd);
+}
+
+int
+droce_qp_query(struct droce_qp *qp, struct droce_shm_qp_attr *attr)
+{
+	struct engine_cmd cmd;
+
+	/* A sync command orders this read after everything the engine applied. */
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.type = ENGINE_CMD_SYNC;
+	engine_cmd_run(qp->engine, &cmd);
+	*attr = qp->attr;
+	/* The engine's own state, not the shared copy the application could overwrite. */
+	attr->qp_state = __atomic_load_n(&qp->state, __ATOMIC_RELAXED);
+	attr->cur_qp_state = attr->qp_state;
+	return 0;
+}
+
+int
+droce_qp_destroy(struct droce_qp *qp)
+{
+	struct droce_dev *dev = qp->dom->dev;
+	struct engine_cmd cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.type = ENGINE_CMD_QP_DEL;
+	cmd.qp = qp;
+	engine_cmd_run(qp->engine, &cmd);
+	atomic_store_explicit(&dev->qps[qp->qpn], NULL, memory_order_release);
+	__atomic_store_n(&qp->dom->db_qp[qp->engine->id][qp->db_slot], NULL, __ATOMIC_RELEASE);
+	/* Packets of this QP may be in another engine's hands or its handoff ring. */
+	engine_quiesce(dev);
+	qp->scq->nb_qps--;
+	qp->rcq->nb_qps--;
+	if (qp->srq != NULL)
+		qp->srq->nb_qps--;
+	qp->dom->nb_qps--;
+	rte_free(qp->req.copy);
+	rte_free(qp->req.wq);
+	rte_free(qp);
+	return 0;
+}

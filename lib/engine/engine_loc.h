@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef ENGINE_LOC_H
+#define ENGINE_LOC_H
+
+/*
+ * Engine internals, grouped by the file that defines them. Ownership: a QP's mutable
+ * state belongs to its engine alone; CQs and SRQs may be shared by engines and are
+ * touched through atomics only; device, domain and MR/AH tables are written by the
+ * control thread and read by engines (entries published with release, read with acquire,
+ * retired after every engine has passed a quiescent point: engine_quiesce()).
+ */
+
+#include <stdatomic.h>
+#include <sys/queue.h>
+
+#include <rte_common.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "droce_engine.h"
+
+extern int droce_engine_logtype;
+#define ENGINE_LOG(level, ...) \
+	rte_log(RTE_LOG_ ## level, droce_engine_logtype, "droce.engine: " __VA_ARGS__)
+
+#define ENGINE_BURST		32	/* rx burst, handoff dequeue, doorbell batch */
+#define ENGINE_TX_MAX		256	/* packets an engine holds for the port */
+#define ENGINE_REQ_QUANTUM	16	/* packets one QP sends before the next QP's turn */
+#define ENGINE_WINDOW		256	/* request packets in flight per QP */
+#define ENGINE_ACKREQ_EVERY	16	/* AckReq at least this often in a long message */
+#define ENGINE_CMD_RING		64
+#define ENGINE_HANDOFF_RING	4096
+#define ENGINE_IDLE_LOOPS	1024
+#define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
+
+/* ---- Memory regions and address handles (engine_mr.c) ---- */
+
+struct droce_mr {
+	uint8_t *base;		/* this process's address of iova */
+	uint64_t iova;
+	uint64_t length;
+	uint32_t access;	/* enum ibv_access_flags */
+	uint32_t pd;
+	uint32_t key;
+	_Atomic uint32_t valid;
+};
+
+struct droce_ah {
+	struct droce_wire_tmpl tmpl;
+	uint32_t pd;
+	_Atomic uint32_t valid;
+};
+
+/* Where [addr, addr + len) of key lives, or NULL: wrong key, PD, access or range. */
+uint8_t *mr_resolve(const struct droce_domain *dom, uint32_t key, uint32_t pd,
+		    uint32_t access, uint64_t addr, uint64_t len);
+
+/* ---- Domain (engine_ctl.c) ---- */
+
+struct droce_domain {
+	struct droce_dev *dev;
+	uint8_t *region;
+	uint64_t region_size;
+	struct droce_mr *mrs;
+	uint32_t max_mrs;
+	uint32_t mr_next;		/* control thread: key variant counter */
+	struct droce_ah *ahs;
+	uint32_t max_ahs;
+	struct rte_ring *events;	/* engines produce (MP), the control path consumes */
+	/* Per engine: its doorbell block in the region and the QP behind each slot. */
+	struct droce_shm_doorbell *db[DROCE_ENGINE_MAX];
+	struct droce_qp **db_qp[DROCE_ENGINE_MAX];
+	LIST_ENTRY(droce_domain) next;	/* in the device */
+	uint32_t nb_qps;		/* control thread */
+};
+
+void engine_event(struct droce_domain *dom, uint32_t type, uint32_t handle);
+
+/* ---- CQ and SRQ (engine_cq.c), shared by engines ---- */
+
+struct droce_cq {
+	struct droce_domain *dom;
+	struct droce_shm_cq *ctl;
+	struct droce_shm_cqe *ring;
+	uint32_t size;
+	unsigned int log2_size;
+	uint32_t handle;
+	int eventfd;
+	_Atomic uint32_t head;		/* next slot to reserve (engines) */
+	_Atomic uint32_t arm_served;	/* n of the last notification given */
+	_Atomic uint32_t error;		/* overrun seen */
+	uint32_t nb_qps;		/* control thread */
+};
+
+/* The completion an engine fills before engine_cqe_write(). */
+struct engine_wc {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint16_t wc_flags;
+	uint8_t status;
+	uint8_t opcode;
+	bool solicited;
+};
+
+/*
+ * Writes a completion (any engine). false on overrun: the CQ is then in error, the
+ * CQ_ERR event raised once, and the caller moves its QP to the error state.
+ */
+bool engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engine_wc *wc);
+
+struct droce_srq {
+	struct droce_domain *dom;
+	struct droce_shm_srq *ctl;
+	uint8_t *ring;
+	uint32_t size;
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t pd;
+	uint32_t handle;
+	/* Multi-consumer claim, as rte_ring's: reserve at head, copy, then release in order. */
+	_Atomic uint32_t head;
+	_Atomic uint32_t tail;
+	_Atomic uint32_t limit;		/* 0 when disarmed */
+	uint32_t nb_qps;		/* control thread */
+};
+
+/* A receive WQE as an engine keeps it: a validated copy. */
+struct engine_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t total;			/* sum of SGE lengths, bounded */
+	struct droce_shm_sge sge[DROCE_SHM_MAX_SGE];
+};
+
+/*
+ * Takes one WQE from the SRQ into *w (any engine): 1, 0 when empty, -EIO when the ring
+ * indices are impossible (the application corrupted them).
+ */
+int engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w);
+
+/* ---- QP (engine_qp.c) ---- */
+
+/* A send WQE as the engine keeps it: the validated copy plus its place in the PSN space. */
+struct engine_swqe {
+	uint32_t first_psn;
+	uint32_t npkts;
+	uint32_t len;
+	uint8_t status;		/* enum droce_shm_wc_status, for a WQE failed at fetch */
+	uint8_t wc_opcode;
+	struct droce_shm_swqe *wqe;	/* header + SGEs/inline in the private copy */
+};
+
+enum engine_qp_list {
+	QP_ON_ACTIVE = 1u << 0,	/* engine->active: has packets to send */
+	QP_ON_TIMER = 1u << 1,	/* engine->timers: ACK or RNR timer running */
+	QP_ON_ACK = 1u << 2,	/* engine->acks: an ACK to send at the end of the rx burst */
+	QP_ON_ERR = 1u << 3,	/* engine->errs: in ERR, watched for new posts to flush */
+};
+
+struct droce_qp {
+	/* ---- Fixed at create (control thread), read by any engine ---- */
+	uint32_t qpn;
+	uint8_t type;
+	struct droce_engine *engine;
+	struct droce_domain *dom;
+	uint32_t pd;
+	struct droce_cq *scq;
+	struct droce_cq *rcq;
+	struct droce_srq *srq;
+	bool sq_sig_all;
+	struct droce_shm_qp *ctl;
+	uint8_t *sq_ring;
+	uint32_t sq_size;
+	uint32_t sq_stride;
+	uint32_t sq_max_sge;
+	uint32_t max_inline;
+	uint8_t *rq_ring;
+	uint32_t rq_size;
+	uint32_t rq_stride;
+	uint32_t rq_max_sge;
+	uint32_t db_slot;
+
+	/* ---- Owned by the engine ---- */
+	uint8_t state;
+	uint32_t lists;			/* enum engine_qp_list */
+	TAILQ_ENTRY(droce_qp) active_link;
+	TAILQ_ENTRY(droce_qp) timer_link;
+	TAILQ_ENTRY(droce_qp) ack_link;
+	TAILQ_ENTRY(droce_qp) err_link;
+	struct droce_shm_qp_attr attr;	/* as last applied, for query */
+	struct droce_wire_tmpl tmpl;	/* RC/UC: the path to the peer */
+	uint32_t mtu;
+	uint32_t dest_qpn;
+	uint32_t qkey;
+	uint64_t ack_timeout_tsc;	/* 0: no local ACK timer */
+
+	/* Requester and completer (engine_req.c, engine_comp.c). */
+	struct {
+		uint8_t *copy;		/* sq_size slots of sq_stride bytes */
+		struct engine_swqe *wq;	/* sq_size entries */
+		uint32_t fetch;		/* next SQ index to copy from the ring */
+		uint32_t cons;		/* oldest WQE not retired */
+		uint32_t cur;		/* WQE being sent */
+		uint32_t cur_off;	/* its bytes already sent */
+		uint32_t psn;		/* next PSN to send */
+		uint32_t psn_max;	/* one past the highest PSN ever sent */
+		uint32_t una;		/* oldest PSN not acknowledged */
+		uint32_t next_psn;	/* first PSN of the next WQE fetched */
+		uint32_t since_ackreq;	/* packets sent since the last AckReq */
+		uint8_t retry_left;
+		uint8_t rnr_left;
+		bool rnr_wait;
+		bool drained;		/* SQD reached with nothing outstanding */
+		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
+		uint64_t rnr_deadline;
+	} req;
+
+	/* Responder (engine_resp.c). */
+	struct {
+		uint32_t epsn;		/* next PSN expected */
+		uint32_t msn;
+		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
+		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
+		uint32_t oos_psn;	/* the last PSN of the episode seen */
+		bool in_msg;		/* between FIRST and LAST */
+		bool have_wqe;
+		uint32_t off;		/* bytes of the message placed */
+		uint32_t ack_psn;	/* PSN the next coalesced ACK acknowledges */
+		struct engine_rwqe wqe;
+	} resp;
+};
+
+/* The engine's private copy of slot i of the send ring. */
+static inline struct engine_swqe *
+qp_swqe(const struct droce_qp *qp, uint32_t i)
+{
+	return &qp->req.wq[i & (qp->sq_size - 1)];
+}
+
+/* Moves the QP to ERR: completes what failed, flushes the rest (IB 11.6.3). */
+void qp_to_error(struct droce_qp *qp);
+/* Completes every WR still in the send and receive rings with IBV_WC_WR_FLUSH_ERR. */
+void qp_flush(struct droce_qp *qp);
+/* Applies a modify on the owning engine. */
+int qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
+		    const struct droce_wire_addr *addr);
+void qp_list_add(struct droce_qp *qp, enum engine_qp_list which);
+void qp_list_del(struct droce_qp *qp, enum engine_qp_list which);
+void qp_timer_arm(struct droce_qp *qp, uint64_t deadline);
+/* Send completion in the send CQ if the WQE asks for one (or failed). */
+void qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status);
+/* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
+void qp_sqd_check(struct droce_qp *qp);
+
+/* ---- Requester (engine_req.c) ---- */
+
+/* Copies new WQEs from the send ring; false when the ring indices lie (QP -> ERR). */
+bool req_fetch(struct droce_qp *qp);
+/* Sends up to budget packets of qp; returns how many. */
+unsigned int req_send(struct droce_qp *qp, unsigned int budget);
+/* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
+void req_seek(struct droce_qp *qp, uint32_t psn);
+/* Doorbell: new WQEs in the send ring (or new posts to flush in ERR). */
+void req_doorbell(struct droce_qp *qp);
+/* Local ACK timer and RNR timer expiry. */
+void req_timer(struct droce_qp *qp, uint64_t now);
+
+/* ---- Completer (engine_comp.c) ---- */
+
+void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt);
+/* Retires the WQEs acknowledged by PSN ack (cumulative). */
+void comp_retire(struct droce_qp *qp, uint32_t ack);
+
+/* ---- Responder (engine_resp.c) ---- */
+
+void resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+	     const struct droce_wire_seg *segs, unsigned int nseg);
+/* Sends the coalesced ACK of qp (end of an rx burst). */
+void resp_send_ack(struct droce_qp *qp);
+/* Flushes the receive ring of a QP in ERR. */
+void resp_flush(struct droce_qp *qp);
+
+/* ---- Engine (engine_loop.c) ---- */
+
+enum engine_cmd_type {
+	ENGINE_CMD_QP_MODIFY,
+	ENGINE_CMD_QP_DEL,
+	ENGINE_CMD_DOMAIN_ADD,
+	ENGINE_CMD_DOMAIN_DEL,
+	ENGINE_CMD_SYNC,
+};
+
+struct engine_cmd {
+	enum engine_cmd_type type;
+	struct droce_qp *qp;
+	struct droce_domain *dom;
+	struct droce_shm_qp_attr attr;
+	struct droce_wire_addr addr;	/* resolved path of an AV */
+	int result;
+	_Atomic uint32_t done;
+};
+
+/* Runs cmd on engine e and waits for it (control thread). */
+int engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd);
+/* Returns once every running engine has finished the loop pass it was in. */
+void engine_quiesce(struct droce_dev *dev);
+
+TAILQ_HEAD(engine_qp_list_head, droce_qp);
+
+struct droce_engine {
+	struct droce_dev *dev;
+	uint32_t id;
+	uint16_t port_id;
+	uint16_t rx_queue;
+	uint16_t tx_queue;
+	struct rte_mempool *mp;
+	uint8_t mac[6];
+	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];
+	uint32_t nb_gids;
+	uint32_t idle_sleep_us;
+	uint32_t parse_flags;
+	struct rte_ring *cmds;		/* control -> engine */
+	struct rte_ring *handoff;	/* other engines -> engine: packets of its QPs */
+	uint64_t tsc_hz;
+	uint64_t now;			/* TSC at the start of this loop pass */
+	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */
+	uint32_t idle;
+	_Atomic uint32_t stop;
+	_Atomic uint32_t running;
+	_Atomic uint64_t epoch;		/* loop passes; odd while inside one */
+
+	struct engine_qp_list_head active;
+	struct engine_qp_list_head timers;
+	struct engine_qp_list_head acks;
+	struct engine_qp_list_head errs;
+	struct droce_domain *doms[64];	/* domains with doorbells on this engine */
+	uint32_t nb_doms;
+
+	uint16_t nb_tx;
+	struct rte_mbuf *tx[ENGINE_TX_MAX];
+	struct droce_engine_stats st;
+};
+
+#define ENGINE_STAT(e, name) ((e)->st.name++)
+
+/* Room for n more packets in the tx buffer. */
+static inline unsigned int
+engine_tx_room(const struct droce_engine *e)
+{
+	return ENGINE_TX_MAX - e->nb_tx;
+}
+/* Queues m for transmission (the caller made sure of room, else it is dropped). */
+void engine_tx(struct droce_engine *e, struct rte_mbuf *m);
+void engine_tx_flush(struct droce_engine *e);
+
+/*
+ * Builds a packet of qp with template tmpl: headers from h, payload_len bytes of payload
+ * filled by the caller at the returned pointer (NULL: no mbuf), and closed with
+ * engine_pkt_finish() once the payload is in.
+ */
+uint8_t *engine_pkt_start(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
+			  const struct droce_wire_hdrs *h, uint32_t payload_len,
+			  struct rte_mbuf **mp);
+void engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
+		       struct rte_mbuf *m);
+
+/* ---- Device ---- */
+
+struct droce_dev {
+	uint32_t max_qps;
+	struct droce_qp *_Atomic *qps;	/* by QPN */
+	uint32_t qpn_next;		/* control thread: allocation cursor */
+	struct droce_engine *engines[DROCE_ENGINE_MAX];
+	LIST_HEAD(, droce_domain) doms;
+	uint32_t nb_neigh;
+	struct {
+		uint8_t gid[16];
+		uint8_t mac[6];
+	} neigh[256];
+};
+
+/* The QP of QPN qpn, or NULL (any engine). */
+static inline struct droce_qp *
+dev_qp(struct droce_dev *dev, uint32_t qpn)
+{
+	if (qpn >= dev->max_qps)
+		return NULL;
+	return atomic_load_explicit(&dev->qps[qpn], memory_order_acquire);
+}
+
+/* The neighbour's MAC for gid: 0 or -EHOSTUNREACH. */
+int dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
+
+/* 4.096 us * 2^timeout in TSC ticks (IB 9.7.6.1.3); 0 for timeout 0 (no timer). */
+uint64_t engine_ack_timeout_tsc(const struct droce_engine *e, unsigned int timeout);
+/* RNR NAK timer code (IB table 45) in TSC ticks. */
+uint64_t engine_rnr_timer_tsc(const struct droce_engine *e, unsigned int code);
+
+#endif /* ENGINE_LOC_H */

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * QP state machine, applied on the owning engine: RESET -> INIT -> RTR -> RTS, SQD, ERR
+ * (IB spec 10.3.1, 11.2.4.2), the engine's lists a QP sits on, and completion of send WQEs.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "engine_loc.h"
+
+/* ---- Engine lists ---- */
+
+void
+qp_list_add(struct droce_qp *qp, enum engine_qp_list which)
+{
+	struct droce_engine *e = qp->engine;
+
+	if (qp->lists & which)
+		return;
+	qp->lists |= which;
+	switch (which) {
+	case QP_ON_ACTIVE:
+		TAILQ_INSERT_TAIL(&e->active, qp, active_link);
+		break;
+	case QP_ON_TIMER:
+		TAILQ_INSERT_TAIL(&e->timers, qp, timer_link);
+		break;
+	case QP_ON_ACK:
+		TAILQ_INSERT_TAIL(&e->acks, qp, ack_link);
+		break;
+	case QP_ON_ERR:
+		TAILQ_INSERT_TAIL(&e->errs, qp, err_link);
+		break;
+	}
+}
+
+void
+qp_list_del(struct droce_qp *qp, enum engine_qp_list which)
+{
+	struct droce_engine *e = qp->engine;
+	uint32_t on = qp->lists & which;
+
+	if (on & QP_ON_ACTIVE)
+		TAILQ_REMOVE(&e->active, qp, active_link);
+	if (on & QP_ON_TIMER)
+		TAILQ_REMOVE(&e->timers, qp, timer_link);
+	if (on & QP_ON_ACK)
+		TAILQ_REMOVE(&e->acks, qp, ack_link);
+	if (on & QP_ON_ERR)
+		TAILQ_REMOVE(&e->errs, qp, err_link);
+	qp->lists &= ~on;
+}
+
+void
+qp_timer_arm(struct droce_qp *qp, uint64_t deadline)
+{
+	struct droce_engine *e = qp->engine;
+
+	qp_list_add(qp, QP_ON_TIMER);
+	if (deadline < e->timer_next)
+		e->timer_next = deadline;
+}
+
+static void
+qp_publish_state(struct droce_qp *qp, uint8_t state)
+{
+	qp->state = state;
+	/* The engine is the only writer; libdroce reads it with acquire. */
+	__atomic_store_n(&qp->ctl->state, state, __ATOMIC_RELEASE);
+}
+
+/* ---- Completions ---- */
+
+void
+qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
+{
+	struct engine_wc wc;
+
+	/* Unsignaled WQEs complete silently unless they fail (IB 10.8.3.1). */
+	if (status == DROCE_SHM_WC_SUCCESS && !qp->sq_sig_all &&
+	    !(w->wqe->flags & DROCE_SHM_SEND_SIGNALED))
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wqe->wr_id;
+	wc.status = status;
+	wc.qp_num = qp->qpn;
+	if (status == DROCE_SHM_WC_SUCCESS) {
+		wc.opcode = w->wc_opcode;
+		wc.byte_len = w->len;
+	}
+	if (!engine_cqe_write(qp->engine, qp->scq, &wc))
+		qp_to_error(qp);
+}
+
+/* ---- Send queue drain ---- */
+
+void
+qp_sqd_check(struct droce_qp *qp)
+{
+	/*
+	 * SQD is drained once no message that was started is unfinished: none half sent and,
+	 * on RC, none unacknowledged (UC and UD retire a message as its last packet goes out).
+	 * An empty send queue is drained at once (10.3.1).
+	 */
+	if (qp->state != DROCE_SHM_QPS_SQD || qp->req.drained || qp->req.cur_off != 0 ||
+	    qp->req.cur != qp->req.cons ||
+	    (qp->type == DROCE_SHM_QPT_RC && qp->req.una != qp->req.psn_max))
+		return;
+	qp->req.drained = true;
+	if (qp->attr.en_sqd_async_notify)
+		engine_event(qp->dom, DROCE_EVENT_SQ_DRAINED, qp->qpn);
+}
+
+/* ---- Error state ---- */
+
+/*
+ * Flushes the send ring: the private copies first, then whatever is still in the ring.
+ * Slots are given back (cons stored) before their completions are written, so that an
+ * application that polls a completion may post into its slot at once; the wr_ids of
+ * slots still in the ring are read first, in chunks, since the slot is reused after.
+ */
+static void
+qp_flush_send(struct droce_qp *qp)
+{
+	uint64_t wr_id[ENGINE_BURST];
+	struct engine_wc wc;
+	uint32_t prod, n, i;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.status = DROCE_SHM_WC_WR_FLUSH_ERR;
+	wc.qp_num = qp->qpn;
+	prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
+	/* A producer index more than a ring ahead is a lie: flush only what we hold. */
+	if (prod - qp->req.cons > qp->sq_size)
+		prod = qp->req.fetch;
+	while (qp->req.cons != prod) {
+		for (n = 0; n < ENGINE_BURST && qp->req.cons + n != prod; n++) {
+			uint32_t k = qp->req.cons + n;
+
+			if (k - qp->req.fetch < prod - qp->req.fetch)	/* k >= fetch */
+				wr_id[n] = ((const struct droce_shm_swqe *)(qp->sq_ring +
+					(size_t)(k & (qp->sq_size - 1)) * qp->sq_stride))->wr_id;
+			else
+				wr_id[n] = qp_swqe(qp, k)->wqe->wr_id;
+		}
+		qp->req.cons += n;
+		if (qp->req.cons - qp->req.fetch <= prod - qp->req.fetch)
+			qp->req.fetch = qp->req.cons;
+		__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+		for (i = 0; i < n; i++) {
+			wc.wr_id = wr_id[i];
+			engine_cqe_write(qp->engine, qp->scq, &wc);
+		}
+	}
+	qp->req.fetch = qp->req.cur = prod;
+	qp->req.cur_off = 0;
+}
+
+void
+qp_flush(struct droce_qp *qp)
+{
+	qp_flush_send(qp);
+	resp_flush(qp);
+}
+
+void
+qp_to_error(struct droce_qp *qp)
+{
+	if (qp->state == DROCE_SHM_QPS_ERR)
+		return;
+	qp_publish_state(qp, DROCE_SHM_QPS_ERR);
+	ENGINE_STAT(qp->engine, qp_error);
+	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_TIMER | QP_ON_ACK);
+	qp->req.ack_deadline = 0;
+	qp->req.rnr_wait = false;
+	qp_list_add(qp, QP_ON_ERR);
+	qp_flush(qp);
+	/* 11.6.3.5: a QP on an SRQ tells the application when it took its last WQE. */
+	if (qp->srq != NULL)
+		engine_event(qp->dom, DROCE_EVENT_QP_LAST_WQE_REACHED, qp->qpn);
+}
+
+/* ---- Modify ---- */
+
+/* Modify to RESET discards every WQE without a completion (11.2.4.2). */
+static void
+qp_reset(struct droce_qp *qp)
+{
+	uint32_t sq_prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
+	uint32_t rq_prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
+
+	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_TIMER | QP_ON_ACK | QP_ON_ERR);
+	qp->req.fetch = qp->req.cons = qp->req.cur = sq_prod;
+	qp->req.cur_off = 0;
+	qp->req.psn = qp->req.psn_max = qp->req.una = qp->req.next_psn = 0;
+	qp->req.ack_deadline = qp->req.rnr_deadline = 0;
+	qp->req.rnr_wait = false;
+	qp->req.drained = false;
+	qp->req.since_ackreq = 0;
+	__atomic_store_n(&qp->ctl->sq.cons, sq_prod, __ATOMIC_RELEASE);
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	if (qp->srq == NULL) {
+		qp->resp.rq_cons = rq_prod;
+		__atomic_store_n(&qp->ctl->rq.cons, rq_prod, __ATOMIC_RELEASE);
+	}
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->mtu = 0;
+	qp->dest_qpn = 0;
+	qp->qkey = 0;
+	qp->ack_timeout_tsc = 0;
+}
+
+int
+qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
+		const struct droce_wire_addr *addr)
+{
+	struct droce_engine *e = qp->engine;
+	struct droce_shm_qp_limits lim = {
+		.max_rd_atomic = 16,
+		.phys_port_cnt = 1,
+		.pkey_tbl_len = 1,
+		.gid_tbl_len = (uint16_t)e->nb_gids,
+	};
+	uint32_t m = attr->mask;
+	uint8_t next;
+	int rc;
+
+	rc = droce_shm_qp_attr_check(qp->type, qp->state, attr, &lim);
+	if (rc != 0)
+		return rc;
+	next = droce_shm_qp_attr_next(qp->state, attr);
+	if (next == DROCE_SHM_QPS_RESET) {
+		qp_reset(qp);
+		qp_publish_state(qp, next);
+		return 0;
+	}
+	if (next == DROCE_SHM_QPS_ERR) {
+		qp_to_error(qp);
+		return 0;
+	}
+	if (m & DROCE_SHM_QP_AV) {
+		struct droce_wire_addr a = *addr;
+		uint32_t dqpn = (m & DROCE_SHM_QP_DEST_QPN) ? attr->dest_qp_num : qp->dest_qpn;
+
+		/* The Linux flow-label rule for the UDP source port (A17.2.1 leaves it open). */
+		a.udp_sport = droce_wire_udp_sport(qp->qpn, dqpn);
+		if (droce_wire_tmpl_init(&qp->tmpl, &a) != 0)
+			return -EINVAL;
+		qp->attr.ah = attr->ah;
+	}
+	if (m & DROCE_SHM_QP_DEST_QPN) {
+		qp->dest_qpn = attr->dest_qp_num;
+		qp->attr.dest_qp_num = attr->dest_qp_num;
+	}
+	if (m & DROCE_SHM_QP_PATH_MTU) {
+		qp->mtu = 128u << attr->path_mtu;
+		qp->attr.path_mtu = attr->path_mtu;
+	}
+	if (m & DROCE_SHM_QP_QKEY) {
+		qp->qkey = attr->qkey;
+		qp->attr.qkey = attr->qkey;
+	}
+	if (m & DROCE_SHM_QP_RQ_PSN) {
+		qp->resp.epsn = attr->rq_psn;
+		qp->attr.rq_psn = attr->rq_psn;
+	}
+	if (m & DROCE_SHM_QP_SQ_PSN) {
+		qp->req.psn = qp->req.psn_max = qp->req.una = qp->req.next_psn = attr->sq_psn;
+		qp->attr.sq_psn = attr->sq_psn;
+	}
+	if (m & DROCE_SHM_QP_TIMEOUT) {
+		qp->ack_timeout_tsc = engine_ack_timeout_tsc(e, attr->timeout);
+		qp->attr.timeout = attr->timeout;
+	}
+	if (m & DROCE_SHM_QP_RETRY_CNT) {
+		qp->attr.retry_cnt = attr->retry_cnt;
+		qp->req.retry_left = attr->retry_cnt;
+	}
+	if (m & DROCE_SHM_QP_RNR_RETRY) {
+		qp->attr.rnr_retry = attr->rnr_retry;
+		qp->req.rnr_left = attr->rnr_retry;
+	}
+	if (m & DROCE_SHM_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (m & DROCE_SHM_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (m & DROCE_SHM_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (m & DROCE_SHM_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (m & DROCE_SHM_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (m & DROCE_SHM_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	/* The drain event is asked for by each move into SQD (11.2.4.2), not remembered. */
+	if (next == DROCE_SHM_QPS_SQD && qp->state != DROCE_SHM_QPS_SQD)
+		qp->attr.en_sqd_async_notify = (m & DROCE_SHM_QP_EN_SQD_ASYNC_NOTIFY) ?
+					       attr->en_sqd_async_notify : 0;
+	if (qp->type == DROCE_SHM_QPT_UD && qp->mtu == 0)
+		qp->mtu = DROCE_WIRE_MAX_PAYLOAD;	/* UD: the port MTU */
+	/* One drain per move into SQD: SQD -> SQD does not start another. */
+	if (next == DROCE_SHM_QPS_SQD && qp->state != DROCE_SHM_QPS_SQD)
+		qp->req.drained = false;
+	qp_publish_state(qp, next);
+	/* Leaving SQD (or entering RTS) may let queued WQEs go. */
+	if (next == DROCE_SHM_QPS_RTS)
+		req_doorbell(qp);
+	/* Nothing in flight: drained now, no ACK or packet will come to say so. */
+	if (next == DROCE_SHM_QPS_SQD)
+		qp_sqd_check(qp);
+	return 0;
+}

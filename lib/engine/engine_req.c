@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requester (IB spec 9.7.4-9.7.5): copies send WQEs out of the shared ring, segments each
+ * message by path MTU, builds and sends request packets within the PSN window, rewinds on
+ * NAKs and timeouts (go-back-N). Runs on the QP's engine.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_loc.h"
+
+/* Opcode offsets of a SEND inside its transport (IB table 38). */
+enum {
+	SEND_FIRST = 0x00,
+	SEND_MIDDLE = 0x01,
+	SEND_LAST = 0x02,
+	SEND_LAST_IMM = 0x03,
+	SEND_ONLY = 0x04,
+	SEND_ONLY_IMM = 0x05,
+};
+
+static uint8_t
+qp_transport(const struct droce_qp *qp)
+{
+	return qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
+	       qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC : DROCE_TRANSPORT_UD;
+}
+
+/* Status of a freshly copied WQE: success, or why it must complete in error. */
+static uint8_t
+req_validate(struct droce_qp *qp, struct engine_swqe *w)
+{
+	const struct droce_shm_swqe *s = w->wqe;
+	uint64_t len = 0;
+	uint32_t i;
+
+	switch (s->opcode) {
+	case DROCE_SHM_WR_SEND:
+	case DROCE_SHM_WR_SEND_WITH_IMM:
+		break;
+	case DROCE_SHM_WR_SEND_WITH_INV:
+		if (qp->type == DROCE_SHM_QPT_RC)
+			break;
+		/* fall through */
+	default:
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	}
+	if (s->flags & DROCE_SHM_SEND_INLINE) {
+		if (s->inline_len > qp->max_inline)
+			return DROCE_SHM_WC_LOC_LEN_ERR;
+		len = s->inline_len;
+	} else {
+		const struct droce_shm_sge *sge = (const void *)(s + 1);
+
+		if (s->num_sge > qp->sq_max_sge)
+			return DROCE_SHM_WC_LOC_QP_OP_ERR;
+		for (i = 0; i < s->num_sge; i++)
+			len += sge[i].length;
+	}
+	if (len > (1ull << 31))
+		return DROCE_SHM_WC_LOC_LEN_ERR;
+	if (qp->type == DROCE_SHM_QPT_UD) {
+		uint32_t ah = s->ud.ah;
+
+		if (ah >= qp->dom->max_ahs ||
+		    !atomic_load_explicit(&qp->dom->ahs[ah].valid, memory_order_acquire) ||
+		    qp->dom->ahs[ah].pd != qp->pd)
+			return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	}
+	w->len = (uint32_t)len;
+	return DROCE_SHM_WC_SUCCESS;
+}
+
+bool
+req_fetch(struct droce_qp *qp)
+{
+	uint32_t prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
+	uint32_t mask = qp->sq_size - 1;
+
+	/* The ring can never hold more than its size of WQEs that are not retired. */
+	if (prod - qp->req.cons > qp->sq_size)
+		return false;
+	for (; qp->req.fetch != prod; qp->req.fetch++) {
+		uint32_t i = qp->req.fetch;
+		size_t off = (size_t)(i & mask) * qp->sq_stride;
+		struct engine_swqe *w = qp_swqe(qp, i);
+
+		/* Copy first, validate the copy: the application may rewrite the slot. */
+		memcpy(qp->req.copy + off, qp->sq_ring + off, qp->sq_stride);
+		w->wqe = (struct droce_shm_swqe *)(qp->req.copy + off);
+		w->len = 0;
+		w->wc_opcode = DROCE_SHM_WC_SEND;
+		w->status = req_validate(qp, w);
+		w->first_psn = qp->req.next_psn;
+		if (qp->type == DROCE_SHM_QPT_UD)
+			w->npkts = 1;
+		else
+			w->npkts = w->len == 0 ? 1 : (w->len + qp->mtu - 1) / qp->mtu;
+		qp->req.next_psn = droce_psn_add(qp->req.next_psn, w->npkts);
+	}
+	return true;
+}
+
+void
+req_doorbell(struct droce_qp *qp)
+{
+	if (qp->state == DROCE_SHM_QPS_ERR) {
+		qp_flush(qp);
+		return;
+	}
+	if (qp->state != DROCE_SHM_QPS_RTS && qp->state != DROCE_SHM_QPS_SQD)
+		return;
+	if (!req_fetch(qp)) {
+		qp_to_error(qp);
+		return;
+	}
+	if (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait)
+		qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+void
+req_seek(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->req.cons; i != qp->req.fetch; i++) {
+		const struct engine_swqe *w = qp_swqe(qp, i);
+
+		if (droce_psn_dist(w->first_psn, psn) < w->npkts)
+			break;
+	}
+	qp->req.cur = i;
+	qp->req.cur_off = i == qp->req.fetch ? 0 :
+			  droce_psn_dist(qp_swqe(qp, i)->first_psn, psn) * qp->mtu;
+	qp->req.psn = psn;
+	qp->req.since_ackreq = 0;
+	if (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait)
+		qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+/* Copies len bytes of the message at offset off into dst, through the lkeys. */
+static int
+req_gather(struct droce_qp *qp, const struct droce_shm_swqe *s, uint32_t off, uint8_t *dst,
+	   uint32_t len)
+{
+	const struct droce_shm_sge *sge = (const void *)(s + 1);
+	uint32_t i, base = 0;
+
+	if (s->flags & DROCE_SHM_SEND_INLINE) {
+		memcpy(dst, (const uint8_t *)(s + 1) + off, len);
+		return 0;
+	}
+	for (i = 0; i < s->num_sge && len > 0; i++) {
+		uint32_t sl = sge[i].length;
+		uint32_t in, n;
+		const uint8_t *src;
+
+		if (off >= base + sl) {
+			base += sl;
+			continue;
+		}
+		in = off - base;
+		n = RTE_MIN(sl - in, len);
+		src = mr_resolve(qp->dom, sge[i].lkey, qp->pd, 0, sge[i].addr + in, n);
+		if (src == NULL)
+			return -EACCES;
+		memcpy(dst, src, n);
+		dst += n;
+		off += n;
+		len -= n;
+		base += sl;
+	}
+	return len == 0 ? 0 : -EACCES;
+}
+
+/* A WQE that cannot be sent: completes in error once every WQE before it has retired. */
+static bool
+req_fail(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
+{
+	w->status = status;
+	if (qp->req.cur != qp->req.cons)
+		return false;	/* the completer finishes it when the earlier ones retire */
+	qp->req.cons++;
+	__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+	qp_send_complete(qp, w, status);
+	qp_to_error(qp);
+	return true;
+}
+
+/* UC and UD WQEs complete when their last packet is out: there is no ACK. */
+static void
+req_complete_unreliable(struct droce_qp *qp, struct engine_swqe *w)
+{
+	/* The slot is free before the completion shows (comp_retire). */
+	qp->req.cons++;
+	__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+	qp_send_complete(qp, w, DROCE_SHM_WC_SUCCESS);
+	qp_sqd_check(qp);
+}
+
+/* Builds and queues the next packet of the WQE at cur: 0, or -EAGAIN (no mbuf), -EACCES. */
+static int
+req_packet(struct droce_qp *qp, struct engine_swqe *w)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_shm_swqe *s = w->wqe;
+	const struct droce_wire_tmpl *tmpl = &qp->tmpl;
+	uint32_t off = qp->req.cur_off;
+	uint32_t plen = RTE_MIN(qp->mtu, w->len - off);
+	bool first = off == 0, last = off + plen == w->len;
+	bool imm = s->opcode == DROCE_SHM_WR_SEND_WITH_IMM;
+	bool inv = s->opcode == DROCE_SHM_WR_SEND_WITH_INV;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+	uint8_t op;
+
+	if (first && last)
+		op = imm ? SEND_ONLY_IMM : SEND_ONLY;
+	else if (first)
+		op = SEND_FIRST;
+	else if (last)
+		op = imm ? SEND_LAST_IMM : SEND_LAST;
+	else
+		op = SEND_MIDDLE;
+	op |= qp_transport(qp);
+	if (inv && last)
+		op = first ? DROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE :
+			     DROCE_OP_RC_SEND_LAST_WITH_INVALIDATE;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = op;
+	h.se = last && (s->flags & DROCE_SHM_SEND_SOLICITED);
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.psn = qp->req.psn;
+	h.dqpn = qp->dest_qpn;
+	h.imm_be = s->imm_data;
+	h.ieth_rkey = s->imm_data;
+	if (qp->type == DROCE_SHM_QPT_RC) {
+		/* AckReq on every last packet and often enough in a long message (9.7.5.1.3). */
+		h.ackreq = last || ++qp->req.since_ackreq >= ENGINE_ACKREQ_EVERY;
+		if (h.ackreq)
+			qp->req.since_ackreq = 0;
+	}
+	if (qp->type == DROCE_SHM_QPT_UD) {
+		const struct droce_ah *ah = &qp->dom->ahs[s->ud.ah];
+
+		tmpl = &ah->tmpl;
+		h.dqpn = s->ud.remote_qpn & DROCE_QPN_MASK;
+		/* C10-15: a Q_Key with the high bit set means the QP's own. */
+		h.deth.qkey = (s->ud.remote_qkey & 0x80000000u) ? qp->qkey : s->ud.remote_qkey;
+		h.deth.src_qp = qp->qpn;
+	}
+	payload = engine_pkt_start(e, tmpl, &h, plen, &m);
+	if (payload == NULL)
+		return -EAGAIN;
+	if (plen != 0 && req_gather(qp, s, off, payload, plen) != 0) {
+		rte_pktmbuf_free(m);
+		return -EACCES;
+	}
+	if (qp->type == DROCE_SHM_QPT_UD) {
+		struct droce_udp_hdr *udp = (struct droce_udp_hdr *)
+			(rte_pktmbuf_mtod(m, uint8_t *) + tmpl->l4_off);
+
+		udp->sport = htobe16(droce_wire_udp_sport(qp->qpn, h.dqpn));
+	}
+	engine_pkt_finish(e, tmpl, m);
+	ENGINE_STAT(e, req_pkts);
+	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
+		ENGINE_STAT(e, req_retransmit);
+	qp->req.psn = droce_psn_add(qp->req.psn, 1);
+	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+	qp->req.cur_off += plen;
+	if (last) {
+		qp->req.cur++;
+		qp->req.cur_off = 0;
+	}
+	return 0;
+}
+
+unsigned int
+req_send(struct droce_qp *qp, unsigned int budget)
+{
+	struct droce_engine *e = qp->engine;
+	unsigned int n = 0;
+
+	if (qp->state != DROCE_SHM_QPS_RTS && qp->state != DROCE_SHM_QPS_SQD)
+		return 0;
+	if (qp->req.rnr_wait)
+		return 0;
+	while (n < budget && qp->req.cur != qp->req.fetch) {
+		struct engine_swqe *w = qp_swqe(qp, qp->req.cur);
+		int rc;
+
+		if (qp->type == DROCE_SHM_QPT_RC &&
+		    droce_psn_dist(qp->req.una, qp->req.psn) >= ENGINE_WINDOW)
+			return n;	/* the completer puts it back on the list */
+		/* SQD: no new message starts (11.2.4.2, send queue drain). */
+		if (qp->state == DROCE_SHM_QPS_SQD && qp->req.cur_off == 0 &&
+		    !droce_psn_lt(w->first_psn, qp->req.psn_max))
+			return n;
+		if (w->status != DROCE_SHM_WC_SUCCESS) {
+			req_fail(qp, w, w->status);
+			return n;
+		}
+		if (qp->type == DROCE_SHM_QPT_UD && w->len > qp->mtu) {
+			/* Too long for one packet: nothing is sent, and the
+			 * spec lets it complete successfully (see doc/engine.md). */
+			ENGINE_STAT(e, req_ud_too_long);
+			qp->req.cur++;
+			req_complete_unreliable(qp, w);
+			continue;
+		}
+		rc = req_packet(qp, w);
+		if (rc == -EAGAIN)
+			break;
+		if (rc == -EACCES) {
+			req_fail(qp, w, DROCE_SHM_WC_LOC_PROT_ERR);
+			return n;
+		}
+		n++;
+		if (qp->type != DROCE_SHM_QPT_RC) {
+			if (qp->req.cur_off == 0)
+				req_complete_unreliable(qp, w);
+			continue;
+		}
+		if (qp->ack_timeout_tsc != 0 && qp->req.ack_deadline == 0) {
+			qp->req.ack_deadline = e->now + qp->ack_timeout_tsc;
+			qp_timer_arm(qp, qp->req.ack_deadline);
+		}
+	}
+	if (qp->req.cur != qp->req.fetch && qp->state != DROCE_SHM_QPS_ERR)
+		qp_list_add(qp, QP_ON_ACTIVE);
+	return n;
+}
+
+void
+req_timer(struct droce_qp *qp, uint64_t now)
+{
+	struct droce_engine *e = qp->engine;
+
+	if (qp->req.rnr_wait && now >= qp->req.rnr_deadline) {
+		qp->req.rnr_wait = false;
+		if (qp->req.cur != qp->req.fetch)
+			qp_list_add(qp, QP_ON_ACTIVE);
+	}
+	if (qp->req.ack_deadline != 0 && now >= qp->req.ack_deadline) {
+		if (qp->req.una == qp->req.psn_max) {
+			qp->req.ack_deadline = 0;
+		} else {
+			ENGINE_STAT(e, req_timeout);
+			/* 9.7.6.1.3: the retry counter counts timeouts; exhausted -> error. */
+			if (qp->req.retry_left == 0) {
+				struct engine_swqe *w = qp_swqe(qp, qp->req.cons);
+
+				qp->req.cons++;
+				__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+				qp_send_complete(qp, w, DROCE_SHM_WC_RETRY_EXC_ERR);
+				qp_to_error(qp);
+				return;
+			}
+			qp->req.retry_left--;
+			ENGINE_STAT(e, req_go_back);
+			req_seek(qp, qp->req.una);
+			qp->req.ack_deadline = now + qp->ack_timeout_tsc;
+		}
+	}
+	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0)
+		qp_list_del(qp, QP_ON_TIMER);
+}

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder (IB spec 9.7.5.1, 9.8.3): checks each request's PSN and opcode sequence, takes
+ * a receive WQE from the RQ or SRQ, scatters the payload into it, writes the completion,
+ * and answers RC requests with coalesced ACKs, NAKs and RNR NAKs. UC drops what it cannot
+ * take; UD adds the 40-byte GRH area. Runs on the QP's engine.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "engine_loc.h"
+
+/* Where payload bytes come from: a received packet, or a flat buffer (the GRH area). */
+struct resp_src {
+	const struct droce_wire_pkt *pkt;
+	const struct droce_wire_seg *segs;
+	unsigned int nseg;
+	const uint8_t *flat;
+};
+
+static void
+resp_src_copy(const struct resp_src *src, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	if (src->flat != NULL)
+		memcpy(dst, src->flat + off, len);
+	else
+		droce_wire_payload_copy(src->pkt, src->segs, src->nseg, off, dst, len);
+}
+
+/*
+ * Writes len bytes from src into the WQE's buffers starting at message offset off, each
+ * SGE checked through its lkey for local write (IB 10.6.3.3): 0 or -EACCES.
+ */
+static int
+resp_place(struct droce_qp *qp, const struct engine_rwqe *w, uint32_t off, uint32_t len,
+	   const struct resp_src *src)
+{
+	uint32_t i, base = 0, done = 0;
+
+	for (i = 0; i < w->num_sge && done < len; i++) {
+		const struct droce_shm_sge *s = &w->sge[i];
+		uint32_t at = off + done, in, n;
+		uint8_t *dst;
+
+		if (at >= base + s->length) {
+			base += s->length;
+			continue;
+		}
+		in = at - base;
+		n = RTE_MIN(s->length - in, len - done);
+		/* SRQ buffers belong to the SRQ's PD (11.2.3.1), the others to the QP's. */
+		dst = mr_resolve(qp->dom, s->lkey, qp->srq != NULL ? qp->srq->pd : qp->pd,
+				 IBV_ACCESS_LOCAL_WRITE, s->addr + in, n);
+		if (dst == NULL)
+			return -EACCES;
+		resp_src_copy(src, done, dst, n);
+		done += n;
+		base += s->length;
+	}
+	return done == len ? 0 : -EACCES;
+}
+
+/* Validated copy of a receive ring slot: 0, or -EINVAL for a WQE that lies. */
+static int
+resp_copy_rwqe(const uint8_t *slot, uint32_t stride, uint32_t max_sge, struct engine_rwqe *w)
+{
+	const struct droce_shm_rwqe *r = (const void *)slot;
+	uint64_t total = 0;
+	uint32_t i, n;
+
+	w->wr_id = r->wr_id;
+	n = r->num_sge;
+	if (n > max_sge || sizeof(*r) + n * sizeof(w->sge[0]) > stride)
+		return -EINVAL;
+	memcpy(w->sge, r + 1, n * sizeof(w->sge[0]));
+	for (i = 0; i < n; i++)
+		total += w->sge[i].length;
+	w->num_sge = n;
+	w->total = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+	return 0;
+}
+
+/* One WQE from the QP's own receive ring: 1, 0 when empty, -EIO for lying indices. */
+static int
+resp_rq_take(struct droce_qp *qp, struct engine_rwqe *w)
+{
+	uint32_t prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
+	uint32_t i = qp->resp.rq_cons;
+	int rc;
+
+	if (prod == i)
+		return 0;
+	if (prod - i > qp->rq_size)
+		return -EIO;
+	rc = resp_copy_rwqe(qp->rq_ring + (size_t)(i & (qp->rq_size - 1)) * qp->rq_stride,
+			    qp->rq_stride, qp->rq_max_sge, w);
+	qp->resp.rq_cons = i + 1;
+	/* The slot is copied: the application may reuse it. */
+	__atomic_store_n(&qp->ctl->rq.cons, i + 1, __ATOMIC_RELEASE);
+	return rc == 0 ? 1 : -EIO;
+}
+
+int
+engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w)
+{
+	uint32_t h, prod, lim;
+	int rc;
+
+	h = atomic_load_explicit(&srq->head, memory_order_relaxed);
+	do {
+		prod = __atomic_load_n(&srq->ctl->ring.prod, __ATOMIC_ACQUIRE);
+		if (prod == h)
+			return 0;
+		if (prod - h > srq->size)
+			return -EIO;
+	} while (!atomic_compare_exchange_weak_explicit(&srq->head, &h, h + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	rc = resp_copy_rwqe(srq->ring + (size_t)(h & (srq->size - 1)) * srq->stride,
+			    srq->stride, srq->max_sge, w);
+	/* Release slots in claim order, as rte_ring's multi-consumer tail does. */
+	while (atomic_load_explicit(&srq->tail, memory_order_acquire) != h)
+		rte_pause();
+	atomic_store_explicit(&srq->tail, h + 1, memory_order_release);
+	__atomic_store_n(&srq->ctl->ring.cons, h + 1, __ATOMIC_RELEASE);
+	/* 10.2.9.4: below the limit -> one SRQ_LIMIT_REACHED, and the limit disarms. */
+	lim = atomic_load_explicit(&srq->limit, memory_order_relaxed);
+	if (lim != 0 && prod - (h + 1) < lim &&
+	    atomic_compare_exchange_strong(&srq->limit, &lim, 0)) {
+		ENGINE_STAT(e, srq_limit_events);
+		engine_event(srq->dom, DROCE_EVENT_SRQ_LIMIT_REACHED, srq->handle);
+	}
+	return rc == 0 ? 1 : -EIO;
+}
+
+static int
+resp_take(struct droce_qp *qp)
+{
+	int rc = qp->srq != NULL ? engine_srq_take(qp->engine, qp->srq, &qp->resp.wqe) :
+				   resp_rq_take(qp, &qp->resp.wqe);
+
+	if (rc == 1) {
+		qp->resp.have_wqe = true;
+		qp->resp.off = 0;
+	}
+	return rc;
+}
+
+/* ---- Answers ---- */
+
+static void
+resp_send_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = DROCE_OP_RC_ACKNOWLEDGE;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.dqpn = qp->dest_qpn;
+	h.psn = psn;
+	h.aeth.syndrome = syndrome;
+	h.aeth.msn = qp->resp.msn;
+	if (engine_pkt_start(qp->engine, &qp->tmpl, &h, 0, &m) == NULL)
+		return;		/* the requester's timer recovers a lost answer */
+	engine_pkt_finish(qp->engine, &qp->tmpl, m);
+}
+
+void
+resp_send_ack(struct droce_qp *qp)
+{
+	if (qp->state == DROCE_SHM_QPS_ERR)
+		return;
+	ENGINE_STAT(qp->engine, ack_sent);
+	resp_send_aeth(qp, qp->resp.ack_psn, DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID);
+}
+
+static void
+resp_schedule_ack(struct droce_qp *qp, uint32_t psn)
+{
+	qp->resp.ack_psn = psn;
+	qp_list_add(qp, QP_ON_ACK);
+}
+
+static void
+resp_nak(struct droce_qp *qp, uint8_t code)
+{
+	ENGINE_STAT(qp->engine, nak_err_sent);
+	resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
+}
+
+/* Completes the WQE in hand (error or success) on the receive CQ. */
+static void
+resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t status,
+	      uint32_t byte_len)
+{
+	struct engine_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->resp.wqe.wr_id;
+	wc.status = status;
+	wc.qp_num = qp->qpn;
+	qp->resp.have_wqe = false;
+	qp->resp.in_msg = false;
+	qp->resp.off = 0;
+	if (status == DROCE_SHM_WC_SUCCESS) {
+		const struct droce_bth *bth = droce_pkt_bth(pkt);
+
+		wc.opcode = DROCE_SHM_WC_RECV;
+		wc.byte_len = byte_len;
+		wc.solicited = droce_bth_se(bth);
+		if (pkt->info->flags & DROCE_OPF_IMM) {
+			wc.wc_flags |= DROCE_SHM_WC_WITH_IMM;
+			wc.imm_data = droce_immdt_be(droce_pkt_immdt(pkt));
+		}
+		if (pkt->info->flags & DROCE_OPF_INV) {
+			wc.wc_flags |= DROCE_SHM_WC_WITH_INV;
+			wc.imm_data = droce_ieth_rkey(droce_pkt_ieth(pkt));
+		}
+		if (qp->type == DROCE_SHM_QPT_UD) {
+			wc.src_qp = droce_deth_src_qp(droce_pkt_deth(pkt));
+			wc.wc_flags |= DROCE_SHM_WC_GRH;
+		} else {
+			wc.src_qp = qp->dest_qpn;
+		}
+		ENGINE_STAT(qp->engine, resp_msgs);
+	}
+	if (!engine_cqe_write(qp->engine, qp->rcq, &wc) || status != DROCE_SHM_WC_SUCCESS)
+		qp_to_error(qp);
+}
+
+/* ---- RC ---- */
+
+static void
+resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_bth *bth = droce_pkt_bth(pkt);
+	uint32_t psn = droce_bth_psn(bth);
+	int32_t d = droce_psn_diff(psn, qp->resp.epsn);
+	uint32_t flags = pkt->info->flags;
+	uint32_t plen = pkt->payload_len;
+	int rc;
+
+	if (d < 0) {
+		/* 9.7.5.1.2: a duplicate is not executed again, only acknowledged. */
+		ENGINE_STAT(e, resp_dup);
+		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
+		return;
+	}
+	if (d > 0) {
+		/*
+		 * 9.7.5.1.3: one PSN sequence error NAK per episode, then silence. A PSN not
+		 * beyond the last one seen means the requester went back and lost the expected
+		 * packet again: that is a new episode, which gets its NAK (else only the
+		 * requester's timer could end it).
+		 */
+		ENGINE_STAT(e, resp_out_of_seq);
+		if (!qp->resp.nak_sent || droce_psn_le(psn, qp->resp.oos_psn)) {
+			qp->resp.nak_sent = true;
+			ENGINE_STAT(e, nak_seq_sent);
+			resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
+		}
+		qp->resp.oos_psn = psn;
+		return;
+	}
+	/* In sequence. Opcode sequence (9.8.3.2): FIRST/ONLY starts, MIDDLE/LAST continue. */
+	if (!(flags & DROCE_OPF_SEND) ||
+	    (qp->resp.in_msg ? (flags & DROCE_OPF_FIRST) != 0 : !(flags & DROCE_OPF_FIRST)) ||
+	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
+		resp_nak(qp, DROCE_NAK_INVALID_REQ);
+		if (qp->resp.have_wqe)
+			resp_complete(qp, pkt, DROCE_SHM_WC_REM_INV_REQ_ERR, 0);
+		else
+			qp_to_error(qp);
+		return;
+	}
+	if (!qp->resp.have_wqe) {
+		rc = resp_take(qp);
+		if (rc == 0) {
+			/* 9.7.5.2.8: no receive WQE -> RNR NAK; later packets stay silent. */
+			ENGINE_STAT(e, nak_rnr_sent);
+			qp->resp.nak_sent = true;
+			qp->resp.oos_psn = psn;
+			resp_send_aeth(qp, psn, DROCE_AETH_RNR_NAK |
+				       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
+			return;
+		}
+		if (rc < 0) {
+			resp_nak(qp, DROCE_NAK_REMOTE_OP);
+			qp_to_error(qp);
+			return;
+		}
+	}
+	if (plen > qp->resp.wqe.total - qp->resp.off) {
+		/* Too long for the buffer: local length error here, invalid request there. */
+		resp_nak(qp, DROCE_NAK_INVALID_REQ);
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		return;
+	}
+	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
+		resp_nak(qp, DROCE_NAK_REMOTE_OP);
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		return;
+	}
+	qp->resp.off += plen;
+	qp->resp.epsn = droce_psn_add(psn, 1);
+	qp->resp.nak_sent = false;
+	if (flags & DROCE_OPF_LAST) {
+		qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
+		resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.off);
+		if (qp->state == DROCE_SHM_QPS_ERR)
+			return;
+	} else {
+		qp->resp.in_msg = true;
+	}
+	if (droce_bth_ackreq(bth))
+		resp_schedule_ack(qp, psn);
+}
+
+/* ---- UC: no ACKs; a message with a gap is dropped whole (9.8.3.3) ---- */
+
+static void
+resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	struct droce_engine *e = qp->engine;
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint32_t flags = pkt->info->flags;
+	uint32_t plen = pkt->payload_len;
+
+	/* A gap ends the message in progress; the WQE in hand serves the next one. */
+	if (psn != qp->resp.epsn && qp->resp.in_msg) {
+		ENGINE_STAT(e, uc_drop);
+		qp->resp.in_msg = false;
+		qp->resp.off = 0;
+	}
+	qp->resp.epsn = droce_psn_add(psn, 1);
+	if (!(flags & DROCE_OPF_SEND)) {
+		ENGINE_STAT(e, rx_bad_opcode);
+		return;
+	}
+	if (flags & DROCE_OPF_FIRST) {
+		qp->resp.in_msg = false;
+		qp->resp.off = 0;
+	} else if (!qp->resp.in_msg) {
+		ENGINE_STAT(e, uc_drop);	/* the rest of a message we are not taking */
+		return;
+	}
+	if (plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
+		ENGINE_STAT(e, uc_drop);
+		qp->resp.in_msg = false;
+		return;
+	}
+	if (!qp->resp.have_wqe) {
+		int rc = resp_take(qp);
+
+		if (rc <= 0) {
+			ENGINE_STAT(e, uc_drop);
+			if (rc < 0)
+				qp_to_error(qp);
+			return;
+		}
+	}
+	if (plen > qp->resp.wqe.total - qp->resp.off) {
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		return;
+	}
+	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		return;
+	}
+	qp->resp.off += plen;
+	if (flags & DROCE_OPF_LAST)
+		resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.off);
+	else
+		qp->resp.in_msg = true;
+}
+
+/* ---- UD: Q_Key check, the GRH area, one packet per message (9.8.4, 11.4.1.1) ---- */
+
+static void
+resp_ud(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_deth *deth = droce_pkt_deth(pkt);
+	uint8_t grh[DROCE_GRH_LEN];
+	struct resp_src grh_src = { .flat = grh };
+	uint32_t plen = pkt->payload_len;
+	int rc;
+
+	/* C10-15: a Q_Key that does not match drops the packet. */
+	if (deth == NULL || droce_deth_qkey(deth) != qp->qkey) {
+		ENGINE_STAT(e, ud_drop);
+		return;
+	}
+	rc = resp_take(qp);
+	if (rc <= 0) {
+		ENGINE_STAT(e, ud_drop);
+		if (rc < 0)
+			qp_to_error(qp);
+		return;
+	}
+	/* RoCEv2 GRH area: IPv4 header in its last 20 bytes, or the whole IPv6 header. */
+	memset(grh, 0, sizeof(grh));
+	if (pkt->ip_version == 4)
+		memcpy(grh + DROCE_GRH_LEN - DROCE_IPV4_HLEN, pkt->hdr + pkt->l3_off,
+		       DROCE_IPV4_HLEN);
+	else
+		memcpy(grh, pkt->hdr + pkt->l3_off, DROCE_IPV6_HLEN);
+	if (DROCE_GRH_LEN + plen > qp->resp.wqe.total) {
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		return;
+	}
+	if (resp_place(qp, &qp->resp.wqe, 0, DROCE_GRH_LEN, &grh_src) != 0 ||
+	    (plen != 0 && resp_place(qp, &qp->resp.wqe, DROCE_GRH_LEN, plen, src) != 0)) {
+		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		return;
+	}
+	resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, DROCE_GRH_LEN + plen);
+}
+
+void
+resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+	const struct droce_wire_seg *segs, unsigned int nseg)
+{
+	struct resp_src src = { .pkt = pkt, .segs = segs, .nseg = nseg };
+
+	/* 10.3.1: a QP receives from RTR on; RESET, INIT and ERR drop silently. */
+	if (qp->state != DROCE_SHM_QPS_RTR && qp->state != DROCE_SHM_QPS_RTS &&
+	    qp->state != DROCE_SHM_QPS_SQD) {
+		ENGINE_STAT(qp->engine, rx_bad_state);
+		return;
+	}
+	switch (qp->type) {
+	case DROCE_SHM_QPT_RC:
+		resp_rc(qp, pkt, &src);
+		break;
+	case DROCE_SHM_QPT_UC:
+		resp_uc(qp, pkt, &src);
+		break;
+	default:
+		resp_ud(qp, pkt, &src);
+		break;
+	}
+}
+
+void
+resp_flush(struct droce_qp *qp)
+{
+	uint64_t wr_id[ENGINE_BURST];
+	struct engine_wc wc;
+	uint32_t prod, n, i;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.status = DROCE_SHM_WC_WR_FLUSH_ERR;
+	wc.qp_num = qp->qpn;
+	if (qp->resp.have_wqe) {
+		wc.wr_id = qp->resp.wqe.wr_id;
+		qp->resp.have_wqe = false;
+		engine_cqe_write(qp->engine, qp->rcq, &wc);
+	}
+	if (qp->srq != NULL)
+		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
+	prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
+	if (prod - qp->resp.rq_cons > qp->rq_size)
+		prod = qp->resp.rq_cons;	/* a lie: flush nothing */
+	/* As for the send ring: wr_ids read, slots given back, then the completions. */
+	while (qp->resp.rq_cons != prod) {
+		for (n = 0; n < ENGINE_BURST && qp->resp.rq_cons + n != prod; n++)
+			wr_id[n] = ((const struct droce_shm_rwqe *)(qp->rq_ring +
+				(size_t)((qp->resp.rq_cons + n) & (qp->rq_size - 1)) *
+				qp->rq_stride))->wr_id;
+		qp->resp.rq_cons += n;
+		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
+		for (i = 0; i < n; i++) {
+			wc.wr_id = wr_id[i];
+			engine_cqe_write(qp->engine, qp->rcq, &wc);
+		}
+	}
+}

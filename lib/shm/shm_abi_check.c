@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * Compile-time proof that the shared-memory ABI speaks rdma-core's numbers: libdroce copies
+ * opcodes, flags, states and statuses between struct ibv_* and the rings without
+ * translating them, and copies SGE lists with memcpy. Every value droce_shm.h and
+ * droce_shm_ctl.h define is checked here against <infiniband/verbs.h>; this file produces
+ * no code.
+ */
+
+#include <stddef.h>
+
+#include <infiniband/verbs.h>
+
+#include "droce_shm.h"
+#include "droce_shm_ctl.h"
+
+#define SAME(a, b) _Static_assert((long long)(a) == (long long)(b), #a " == " #b)
+
+/* enum ibv_wr_opcode */
+SAME(DROCE_SHM_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+SAME(DROCE_SHM_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+SAME(DROCE_SHM_WR_SEND, IBV_WR_SEND);
+SAME(DROCE_SHM_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+SAME(DROCE_SHM_WR_RDMA_READ, IBV_WR_RDMA_READ);
+SAME(DROCE_SHM_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+SAME(DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+SAME(DROCE_SHM_WR_LOCAL_INV, IBV_WR_LOCAL_INV);
+SAME(DROCE_SHM_WR_BIND_MW, IBV_WR_BIND_MW);
+SAME(DROCE_SHM_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+
+/* enum ibv_send_flags: the WQE keeps them in 8 bits */
+SAME(DROCE_SHM_SEND_FENCE, IBV_SEND_FENCE);
+SAME(DROCE_SHM_SEND_SIGNALED, IBV_SEND_SIGNALED);
+SAME(DROCE_SHM_SEND_SOLICITED, IBV_SEND_SOLICITED);
+SAME(DROCE_SHM_SEND_INLINE, IBV_SEND_INLINE);
+SAME(DROCE_SHM_SEND_IP_CSUM, IBV_SEND_IP_CSUM);
+_Static_assert(IBV_SEND_IP_CSUM <= UINT8_MAX, "send flags fit the WQE's uint8_t flags");
+
+/* enum ibv_wc_status: the CQE keeps it in 8 bits */
+SAME(DROCE_SHM_WC_SUCCESS, IBV_WC_SUCCESS);
+SAME(DROCE_SHM_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
+SAME(DROCE_SHM_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
+SAME(DROCE_SHM_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
+SAME(DROCE_SHM_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
+SAME(DROCE_SHM_WC_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR);
+SAME(DROCE_SHM_WC_LOC_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR);
+SAME(DROCE_SHM_WC_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR);
+SAME(DROCE_SHM_WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
+SAME(DROCE_SHM_WC_REM_OP_ERR, IBV_WC_REM_OP_ERR);
+SAME(DROCE_SHM_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
+SAME(DROCE_SHM_WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
+SAME(DROCE_SHM_WC_FATAL_ERR, IBV_WC_FATAL_ERR);
+SAME(DROCE_SHM_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
+
+/* enum ibv_wc_opcode: the CQE keeps it in 8 bits */
+SAME(DROCE_SHM_WC_SEND, IBV_WC_SEND);
+SAME(DROCE_SHM_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+SAME(DROCE_SHM_WC_RDMA_READ, IBV_WC_RDMA_READ);
+SAME(DROCE_SHM_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
+SAME(DROCE_SHM_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+SAME(DROCE_SHM_WC_RECV, IBV_WC_RECV);
+SAME(DROCE_SHM_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+
+/* enum ibv_wc_flags: the CQE keeps them in 16 bits */
+SAME(DROCE_SHM_WC_GRH, IBV_WC_GRH);
+SAME(DROCE_SHM_WC_WITH_IMM, IBV_WC_WITH_IMM);
+SAME(DROCE_SHM_WC_WITH_INV, IBV_WC_WITH_INV);
+
+/* enum ibv_qp_state */
+SAME(DROCE_SHM_QPS_RESET, IBV_QPS_RESET);
+SAME(DROCE_SHM_QPS_INIT, IBV_QPS_INIT);
+SAME(DROCE_SHM_QPS_RTR, IBV_QPS_RTR);
+SAME(DROCE_SHM_QPS_RTS, IBV_QPS_RTS);
+SAME(DROCE_SHM_QPS_SQD, IBV_QPS_SQD);
+SAME(DROCE_SHM_QPS_SQE, IBV_QPS_SQE);
+SAME(DROCE_SHM_QPS_ERR, IBV_QPS_ERR);
+
+/* enum ibv_qp_type */
+SAME(DROCE_SHM_QPT_RC, IBV_QPT_RC);
+SAME(DROCE_SHM_QPT_UC, IBV_QPT_UC);
+SAME(DROCE_SHM_QPT_UD, IBV_QPT_UD);
+
+/* enum ibv_qp_attr_mask */
+SAME(DROCE_SHM_QP_STATE, IBV_QP_STATE);
+SAME(DROCE_SHM_QP_CUR_STATE, IBV_QP_CUR_STATE);
+SAME(DROCE_SHM_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY);
+SAME(DROCE_SHM_QP_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
+SAME(DROCE_SHM_QP_PKEY_INDEX, IBV_QP_PKEY_INDEX);
+SAME(DROCE_SHM_QP_PORT, IBV_QP_PORT);
+SAME(DROCE_SHM_QP_QKEY, IBV_QP_QKEY);
+SAME(DROCE_SHM_QP_AV, IBV_QP_AV);
+SAME(DROCE_SHM_QP_PATH_MTU, IBV_QP_PATH_MTU);
+SAME(DROCE_SHM_QP_TIMEOUT, IBV_QP_TIMEOUT);
+SAME(DROCE_SHM_QP_RETRY_CNT, IBV_QP_RETRY_CNT);
+SAME(DROCE_SHM_QP_RNR_RETRY, IBV_QP_RNR_RETRY);
+SAME(DROCE_SHM_QP_RQ_PSN, IBV_QP_RQ_PSN);
+SAME(DROCE_SHM_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
+SAME(DROCE_SHM_QP_ALT_PATH, IBV_QP_ALT_PATH);
+SAME(DROCE_SHM_QP_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
+SAME(DROCE_SHM_QP_SQ_PSN, IBV_QP_SQ_PSN);
+SAME(DROCE_SHM_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
+SAME(DROCE_SHM_QP_PATH_MIG_STATE, IBV_QP_PATH_MIG_STATE);
+SAME(DROCE_SHM_QP_CAP, IBV_QP_CAP);
+SAME(DROCE_SHM_QP_DEST_QPN, IBV_QP_DEST_QPN);
+SAME(DROCE_SHM_QP_RATE_LIMIT, IBV_QP_RATE_LIMIT);
+
+/* struct ibv_sge: SGE lists are copied between the two with memcpy */
+_Static_assert(sizeof(struct droce_shm_sge) == sizeof(struct ibv_sge), "sge size");
+_Static_assert(_Alignof(struct droce_shm_sge) == _Alignof(struct ibv_sge), "sge alignment");
+_Static_assert(offsetof(struct droce_shm_sge, addr) == offsetof(struct ibv_sge, addr),
+	       "sge addr");
+_Static_assert(offsetof(struct droce_shm_sge, length) == offsetof(struct ibv_sge, length),
+	       "sge length");
+_Static_assert(offsetof(struct droce_shm_sge, lkey) == offsetof(struct ibv_sge, lkey),
+	       "sge lkey");
+
+/* The receive WQE header keeps num_sge in 32 bits, the send WQE in 8. */
+_Static_assert(DROCE_SHM_MAX_SGE <= UINT8_MAX, "num_sge fits the send WQE");
