@@ -7,7 +7,7 @@
 # reconfigures nothing and only rebuilds what changed.
 #
 #   ${DROCE_BUILD_PREFIX:-build}        gcc, defaults
-#   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit tests run here too)
+#   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit and engine tests run here too)
 #   ${DROCE_BUILD_PREFIX:-build}-fuzz   clang, ASan + UBSan, -Dfuzz=true (libFuzzer)
 #
 # Nothing needs hugepages to build or to run the tests: where they cannot be had (a

@@ -4,6 +4,7 @@
  * and published by its owner bit (droce_shm.h). Overrun (IB 11.4.2.1): the CQ goes
  * to error, IBV_EVENT_CQ_ERR is raised once, nothing more is written to it.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include "engine_loc.h"
@@ -41,6 +42,22 @@ cq_notify(struct droce_cq *cq, const struct engine_wc *wc)
 		return;		/* another engine served this request */
 	if (cq->eventfd >= 0 && write(cq->eventfd, &one, sizeof(one)) < 0)
 		ENGINE_LOG(WARNING, "CQ %u: eventfd write failed\n", cq->handle);
+}
+
+void
+engine_cqe_flush(struct droce_qp *qp, struct droce_cq *cq, const uint64_t *wr_id, uint32_t n)
+{
+	struct engine_wc wc;
+	uint32_t i;
+
+	/* 11.6.3: only wr_id, status and qp_num mean anything in a flush completion. */
+	memset(&wc, 0, sizeof(wc));
+	wc.status = DROCE_SHM_WC_WR_FLUSH_ERR;
+	wc.qp_num = qp->qpn;
+	for (i = 0; i < n; i++) {
+		wc.wr_id = wr_id[i];
+		engine_cqe_write(qp->engine, cq, &wc);
+	}
 }
 
 bool

@@ -111,6 +111,8 @@ struct engine_wc {
  * CQ_ERR event raised once, and the caller moves its QP to the error state.
  */
 bool engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engine_wc *wc);
+/* n IBV_WC_WR_FLUSH_ERR completions of qp's WRs wr_id[0..n-1] on cq. */
+void engine_cqe_flush(struct droce_qp *qp, struct droce_cq *cq, const uint64_t *wr_id, uint32_t n);
 
 struct droce_srq {
 	struct droce_domain *dom;

@@ -125,12 +125,8 @@ static void
 qp_flush_send(struct droce_qp *qp)
 {
 	uint64_t wr_id[ENGINE_BURST];
-	struct engine_wc wc;
-	uint32_t prod, n, i;
+	uint32_t prod, n;
 
-	memset(&wc, 0, sizeof(wc));
-	wc.status = DROCE_SHM_WC_WR_FLUSH_ERR;
-	wc.qp_num = qp->qpn;
 	prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
 	/* A producer index more than a ring ahead is a lie: flush only what we hold. */
 	if (prod - qp->req.cons > qp->sq_size)
@@ -149,10 +145,7 @@ qp_flush_send(struct droce_qp *qp)
 		if (qp->req.cons - qp->req.fetch <= prod - qp->req.fetch)
 			qp->req.fetch = qp->req.cons;
 		__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
-		for (i = 0; i < n; i++) {
-			wc.wr_id = wr_id[i];
-			engine_cqe_write(qp->engine, qp->scq, &wc);
-		}
+		engine_cqe_flush(qp, qp->scq, wr_id, n);
 	}
 	qp->req.fetch = qp->req.cur = prod;
 	qp->req.cur_off = 0;

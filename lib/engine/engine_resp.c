@@ -450,16 +450,11 @@ void
 resp_flush(struct droce_qp *qp)
 {
 	uint64_t wr_id[ENGINE_BURST];
-	struct engine_wc wc;
-	uint32_t prod, n, i;
+	uint32_t prod, n;
 
-	memset(&wc, 0, sizeof(wc));
-	wc.status = DROCE_SHM_WC_WR_FLUSH_ERR;
-	wc.qp_num = qp->qpn;
 	if (qp->resp.have_wqe) {
-		wc.wr_id = qp->resp.wqe.wr_id;
 		qp->resp.have_wqe = false;
-		engine_cqe_write(qp->engine, qp->rcq, &wc);
+		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
 	}
 	if (qp->srq != NULL)
 		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
@@ -474,9 +469,6 @@ resp_flush(struct droce_qp *qp)
 				qp->rq_stride))->wr_id;
 		qp->resp.rq_cons += n;
 		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
-		for (i = 0; i < n; i++) {
-			wc.wr_id = wr_id[i];
-			engine_cqe_write(qp->engine, qp->rcq, &wc);
-		}
+		engine_cqe_flush(qp, qp->rcq, wr_id, n);
 	}
 }

@@ -630,8 +630,8 @@ tc_ah_attr(const struct tc_host *to, bool ipv6, struct droce_shm_ah_attr *ah)
 }
 
 static void
-tc_connect_one(struct tc_qp *x, struct tc_qp *y, const struct tc_path *p, uint32_t sq_psn,
-	       uint32_t rq_psn)
+tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
+	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn)
 {
 	bool rc = x->view.qp_type == DROCE_SHM_QPT_RC;
 	struct droce_shm_qp_attr a;
@@ -651,11 +651,11 @@ tc_connect_one(struct tc_qp *x, struct tc_qp *y, const struct tc_path *p, uint32
 		a.mask |= DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
 	a.qp_state = DROCE_SHM_QPS_RTR;
 	a.path_mtu = p->mtu;
-	a.dest_qp_num = y->qpn;
+	a.dest_qp_num = dest_qpn;
 	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = p->min_rnr_timer;
-	tc_ah_attr(y->h, p->ipv6, &a.ah);
+	tc_ah_attr(to, p->ipv6, &a.ah);
 	CHECK_EQ_I64(tc_modify(x, &a), 0);
 
 	memset(&a, 0, sizeof(a));
@@ -675,8 +675,17 @@ tc_connect_one(struct tc_qp *x, struct tc_qp *y, const struct tc_path *p, uint32
 void
 tc_connect(struct tc_qp *a, struct tc_qp *b, const struct tc_path *p)
 {
-	tc_connect_one(a, b, p, p->psn_a, p->psn_b);
-	tc_connect_one(b, a, p, p->psn_b, p->psn_a);
+	tc_connect_one(a, b->qpn, b->h, p, p->psn_a, p->psn_b);
+	tc_connect_one(b, a->qpn, a->h, p, p->psn_b, p->psn_a);
+}
+
+void
+tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id, const struct tc_path *p)
+{
+	struct tc_host peer;
+
+	host_addr(&peer, peer_id);
+	tc_connect_one(qp, dest_qpn, &peer, p, p->psn_a, p->psn_b);
 }
 
 void

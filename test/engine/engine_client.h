@@ -141,6 +141,12 @@ void tc_qp_destroy(struct tc_qp *qp);
 int tc_modify(struct tc_qp *qp, const struct droce_shm_qp_attr *attr);
 /* RESET -> INIT -> RTR -> RTS on both QPs, each addressed at the other. */
 void tc_connect(struct tc_qp *a, struct tc_qp *b, const struct tc_path *path);
+/*
+ * The same for one QP whose peer lives in another process: host peer_id's address,
+ * dest_qpn, this QP sending from path->psn_a and expecting path->psn_b.
+ */
+void tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id,
+		       const struct tc_path *path);
 /* UD QP to RTS (qkey). */
 void tc_ud_ready(struct tc_qp *qp, uint32_t qkey, uint32_t sq_psn);
 int tc_ah_create(struct tc_host *h, unsigned int engine, const struct tc_host *to,

@@ -81,43 +81,9 @@ side(bool sender, const char *sock, uint32_t seed, int ready_fd, int done_fd)
 	for (q = 0; q < NB_QPS; q++)
 		qp[q] = tc_qp_create(&h, &in);
 	for (q = 0; q < NB_QPS; q++) {
-		struct droce_shm_qp_attr a;
-
-		/* tc_connect needs both QPs in one process: the same three steps by hand. */
-		memset(&a, 0, sizeof(a));
-		a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-			 DROCE_SHM_QP_ACCESS_FLAGS;
-		a.qp_state = DROCE_SHM_QPS_INIT;
-		a.port_num = 1;
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-		CHECK_EQ_I64(tc_modify(qp[q], &a), 0);
-		memset(&a, 0, sizeof(a));
-		a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-			 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN |
-			 DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
-		a.qp_state = DROCE_SHM_QPS_RTR;
-		a.path_mtu = path.mtu;
-		a.dest_qp_num = qp[q]->qpn;
-		a.rq_psn = 1000 * q;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = path.min_rnr_timer;
-		a.ah.is_global = 1;
-		a.ah.hop_limit = 64;
-		a.ah.port_num = 1;
-		memcpy(a.ah.dgid, h.gid, 16);
-		a.ah.dgid[15] = sender ? 2 : 1;		/* the peer's 10.99.0.x */
-		CHECK_EQ_I64(tc_modify(qp[q], &a), 0);
-		memset(&a, 0, sizeof(a));
-		a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN | DROCE_SHM_QP_TIMEOUT |
-			 DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY |
-			 DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-		a.qp_state = DROCE_SHM_QPS_RTS;
-		a.sq_psn = 1000 * q;
-		a.timeout = path.timeout;
-		a.retry_cnt = path.retry_cnt;
-		a.rnr_retry = path.rnr_retry;
-		a.max_rd_atomic = 1;
-		CHECK_EQ_I64(tc_modify(qp[q], &a), 0);
+		/* Both sides send from and expect the same PSN: one stream flows. */
+		path.psn_a = path.psn_b = 1000 * q;
+		tc_connect_remote(qp[q], qp[q]->qpn, sender ? 2 : 1, &path);
 		es_init(&st[q], q, NB_MSGS, sender ? qp[q] : NULL, sender ? NULL : qp[q], qp[q]->qpn);
 	}
 	if (sender) {
