@@ -44,28 +44,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ ! -f "$dir/build.ninja" ]; then
-	timeout 600 meson setup "$dir" >/dev/null
-fi
-timeout 600 ninja -C "$dir" devtools/droce-bench-engine >/dev/null
+. devtools/bench-common.sh
+bench_build "$dir" devtools/droce-bench-engine
 [ -x "$testpmd" ] || { echo "no $testpmd (Debian package dpdk)" >&2; exit 1; }
-
-opts=$(meson introspect --buildoptions "$dir" | /usr/bin/python3 -c '
-import json, sys
-o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
-print(o["buildtype"], o["b_sanitize"], o["c_args"] and " ".join(o["c_args"]) or "-")')
-read -r buildtype sanitize cargs <<<"$opts"
-
-echo "machine:  $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs online"
-echo "kernel:   $(uname -sr)"
-echo "compiler: $(sed -n 's/^C compiler for the host machine: //p' "$dir/meson-logs/meson-log.txt" | head -n 1)"
-echo "dpdk:     $(pkg-config --modversion libdpdk), $testpmd"
-echo "build:    $dir ($buildtype, sanitize=$sanitize, c_args=$cargs)"
-echo "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine adds noise)"
-if [ "$buildtype" = debug ] || [ "$buildtype" = plain ] || [ "$sanitize" != none ]; then
-	echo "warning:  not an optimised build without sanitizers; the figures mean little"
-fi
-echo
+bench_describe "$dir" "dpdk:     $(pkg-config --modversion libdpdk), $testpmd"
 
 BENCH="$dir/devtools/droce-bench-engine" TESTPMD="$testpmd" PREFIX="$prefix" \
 ROUNDS="$rounds" DURATION="$duration" CPUS="$cpus" /usr/bin/python3 - <<'EOF'

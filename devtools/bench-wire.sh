@@ -14,27 +14,8 @@ cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
 dir=${DROCE_BENCH_BUILD:-build-bench}
 
-if [ ! -f "$dir/build.ninja" ]; then
-	timeout 600 meson setup "$dir" >/dev/null
-fi
-timeout 600 ninja -C "$dir" devtools/droce-bench-wire >/dev/null
-
-# Figures from a sanitizer or unoptimised build mean nothing: say so up front.
-opts=$(meson introspect --buildoptions "$dir" | /usr/bin/python3 -c '
-import json, sys
-o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
-print(o["buildtype"], o["b_sanitize"], o["c_args"] and " ".join(o["c_args"]) or "-")')
-read -r buildtype sanitize cargs <<<"$opts"
-
-echo "machine:  $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs online"
-echo "kernel:   $(uname -sr)"
-echo "compiler: $(sed -n 's/^C compiler for the host machine: //p' "$dir/meson-logs/meson-log.txt" | head -n 1)"
-echo "isa-l:    $(pkg-config --modversion libisal)"
-echo "build:    $dir ($buildtype, sanitize=$sanitize, c_args=$cargs)"
-echo "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine adds noise)"
-if [ "$buildtype" = debug ] || [ "$buildtype" = plain ] || [ "$sanitize" != none ]; then
-	echo "warning:  not an optimised build without sanitizers; the figures mean little"
-fi
-echo
+. devtools/bench-common.sh
+bench_build "$dir" devtools/droce-bench-wire
+bench_describe "$dir" "isa-l:    $(pkg-config --modversion libisal)"
 
 timeout 600 "$dir/devtools/droce-bench-wire" "$@"

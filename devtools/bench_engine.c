@@ -1313,20 +1313,10 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
 static void
 stats_dump(const struct bench_host *h)
 {
-	struct droce_engine_stats st;
-	unsigned int c;
-
 	if (h->eng == NULL)
 		return;
-	droce_engine_stats_get(h->eng, &st);
 	fprintf(stderr, "host %s: link_in holds %u;", h->name, rte_ring_count(h->link_in));
-	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
-		uint64_t v = ((const uint64_t *)&st)[c];
-
-		if (v != 0)
-			fprintf(stderr, " %s=%llu", droce_engine_counter_names[c],
-				(unsigned long long)v);
-	}
+	droce_engine_stats_print(stderr, h->eng);
 	fprintf(stderr, "\n");
 }
 

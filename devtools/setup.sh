@@ -19,12 +19,13 @@ cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 prefix=${DROCE_BUILD_PREFIX:-build}
 
 # Installed without their recommends, so a few that come with them on a desktop are named:
-# libc6-dev (gcc's C library headers) and llvm (llvm-symbolizer, which turns sanitizer and
-# libFuzzer stack traces from the clang build into file:line).
+# libc6-dev (gcc's C library headers), llvm (llvm-symbolizer, which turns sanitizer and
+# libFuzzer stack traces from the clang build into file:line) and xz-utils (unpacks
+# DPDK's source tarball for its driver headers).
 packages=(
 	gcc libc6-dev clang libclang-rt-14-dev llvm meson ninja-build pkg-config git
 	dpdk-dev libdpdk-dev libibverbs-dev librdmacm-dev libnuma-dev libisal-dev libpcap-dev
-	python3-scapy tshark ibverbs-utils perftest iproute2 procps
+	python3-scapy tshark ibverbs-utils perftest iproute2 procps xz-utils
 )
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.

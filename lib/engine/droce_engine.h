@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rte_mempool.h>
 
@@ -130,6 +131,8 @@ extern const char *const droce_engine_counter_descs[];
 
 /* A snapshot (counters are written by the engine thread only; read without tearing). */
 void droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st);
+/* Writes " name=value" for every non-zero counter of e to f (diagnostics; any thread). */
+void droce_engine_stats_print(FILE *f, const struct droce_engine *e);
 
 /* ---- Domains (clients) ---- */
 

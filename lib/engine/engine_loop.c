@@ -6,6 +6,7 @@
  * run on the engine's lcore, which owns every QP of the engine (no locks).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -487,6 +488,21 @@ droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *
 
 	for (i = 0; i < DROCE_ENGINE_NB_COUNTERS; i++)
 		dst[i] = src[i];
+}
+
+void
+droce_engine_stats_print(FILE *f, const struct droce_engine *e)
+{
+	struct droce_engine_stats st;
+	size_t i;
+
+	droce_engine_stats_get(e, &st);
+	for (i = 0; i < DROCE_ENGINE_NB_COUNTERS; i++) {
+		uint64_t v = ((const uint64_t *)&st)[i];
+
+		if (v != 0)
+			fprintf(f, " %s=%" PRIu64, droce_engine_counter_names[i], v);
+	}
 }
 
 /* ---- Create / destroy ---- */

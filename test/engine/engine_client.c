@@ -852,19 +852,11 @@ tc_counter(const struct tc_host *h, const char *name)
 void
 tc_dump(const struct tc_host *h)
 {
-	struct droce_engine_stats st;
-	unsigned int i, c;
+	unsigned int i;
 
 	for (i = 0; i < h->nb_eng; i++) {
-		droce_engine_stats_get(h->eng[i], &st);
 		fprintf(stderr, "host %s engine %u:", h->name, i);
-		for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
-			uint64_t v = ((const uint64_t *)&st)[c];
-
-			if (v != 0)
-				fprintf(stderr, " %s=%llu", droce_engine_counter_names[c],
-					(unsigned long long)v);
-		}
+		droce_engine_stats_print(stderr, h->eng[i]);
 		fprintf(stderr, "\n");
 	}
 }
