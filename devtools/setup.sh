@@ -130,6 +130,8 @@ reserve_hugepages() {
 # out; they come from Debian's source package of the installed DPDK, hence a deb-src entry
 # made from the Debian entries apt already has. Without them the rest still builds.
 deb_src_list=/etc/apt/sources.list.d/droce-deb-src
+# 1 when this run installed the driver headers: builds configured before must look again.
+sdk_new=0
 fetch_dpdk_sdk() {
 	if [[ $EUID -eq 0 && -z $(apt-cache showsrc dpdk 2>/dev/null) ]]; then
 		if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
@@ -147,6 +149,9 @@ fetch_dpdk_sdk() {
 		return
 	fi
 	say "DPDK driver headers: $(tail -n 1 "$log")"
+	if grep -q 'installed into' "$log"; then
+		sdk_new=1
+	fi
 }
 
 # build_dir DIR CC [meson options...]: configures DIR once, then builds it.
@@ -157,6 +162,11 @@ build_dir() {
 		say "configuring $dir ($compiler${*:+ $*})"
 		run_logged "meson setup $dir" env CC="$compiler" \
 			timeout "$setup_timeout" meson setup "$dir" "$@"
+	elif ((sdk_new)); then
+		# meson looked for the driver headers when it configured $dir: look again.
+		say "reconfiguring $dir (DPDK driver headers are new)"
+		run_logged "meson setup --reconfigure $dir" env CC="$compiler" \
+			timeout "$setup_timeout" meson setup --reconfigure "$dir"
 	fi
 	say "building $dir"
 	run_logged "build of $dir" timeout "$build_timeout" ninja -C "$dir"
