@@ -85,6 +85,26 @@ ring(struct tc_qp *qp)
 	__atomic_fetch_or(&db->summary, 1ull << (slot / 64), __ATOMIC_RELEASE);
 }
 
+/* The QP's next send slot, filled with byte fill, for the test to write by hand. */
+static struct droce_shm_swqe *
+sq_slot(struct tc_qp *qp, int fill)
+{
+	struct droce_shm_swqe *s = (struct droce_shm_swqe *)(qp->view.sq +
+		(size_t)(qp->view.sq_prod & (qp->view.sq_size - 1)) * qp->view.sq_stride);
+
+	memset(s, fill, qp->view.sq_stride);
+	return s;
+}
+
+/* Publishes the slot sq_slot() gave, as a post does, and rings the doorbell. */
+static void
+sq_publish(struct tc_qp *qp)
+{
+	qp->view.sq_prod++;
+	__atomic_store_n(&qp->view.ctl->sq.prod, qp->view.sq_prod, __ATOMIC_RELEASE);
+	ring(qp);
+}
+
 static uint32_t
 wait_state(struct tc_qp *qp, uint32_t state)
 {
@@ -93,6 +113,19 @@ wait_state(struct tc_qp *qp, uint32_t state)
 	for (i = 0; i < 2000 && tc_qp_state(qp) != state; i++)
 		usleep(1000);
 	return tc_qp_state(qp);
+}
+
+/* The victim sender's WQE completes with status, alone, and the QP ends in ERR. */
+static void
+expect_send_error(struct garbage_env *g, uint64_t wr_id, uint8_t status)
+{
+	struct ibv_wc wc[1];
+
+	CHECK_EQ_I64(tc_wait(g->ca, 1, wc, 5000), 1);
+	CHECK_EQ_U64(wc[0].wr_id, wr_id);
+	CHECK_EQ_U64(wc[0].status, status);
+	CHECK_EQ_U64(wc[0].qp_num, g->victim_a->qpn);
+	CHECK_EQ_U64(wait_state(g->victim_a, DROCE_SHM_QPS_ERR), DROCE_SHM_QPS_ERR);
 }
 
 DROCE_TEST(send_ring_producer_far_ahead_errors_only_that_qp)
@@ -112,27 +145,16 @@ DROCE_TEST(wqe_with_impossible_fields_completes_in_error)
 {
 	struct garbage_env g;
 	struct droce_shm_swqe *s;
-	struct ibv_wc wc[4];
-	uint32_t prod;
 
 	env_open(&g);
-	/* Slot 0 written by hand: num_sge 255 in a 2-SGE ring, then the index published. */
-	prod = g.victim_a->view.sq_prod;
-	s = (struct droce_shm_swqe *)(g.victim_a->view.sq +
-		(size_t)(prod & (g.victim_a->view.sq_size - 1)) * g.victim_a->view.sq_stride);
-	memset(s, 0xA5, g.victim_a->view.sq_stride);
+	/* A slot written by hand: num_sge 255 in a 2-SGE ring, the rest 0xA5. */
+	s = sq_slot(g.victim_a, 0xA5);
 	s->wr_id = 77;
 	s->opcode = DROCE_SHM_WR_SEND;
 	s->flags = DROCE_SHM_SEND_SIGNALED;
 	s->num_sge = 255;
-	g.victim_a->view.sq_prod = prod + 1;
-	__atomic_store_n(&g.victim_a->view.ctl->sq.prod, prod + 1, __ATOMIC_RELEASE);
-	ring(g.victim_a);
-	CHECK_EQ_I64(tc_wait(g.ca, 1, wc, 5000), 1);
-	CHECK_EQ_U64(wc[0].wr_id, 77);
-	CHECK_EQ_U64(wc[0].status, IBV_WC_LOC_QP_OP_ERR);
-	CHECK_EQ_U64(wc[0].qp_num, g.victim_a->qpn);
-	CHECK_EQ_U64(wait_state(g.victim_a, DROCE_SHM_QPS_ERR), DROCE_SHM_QPS_ERR);
+	sq_publish(g.victim_a);
+	expect_send_error(&g, 77, IBV_WC_LOC_QP_OP_ERR);
 	good_pair_works(&g, 2);
 	tc_pair_close(&g.a, &g.b);
 }
@@ -141,8 +163,7 @@ DROCE_TEST(inline_length_and_opcode_garbage)
 {
 	struct garbage_env g;
 	struct droce_shm_swqe *s;
-	struct ibv_wc wc[4];
-	uint32_t prod, i;
+	uint32_t i;
 	static const struct {
 		uint8_t opcode;
 		uint8_t flags;
@@ -161,22 +182,13 @@ DROCE_TEST(inline_length_and_opcode_garbage)
 	for (i = 0; i < RTE_DIM(cases); i++) {
 		droce_test_ctx("case %u", i);
 		env_open(&g);
-		prod = g.victim_a->view.sq_prod;
-		s = (struct droce_shm_swqe *)(g.victim_a->view.sq +
-			(size_t)(prod & (g.victim_a->view.sq_size - 1)) *
-			g.victim_a->view.sq_stride);
-		memset(s, 0, sizeof(*s));
+		s = sq_slot(g.victim_a, 0);
 		s->wr_id = 100 + i;
 		s->opcode = cases[i].opcode;
 		s->flags = cases[i].flags;
 		s->inline_len = cases[i].inline_len;
-		g.victim_a->view.sq_prod = prod + 1;
-		__atomic_store_n(&g.victim_a->view.ctl->sq.prod, prod + 1, __ATOMIC_RELEASE);
-		ring(g.victim_a);
-		CHECK_EQ_I64(tc_wait(g.ca, 1, wc, 5000), 1);
-		CHECK_EQ_U64(wc[0].wr_id, 100 + i);
-		CHECK_EQ_U64(wc[0].status, cases[i].status);
-		CHECK_EQ_U64(wait_state(g.victim_a, DROCE_SHM_QPS_ERR), DROCE_SHM_QPS_ERR);
+		sq_publish(g.victim_a);
+		expect_send_error(&g, 100 + i, cases[i].status);
 		good_pair_works(&g, 3 + i);
 		tc_pair_close(&g.a, &g.b);
 	}
@@ -187,14 +199,9 @@ DROCE_TEST(sge_outside_any_mr_is_a_protection_error)
 	struct garbage_env g;
 	struct droce_shm_swqe *s;
 	struct droce_shm_sge *sge;
-	struct ibv_wc wc[4];
-	uint32_t prod;
 
 	env_open(&g);
-	prod = g.victim_a->view.sq_prod;
-	s = (struct droce_shm_swqe *)(g.victim_a->view.sq +
-		(size_t)(prod & (g.victim_a->view.sq_size - 1)) * g.victim_a->view.sq_stride);
-	memset(s, 0, sizeof(*s));
+	s = sq_slot(g.victim_a, 0);
 	s->wr_id = 55;
 	s->opcode = DROCE_SHM_WR_SEND;
 	s->flags = DROCE_SHM_SEND_SIGNALED;
@@ -204,13 +211,8 @@ DROCE_TEST(sge_outside_any_mr_is_a_protection_error)
 	sge->addr = (uintptr_t)g.ma->buf + (1u << 20);
 	sge->length = 100;
 	sge->lkey = g.ma->lkey;
-	g.victim_a->view.sq_prod = prod + 1;
-	__atomic_store_n(&g.victim_a->view.ctl->sq.prod, prod + 1, __ATOMIC_RELEASE);
-	ring(g.victim_a);
-	CHECK_EQ_I64(tc_wait(g.ca, 1, wc, 5000), 1);
-	CHECK_EQ_U64(wc[0].wr_id, 55);
-	CHECK_EQ_U64(wc[0].status, IBV_WC_LOC_PROT_ERR);
-	CHECK_EQ_U64(wait_state(g.victim_a, DROCE_SHM_QPS_ERR), DROCE_SHM_QPS_ERR);
+	sq_publish(g.victim_a);
+	expect_send_error(&g, 55, IBV_WC_LOC_PROT_ERR);
 	good_pair_works(&g, 6);
 	tc_pair_close(&g.a, &g.b);
 }
