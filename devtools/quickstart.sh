@@ -2,102 +2,166 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # First contact with droce, run as root on Debian 12: sets up and builds everything
-# (devtools/setup.sh), writes a small RoCEv2 sample capture with scapy, and has droce-pcap
-# verify every packet's ICRC in it and in a copy with one corrupted payload bit.
-# Exits 0 when droce-pcap accepts the good capture and catches the corrupted packet.
+# (devtools/setup.sh), starts the memif pair of droced (config/pair-a.ini and
+# config/pair-b.ini: two daemons on this machine joined by a shared-memory link), runs the
+# RC ping-pong example and the SRQ server with several clients through them, shows what
+# the daemons saw, and stops everything. Exits 0 when every program succeeded and both
+# daemons shut down cleanly.
 
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
 prefix=${DROCE_BUILD_PREFIX:-build}
-pcap_timeout=60
+app_timeout=120
+clients=3
 
 ./devtools/setup.sh </dev/null
 
-# Absolute: it runs from the capture's directory.
-droce_pcap=$prefix/app/droce-pcap/droce-pcap
-[[ $droce_pcap == /* ]] || droce_pcap=$PWD/$droce_pcap
-if [[ ! -x $droce_pcap ]]; then
-	echo "quickstart: $prefix/app/droce-pcap/droce-pcap was not built" >&2
+droced=$prefix/app/droced/droced
+ctl=$prefix/app/droce-ctl/droce-ctl
+pingpong=$prefix/examples/droce-rc-pingpong
+srq_server=$prefix/examples/droce-srq-server
+for bin in "$droced" "$ctl" "$pingpong" "$srq_server"; do
+	if [[ ! -x $bin ]]; then
+		echo "quickstart: $bin was not built" >&2
+		exit 1
+	fi
+done
+
+logs=$(mktemp -d)
+pids=()
+stop_daemons() {
+	local pid
+	# B (the memif client) first, then A; SIGTERM is droced's clean shutdown.
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		pid=${pids[i]}
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	pids=()
+}
+cleanup() {
+	stop_daemons
+	rm -rf "$logs"
+}
+trap cleanup EXIT
+
+# start_daemon NAME CONFIG SOCKET: droced in the background; waits until it serves.
+start_daemon() {
+	local name=$1 config=$2 socket=$3
+	timeout --kill-after=5 900 "$droced" --config "$config" >"$logs/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 300); do
+		if grep -q "droced: ready" "$logs/$name.log" && [[ -S $socket ]]; then
+			return 0
+		fi
+		if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	echo "quickstart: droced $name did not start:" >&2
+	cat "$logs/$name.log" >&2
 	exit 1
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 devtools/make-sample-capture.py "$tmp" >/dev/null
-
-# verify CAPTURE: runs droce-pcap --verify in the capture's directory, so its output
-# names the file as the user would type it; sets out and rc.
-verify() {
-	rc=0
-	out=$(cd "$tmp" && timeout "$pcap_timeout" "$droce_pcap" --verify "$1" 2>&1) || rc=$?
 }
 
 cat <<EOT
 
-== 1. A clean capture ==
-sample.pcap holds a short RoCEv2 conversation between 192.0.2.10 and 192.0.2.11, made
-with scapy's RoCE layer: an RC SEND and its ACK, a three-packet RDMA WRITE and its ACK,
-an RDMA READ and its response, a UD SEND and a congestion notification (CNP), plus an
-ARP and a DNS query that are not RoCEv2. droce-pcap decodes each RoCEv2 packet with
-droce's parser (lib/wire) and recomputes its ICRC, the CRC that covers the IP, UDP and
-InfiniBand headers and the payload.
-
-\$ $prefix/app/droce-pcap/droce-pcap --verify sample.pcap
+== 1. Two daemons joined by a memif link ==
+droced A (config/pair-a.ini): port memif0, 10.99.0.1/24, control socket /run/droce/a.sock
+droced B (config/pair-b.ini): port memif0, 10.99.0.2/24, control socket /run/droce/b.sock
+A is the memif server, so it starts first.
 EOT
-verify sample.pcap
-good_out=$out good_rc=$rc
-printf '%s\n' "$good_out"
-echo "(exit status $good_rc)"
-cat <<EOT
-
-One line per RoCEv2 packet, numbered as in the capture: addresses and UDP ports, the
-opcode, destination QP and PSN, the extension headers (RETH for RDMA, AETH in ACKs and
-read responses, DETH for UD), the payload length, and the ICRC verdict. The ARP and DNS
-frames are not RoCEv2: the summary counts them as "other".
-EOT
+start_daemon a config/pair-a.ini /run/droce/a.sock
+start_daemon b config/pair-b.ini /run/droce/b.sock
+sed 's/^/  A| /' "$logs/a.log"
+sed 's/^/  B| /' "$logs/b.log"
 
 cat <<EOT
 
-== 2. The same capture with one bit flipped ==
-sample-corrupt.pcap is identical except that one bit of the SEND's payload is flipped
-("Hello" became "hello") and its ICRC was left as it was, as a faulty link or buggy
-sender would leave it. droce-pcap must flag that packet, show the ICRC it expected, and
-with --verify exit with status 1.
+== 2. RC ping-pong through both daemons ==
+The server runs on A, the client on B; they exchange QP numbers over TCP on 127.0.0.1 and
+then send 1000 messages of 4096 bytes each way over RoCEv2, checking every byte (-c).
+Applications find their daemon through DROCE_SOCKET.
 
-\$ $prefix/app/droce-pcap/droce-pcap --verify sample-corrupt.pcap
+\$ DROCE_SOCKET=/run/droce/a.sock $pingpong -c -s 4096 -n 1000 &
+\$ DROCE_SOCKET=/run/droce/b.sock $pingpong -c -s 4096 -n 1000 127.0.0.1
 EOT
-verify sample-corrupt.pcap
-bad_out=$out bad_rc=$rc
-printf '%s\n' "$bad_out"
-echo "(exit status $bad_rc)"
+DROCE_SOCKET=/run/droce/a.sock timeout "$app_timeout" "$pingpong" -c -s 4096 -n 1000 \
+	>"$logs/pp-server.log" 2>&1 &
+pp_server=$!
+sleep 0.5
+pp_rc=0
+DROCE_SOCKET=/run/droce/b.sock timeout "$app_timeout" "$pingpong" -c -s 4096 -n 1000 \
+	127.0.0.1 >"$logs/pp-client.log" 2>&1 || pp_rc=$?
+pps_rc=0
+wait "$pp_server" || pps_rc=$?
+sed 's/^/  server| /' "$logs/pp-server.log"
+sed 's/^/  client| /' "$logs/pp-client.log"
+
 cat <<EOT
 
-The SEND no longer matches its ICRC: droce-pcap prints the ICRC the packet should carry
-(in wire byte order, as Wireshark shows it), every other packet still verifies, and
---verify turns the one bad packet into exit status 1, so scripts and CI can use it.
+== 3. One SRQ serving $clients clients ==
+The server on A receives for all its QPs through one shared receive queue and re-arms
+its limit event whenever it fires; $clients clients on B each send 200 checked messages.
+
+\$ DROCE_SOCKET=/run/droce/a.sock $srq_server -q $clients -n 200 &
+\$ DROCE_SOCKET=/run/droce/b.sock $srq_server -n 200 --client 127.0.0.1   (x $clients)
 EOT
+DROCE_SOCKET=/run/droce/a.sock timeout "$app_timeout" "$srq_server" -q "$clients" -n 200 \
+	>"$logs/srq-server.log" 2>&1 &
+srq_pid=$!
+sleep 0.5
+client_pids=()
+for ((c = 0; c < clients; c++)); do
+	DROCE_SOCKET=/run/droce/b.sock timeout "$app_timeout" "$srq_server" -n 200 \
+		--client 127.0.0.1 >"$logs/srq-client-$c.log" 2>&1 &
+	client_pids+=($!)
+done
+srq_clients_rc=0
+for pid in "${client_pids[@]}"; do
+	wait "$pid" || srq_clients_rc=$?
+done
+srq_rc=0
+wait "$srq_pid" || srq_rc=$?
+sed 's/^/  server| /' "$logs/srq-server.log"
+for ((c = 0; c < clients; c++)); do
+	sed "s/^/  client $c| /" "$logs/srq-client-$c.log"
+done
+
+cat <<EOT
+
+== 4. What the daemons hold now ==
+Every application has exited, so neither daemon holds a client or an object.
+
+\$ $ctl --socket /run/droce/a.sock status
+EOT
+"$ctl" --socket /run/droce/a.sock status | sed 's/^/  /'
+status_a=$("$ctl" --socket /run/droce/a.sock status)
+
+echo
+echo "== 5. Stopping both daemons (SIGTERM: clients told, hugepage files and sockets removed) =="
+stop_daemons
+left=$(ls /run/droce/a.sock /run/droce/b.sock 2>/dev/null || true)
 
 echo
 ok=true
-if [[ $good_rc -ne 0 ]]; then
-	echo "quickstart: FAILED: droce-pcap rejected the clean capture (status $good_rc, wanted 0)"
+fail() {
+	echo "quickstart: FAILED: $*"
 	ok=false
-fi
-if [[ $bad_rc -ne 1 ]]; then
-	echo "quickstart: FAILED: droce-pcap exited $bad_rc on the corrupted capture (wanted 1)"
-	ok=false
-fi
-bad_lines=$(grep -cF 'icrc=BAD(expected ' <<<"$bad_out" || true)
-if [[ $bad_lines -ne 1 ]]; then
-	echo "quickstart: FAILED: droce-pcap reported $bad_lines bad ICRCs (wanted 1, the SEND)"
-	ok=false
-fi
-if ! $ok; then
-	exit 1
-fi
+}
+((pp_rc == 0 && pps_rc == 0)) || fail "RC ping-pong: client exit $pp_rc, server exit $pps_rc"
+((srq_rc == 0 && srq_clients_rc == 0)) ||
+	fail "SRQ server: server exit $srq_rc, a client exited $srq_clients_rc"
+grep -q '^qps=0$' <<<"$status_a" || fail "droced A still holds QPs after the programs ended"
+[[ -z $left ]] || fail "control sockets left behind: $left"
+$ok || exit 1
 cat <<EOT
-quickstart: OK. droce-pcap accepted every packet of the clean capture and caught the
-one flipped bit. Next: ./devtools/run-tests.sh runs every test suite; README.md and doc/
-say what droce is and where it is going.
+quickstart: OK. RoCEv2 traffic ran between two droced over memif: an RC ping-pong and an
+SRQ server with $clients clients, every byte checked. Next: doc/getting-started.md (running
+droced and your own programs), ./devtools/run-tests.sh (every test suite).
 EOT

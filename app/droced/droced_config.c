@@ -26,7 +26,7 @@
 /* rte_cfgfile_load's line buffer: a longer line is an error there. */
 #define SCAN_LINE_MAX		(CFG_NAME_LEN + CFG_VALUE_LEN + 4)
 #define SCAN_MAX_SECTIONS	(4 + DROCED_CONFIG_MAX_PORTS)
-#define SCAN_MAX_KEYS		8	/* the most keys a section kind has ([limits]) */
+#define SCAN_MAX_KEYS		9	/* the most keys a section kind has ([limits]) */
 #define COMMENT_CHAR		CFG_DEFAULT_COMMENT_CHARACTER
 #define PORT_PREFIX		"port"
 #define IPV4_PREFIX_MAX		32
@@ -57,7 +57,7 @@ static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_ENGINES] = { "lcores", "idle_sleep_us", NULL },
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
 	[SEC_LIMITS] = { "max_qps", "max_cqs", "max_srqs", "max_mrs", "max_mr_bytes",
-			 "max_ahs", "max_cqe", "max_wr", NULL },
+			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
 };
 
 struct scan_key {
@@ -619,22 +619,18 @@ load_limits(struct scan *s, struct droced_config *cfg)
 	    num(s, sec, "max_mr_bytes", 1, DROCED_LIMIT_MR_BYTES_MAX, &l->max_mr_bytes) < 0 ||
 	    num32(s, sec, "max_ahs", 1, DROCED_LIMIT_AHS_MAX, &l->max_ahs) < 0 ||
 	    num32(s, sec, "max_cqe", 1, DROCED_LIMIT_CQE_MAX, &l->max_cqe) < 0 ||
-	    num32(s, sec, "max_wr", 1, DROCED_LIMIT_WR_MAX, &l->max_wr) < 0)
+	    num32(s, sec, "max_wr", 1, DROCED_LIMIT_WR_MAX, &l->max_wr) < 0 ||
+	    num32(s, sec, "region_mb", 1, DROCED_LIMIT_REGION_MB_MAX, &l->region_mb) < 0)
 		return -1;
 	return 0;
 }
 
-/* Splits [eal] args on white space into NUL-ended words (no quoting). */
+/* Splits EAL arguments on white space into NUL-ended words (no quoting). */
 static void
-load_eal(struct scan *s, struct droced_config *cfg)
+split_eal(struct droced_config *cfg, const char *v)
 {
-	const struct scan_sec *sec = find_sec(s, SEC_EAL);
-	unsigned int line;
-	const char *v;
 	size_t out = 0;
 
-	if (sec == NULL || (v = get(s, sec, "args", &line)) == NULL)
-		return;
 	while (*v != '\0') {
 		size_t len;
 
@@ -649,6 +645,18 @@ load_eal(struct scan *s, struct droced_config *cfg)
 		cfg->nb_eal_args++;
 		v += len;
 	}
+}
+
+static void
+load_eal(struct scan *s, struct droced_config *cfg)
+{
+	const struct scan_sec *sec = find_sec(s, SEC_EAL);
+	unsigned int line;
+	const char *v;
+
+	if (sec == NULL || (v = get(s, sec, "args", &line)) == NULL)
+		return;
+	split_eal(cfg, v);
 }
 
 static void
@@ -667,6 +675,7 @@ set_defaults(struct droced_config *cfg)
 		.max_ahs = DROCED_LIMIT_AHS_DEFAULT,
 		.max_cqe = DROCED_LIMIT_CQE_DEFAULT,
 		.max_wr = DROCED_LIMIT_WR_DEFAULT,
+		.region_mb = DROCED_LIMIT_REGION_MB_DEFAULT,
 	};
 }
 
@@ -715,4 +724,30 @@ droced_config_load(const char *path, struct droced_config *cfg, char *err, size_
 	ret = load_values(&s, cfg);
 	rte_cfgfile_close(s.cfgfile);
 	return ret;
+}
+
+/* config/default.ini, value by value (test_droced_config.c checks they agree). */
+#define BUILTIN_EAL_ARGS	"--file-prefix=droced --no-pci"
+#define BUILTIN_PORT		"ring0"
+#define BUILTIN_DEVICE		"net_ring0"
+#define BUILTIN_IPV4		{ 10, 99, 2, 1 }
+#define BUILTIN_IPV4_LEN	24
+#define BUILTIN_LCORE		1
+
+void
+droced_config_builtin(struct droced_config *cfg)
+{
+	static const uint8_t ipv4[4] = BUILTIN_IPV4;
+	struct droced_port_config *p = &cfg->ports[0];
+
+	set_defaults(cfg);
+	split_eal(cfg, BUILTIN_EAL_ARGS);
+	snprintf(p->name, sizeof(p->name), "%s", BUILTIN_PORT);
+	snprintf(p->device, sizeof(p->device), "%s", BUILTIN_DEVICE);
+	memcpy(p->ipv4.addr, ipv4, sizeof(ipv4));
+	p->ipv4.len = BUILTIN_IPV4_LEN;
+	p->mtu = DROCED_CONFIG_MTU_DEFAULT;
+	cfg->nb_ports = 1;
+	cfg->lcores[0] = BUILTIN_LCORE;
+	cfg->nb_lcores = 1;
 }

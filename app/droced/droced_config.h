@@ -44,6 +44,7 @@
 #define DROCED_LIMIT_AHS_DEFAULT	1024
 #define DROCED_LIMIT_CQE_DEFAULT	65536
 #define DROCED_LIMIT_WR_DEFAULT		4096
+#define DROCED_LIMIT_REGION_MB_DEFAULT	64
 
 #define DROCED_LIMIT_QPS_MAX		(DROCE_SHM_QPN_MAX - 1)	/* QPNs 0 and 1 are special */
 #define DROCED_LIMIT_CQS_MAX		65536
@@ -53,6 +54,7 @@
 #define DROCED_LIMIT_AHS_MAX		65536
 #define DROCED_LIMIT_CQE_MAX		DROCE_SHM_MAX_CQE
 #define DROCED_LIMIT_WR_MAX		DROCE_SHM_MAX_WR
+#define DROCED_LIMIT_REGION_MB_MAX	4096	/* a client's ring memory: 4 GiB */
 
 struct droced_ipv4_prefix {
 	uint8_t addr[4];	/* network order */
@@ -91,6 +93,7 @@ struct droced_limits {
 	uint32_t max_ahs;
 	uint32_t max_cqe;
 	uint32_t max_wr;
+	uint32_t region_mb;	/* MiB of the client's shared region (rings, doorbells) */
 };
 
 struct droced_config {
@@ -115,5 +118,12 @@ struct droced_config {
  * a required section is missing).
  */
 int droced_config_load(const char *path, struct droced_config *cfg, char *err, size_t errlen);
+
+/*
+ * The built-in configuration droced runs without --config: the values config/default.ini
+ * spells out (one net_ring0 port that receives what it sends), set from code so that the
+ * daemon needs no file to start.
+ */
+void droced_config_builtin(struct droced_config *cfg);
 
 #endif /* DROCED_CONFIG_H */

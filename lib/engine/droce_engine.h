@@ -26,6 +26,12 @@
 
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
 #define DROCE_ENGINE_MAX_GIDS	16
+/*
+ * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts. The depth is recorded;
+ * RDMA READ and atomics themselves are not implemented yet (posting them: EOPNOTSUPP), but
+ * programs such as ibv_rc_pingpong set a depth of 1 and must still connect.
+ */
+#define DROCE_ENGINE_MAX_RD_ATOMIC	16
 
 struct droce_dev;
 struct droce_engine;
@@ -61,6 +67,17 @@ struct droce_engine_conf {
 	 */
 	uint32_t idle_sleep_us;
 	bool rx_no_icrc;	/* the NIC verified the ICRC */
+	/*
+	 * Frames that are not RoCEv2 (ARP, ICMP, ...) are enqueued here for droced's control
+	 * thread instead of being dropped; NULL: dropped. Multi-producer: engines of one port
+	 * may share it; a full ring drops the frame.
+	 */
+	struct rte_ring *slow_rx;
+	/*
+	 * Frames the control thread wants sent on the port: the engine dequeues and transmits
+	 * them. NULL: none. Single consumer: give a port's ring to one of its engines.
+	 */
+	struct rte_ring *slow_tx;
 };
 
 /* Engine number id of dev (0..DROCE_ENGINE_MAX-1, each once). NULL and rte_errno on failure. */
@@ -91,9 +108,13 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \
+	X(rx_slow, "non-RoCEv2 frames handed to the control thread (ARP, ICMP)") \
+	X(rx_slow_drop, "non-RoCEv2 frames dropped: the control thread's ring was full") \
 	X(tx_pkts, "packets transmitted") \
-	X(tx_drop, "packets dropped: the port did not take them and the tx buffer was full") \
+	X(tx_drop, "packets dropped: tx buffer full, or a looped-back packet found its handoff ring full") \
 	X(tx_nombuf, "packets not built: the mempool was empty") \
+	X(tx_slow, "frames sent for the control thread (ARP, ICMP)") \
+	X(tx_loopback, "packets to the port's own MAC, delivered inside the daemon") \
 	X(req_pkts, "request packets sent, retransmissions included") \
 	X(req_retransmit, "request packets sent again after a go-back") \
 	X(req_timeout, "local ACK timeouts") \

@@ -327,6 +327,8 @@ struct droce_engine {
 	uint32_t parse_flags;
 	struct rte_ring *cmds;		/* control -> engine */
 	struct rte_ring *handoff;	/* other engines -> engine: packets of its QPs */
+	struct rte_ring *slow_rx;	/* engine -> control thread: ARP, ICMP, ... */
+	struct rte_ring *slow_tx;	/* control thread -> engine: frames to send */
 	uint64_t tsc_hz;
 	uint64_t now;			/* TSC at the start of this loop pass */
 	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */

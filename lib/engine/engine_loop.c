@@ -63,6 +63,22 @@ engine_rnr_timer_tsc(const struct droce_engine *e, unsigned int code)
 void
 engine_tx(struct droce_engine *e, struct rte_mbuf *m)
 {
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	/*
+	 * A packet to our own MAC (the destination GID is one of the port's: loopback, as RoCE
+	 * NICs and rxe do) would not come back from the wire: deliver it here, through our own
+	 * handoff ring, so it is received in a later pass like any other packet.
+	 */
+	if (rte_is_same_ether_addr(&eth->dst_addr, (const struct rte_ether_addr *)e->mac)) {
+		if (rte_ring_mp_enqueue(e->handoff, m) != 0) {
+			ENGINE_STAT(e, tx_drop);
+			rte_pktmbuf_free(m);
+			return;
+		}
+		ENGINE_STAT(e, tx_loopback);
+		return;
+	}
 	if (e->nb_tx == ENGINE_TX_MAX) {
 		ENGINE_STAT(e, tx_drop);
 		rte_pktmbuf_free(m);
@@ -148,6 +164,13 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 	if (r != DROCE_WIRE_OK) {
 		if (droce_wire_result_is_foreign(r)) {
 			ENGINE_STAT(e, rx_foreign);
+			if (e->slow_rx != NULL) {
+				if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
+					ENGINE_STAT(e, rx_slow);
+					return;
+				}
+				ENGINE_STAT(e, rx_slow_drop);
+			}
 		} else {
 			ENGINE_STAT(e, rx_malformed);
 			ENGINE_LOG(DEBUG, "engine %u: dropped: %s (%u segments, %u bytes)\n",
@@ -428,6 +451,26 @@ engine_quiesce(struct droce_dev *dev)
 
 /* ---- The loop ---- */
 
+/* Frames from the control thread (ARP, ICMP replies): sent as they are. */
+static unsigned int
+engine_stage_slow_tx(struct droce_engine *e)
+{
+	struct rte_mbuf *pkts[ENGINE_BURST];
+	unsigned int n, i, room;
+
+	if (e->slow_tx == NULL)
+		return 0;
+	room = engine_tx_room(e);
+	if (room == 0)
+		return 0;
+	n = rte_ring_sc_dequeue_burst(e->slow_tx, (void **)pkts,
+				      RTE_MIN(room, (unsigned int)ENGINE_BURST), NULL);
+	for (i = 0; i < n; i++)
+		e->tx[e->nb_tx++] = pkts[i];
+	e->st.tx_slow += n;
+	return n;
+}
+
 unsigned int
 droce_engine_poll(struct droce_engine *e)
 {
@@ -440,6 +483,8 @@ droce_engine_poll(struct droce_engine *e)
 	work += engine_stage_rx(e);
 	engine_stage_acks(e);
 	work += engine_stage_doorbells(e);
+	/* Before the requester, which could fill the tx buffer pass after pass: ARP first. */
+	work += engine_stage_slow_tx(e);
 	work += engine_stage_requester(e);
 	engine_stage_timers(e);
 	engine_stage_errors(e);
@@ -534,6 +579,8 @@ droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engin
 	e->nb_gids = conf->nb_gids;
 	e->idle_sleep_us = conf->idle_sleep_us;
 	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
+	e->slow_rx = conf->slow_rx;
+	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
 	e->timer_next = UINT64_MAX;
 	TAILQ_INIT(&e->active);

@@ -195,4 +195,20 @@ struct tc_host_addr {
 void tc_host_open_rings(struct tc_host *h, const char *name, const struct tc_host_addr *self,
 			const struct tc_host_addr *peer, struct rte_ring **rx, struct rte_ring **tx);
 
+/* A host's rings to and from its control thread (droce_engine_conf.slow_rx, slow_tx). */
+struct tc_slow {
+	struct rte_ring *rx;		/* every engine's slow_rx, or NULL */
+	struct rte_ring *tx;		/* engine 0's slow_tx, or NULL */
+};
+
+/*
+ * tc_pair_open with slow-path rings on each host (slow_a, slow_b: NULL for none); the
+ * caller owns them and empties them before tc_pair_close, whose leak check counts their
+ * mbufs. *ab (a's port sends, b's receives) and *ba (the other way) are the link's rings,
+ * so that a test can put frames on the wire as the other host's port would.
+ */
+void tc_pair_open_slow(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
+		       unsigned int nb_eng_b, const struct tc_slow *slow_a,
+		       const struct tc_slow *slow_b, struct rte_ring **ab, struct rte_ring **ba);
+
 #endif /* ENGINE_CLIENT_H */

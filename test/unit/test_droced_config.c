@@ -77,6 +77,7 @@ check_default_limits(const struct droced_limits *l)
 	CHECK_EQ_U64(l->max_ahs, DROCED_LIMIT_AHS_DEFAULT);
 	CHECK_EQ_U64(l->max_cqe, DROCED_LIMIT_CQE_DEFAULT);
 	CHECK_EQ_U64(l->max_wr, DROCED_LIMIT_WR_DEFAULT);
+	CHECK_EQ_U64(l->region_mb, DROCED_LIMIT_REGION_MB_DEFAULT);
 }
 
 /* What every ready file shares: one port, no IPv6, no neighbours, one engine, defaults. */
@@ -129,6 +130,19 @@ DROCE_TEST(ready_files)
 	load_ok(DROCE_SOURCE_ROOT "/config/default.ini", cfg);
 	check_ready(cfg, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1,
 		    DROCED_CONFIG_SOCKET_DEFAULT);
+}
+
+/* What droced runs without --config is exactly what config/default.ini writes out. */
+DROCE_TEST(builtin_is_default_ini)
+{
+	struct droced_config *file = new_cfg(), *builtin = new_cfg();
+
+	load_ok(DROCE_SOURCE_ROOT "/config/default.ini", file);
+	droced_config_builtin(builtin);
+	check_ready(builtin, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1,
+		    DROCED_CONFIG_SOCKET_DEFAULT);
+	/* Both start from a zeroed struct, so padding compares equal too. */
+	CHECK(memcmp(file, builtin, sizeof(*file)) == 0);
 }
 
 /* ---- Files written here ---- */
@@ -198,7 +212,8 @@ DROCE_TEST(every_key)
 		"max_mr_bytes = 1099511627776\n"
 		"max_ahs = 15\n"
 		"max_cqe = 1048576\n"
-		"max_wr = 32768\n";
+		"max_wr = 32768\n"
+		"region_mb = 4096\n";
 	struct droced_config *cfg = new_cfg();
 	const struct droced_port_config *a = &cfg->ports[0], *b = &cfg->ports[1];
 	static const uint8_t mac0[6] = { 2, 0, 0, 0, 0, 1 };
@@ -259,6 +274,7 @@ DROCE_TEST(every_key)
 	CHECK_EQ_U64(cfg->limits.max_ahs, 15);
 	CHECK_EQ_U64(cfg->limits.max_cqe, DROCED_LIMIT_CQE_MAX);
 	CHECK_EQ_U64(cfg->limits.max_wr, DROCED_LIMIT_WR_MAX);
+	CHECK_EQ_U64(cfg->limits.region_mb, DROCED_LIMIT_REGION_MB_MAX);
 	CHECK_EQ_U64(rmdir(tmpdir), 0);
 	tmpdir[0] = '\0';
 }
@@ -384,6 +400,10 @@ static const struct {
 	  "max_mrs: 16777216 out of range 1..16777215" },
 	{ "max_mr_bytes_too_big", BASE "[limits]\nmax_mr_bytes = 1099511627777\n", 7,
 	  "max_mr_bytes: 1099511627777 out of range 1..1099511627776" },
+	{ "region_zero", BASE "[limits]\nregion_mb = 0\n", 7,
+	  "region_mb: 0 out of range 1..4096" },
+	{ "region_too_big", BASE "[limits]\nregion_mb = 4097\n", 7,
+	  "region_mb: 4097 out of range 1..4096" },
 	{ "unknown_limit", BASE "[limits]\nmax_pds = 5\n", 7, "unknown key 'max_pds' in [limits]" },
 };
 

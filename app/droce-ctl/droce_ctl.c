@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * droce-ctl: a small client of droced's control socket for people and scripts. It speaks
+ * only the requests allowed before HELLO (STATUS, QUERY_PORTS), so it opens no device and
+ * droced creates nothing for it. Output is one "key=value" per line (status) or one line
+ * per port, easy to grep in tests.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <droce_shm_proto.h>
+
+/* enum ibv_mtu 1..5 is 256 << (value - 1) bytes. */
+#define MTU_BASE	256
+
+static void
+usage(const char *prog)
+{
+	printf("Usage: %s [--socket PATH] COMMAND\n"
+	       "  status   droced's status: clients, objects alive, uptime (key=value lines)\n"
+	       "  ports    droced's ports: index, name, mac, ipv4, guid, state, mtu\n"
+	       "The socket is PATH, else $%s, else %s.\n",
+	       prog, DROCE_PROTO_SOCKET_ENV, DROCE_PROTO_SOCKET_DEFAULT);
+}
+
+static int
+connect_droced(const char *path)
+{
+	struct sockaddr_un sa;
+	int s;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "droce-ctl: socket path too long: %s\n", path);
+		return -1;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "droce-ctl: cannot reach droced at %s: %s\n", path,
+			strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+static int
+request(int s, uint32_t op, struct droce_proto_resp *resp)
+{
+	struct droce_proto_req req;
+	unsigned int nfds;
+	ssize_t n;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.op = op;
+	req.seq = 1;
+	rc = droce_proto_send(s, &req, sizeof(req), NULL, 0);
+	if (rc != 0) {
+		fprintf(stderr, "droce-ctl: send: %s\n", strerror(-rc));
+		return -1;
+	}
+	memset(resp, 0, sizeof(*resp));
+	n = droce_proto_recv(s, resp, sizeof(*resp), NULL, 0, &nfds);
+	if (n <= 0) {
+		fprintf(stderr, "droce-ctl: no answer from droced: %s\n",
+			n == 0 ? "connection closed" : strerror((int)-n));
+		return -1;
+	}
+	if (resp->op != op || resp->status != 0) {
+		fprintf(stderr, "droce-ctl: %s failed: %s\n", droce_proto_op_name(op),
+			strerror(-resp->status));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+print_status(const struct droce_proto_status *st)
+{
+	printf("pid=%" PRIu32 "\nclients=%" PRIu32 "\nports=%" PRIu32 "\nengines=%" PRIu32 "\n"
+	       "pds=%" PRIu32 "\nmrs=%" PRIu32 "\ncqs=%" PRIu32 "\nsrqs=%" PRIu32 "\n"
+	       "qps=%" PRIu32 "\nahs=%" PRIu32 "\nmr_bytes=%" PRIu64 "\n"
+	       "clients_total=%" PRIu64 "\nclients_torn_down=%" PRIu64 "\nuptime_ms=%" PRIu64 "\n",
+	       st->pid, st->nb_clients, st->nb_ports, st->nb_engines, st->pds, st->mrs, st->cqs,
+	       st->srqs, st->qps, st->ahs, st->mr_bytes, st->clients_total,
+	       st->clients_torn_down, st->uptime_ms);
+}
+
+static void
+print_ports(const struct droce_proto_resp *resp)
+{
+	uint32_t i, nb = resp->ports.nb_ports;
+
+	if (nb > DROCE_PROTO_MAX_PORTS)
+		nb = DROCE_PROTO_MAX_PORTS;
+	for (i = 0; i < nb; i++) {
+		const struct droce_proto_port_info *p = &resp->ports.port[i];
+		const uint8_t *g = (const uint8_t *)&p->node_guid;
+		char ip[INET_ADDRSTRLEN], name[sizeof(p->name) + 1];
+
+		inet_ntop(AF_INET, &p->ipv4, ip, sizeof(ip));
+		memcpy(name, p->name, sizeof(p->name));
+		name[sizeof(p->name)] = '\0';
+		printf("index=%" PRIu32 " name=%s mac=%02x:%02x:%02x:%02x:%02x:%02x ipv4=%s "
+		       "guid=%02x%02x:%02x%02x:%02x%02x:%02x%02x state=%s mtu=%u\n",
+		       i, name, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
+		       ip, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+		       p->state == DROCE_PROTO_PORT_ACTIVE ? "ACTIVE" : "DOWN",
+		       p->max_mtu >= 1 && p->max_mtu <= 5 ? MTU_BASE << (p->max_mtu - 1) : 0);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = getenv(DROCE_PROTO_SOCKET_ENV), *cmd = NULL;
+	struct droce_proto_resp resp;
+	uint32_t op;
+	int i, s, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(argv[0]);
+			return EXIT_SUCCESS;
+		} else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			path = argv[++i];
+		} else if (cmd == NULL && argv[i][0] != '-') {
+			cmd = argv[i];
+		} else {
+			usage(argv[0]);
+			return EXIT_FAILURE;
+		}
+	}
+	if (path == NULL || path[0] == '\0')
+		path = DROCE_PROTO_SOCKET_DEFAULT;
+	if (cmd != NULL && strcmp(cmd, "status") == 0) {
+		op = DROCE_OP_STATUS;
+	} else if (cmd != NULL && strcmp(cmd, "ports") == 0) {
+		op = DROCE_OP_QUERY_PORTS;
+	} else {
+		usage(argv[0]);
+		return EXIT_FAILURE;
+	}
+	s = connect_droced(path);
+	if (s < 0)
+		return EXIT_FAILURE;
+	rc = request(s, op, &resp);
+	close(s);
+	if (rc != 0)
+		return EXIT_FAILURE;
+	if (op == DROCE_OP_STATUS)
+		print_status(&resp.stat);
+	else
+		print_ports(&resp);
+	return EXIT_SUCCESS;
+}

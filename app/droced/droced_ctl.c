@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * The control thread: one epoll loop over the listening SOCK_SEQPACKET socket, the client
+ * connections, a signalfd (SIGINT, SIGTERM) and a 1 ms timerfd whose tick drives the slow
+ * path (ARP, ICMP, lib/net timers), finishes requests that waited for ARP, and forwards
+ * engine events to the clients. It never polls a NIC and never blocks on a client: client
+ * sockets are non-blocking, and a client that does not take its responses is dropped.
+ */
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "droced_loc.h"
+
+#define SOCKET_MODE	0666	/* allowed_uid / allowed_gid are what limit access */
+#define RUN_DIR_MODE	0755
+
+static int
+epoll_add(struct droced *d, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* mkdir -p of the socket's directory (/run/droce on a fresh boot). */
+static int
+make_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	char *p;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (p == NULL || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, RUN_DIR_MODE) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, RUN_DIR_MODE) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * A socket file left by a droced that died is removed; one that a live droced still
+ * answers on is not ours to take.
+ */
+static int
+stale_socket_remove(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int s, rc;
+
+	if (lstat(sa->sun_path, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		DROCED_LOG(ERR, "%s exists and is not a socket", sa->sun_path);
+		return -EEXIST;
+	}
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	rc = connect(s, (const struct sockaddr *)sa, sizeof(*sa));
+	close(s);
+	if (rc == 0) {
+		DROCED_LOG(ERR, "%s: another droced is serving it", sa->sun_path);
+		return -EADDRINUSE;
+	}
+	if (unlink(sa->sun_path) != 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+static int
+listen_socket(struct droced *d)
+{
+	const char *path = d->cfg.socket;
+	struct sockaddr_un sa;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	rc = make_parent(path);
+	if (rc != 0) {
+		DROCED_LOG(ERR, "cannot create the directory of %s: %s", path, strerror(-rc));
+		return -1;
+	}
+	if (stale_socket_remove(&sa) != 0)
+		return -1;
+	d->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (d->lsock < 0 || bind(d->lsock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		DROCED_LOG(ERR, "cannot bind %s: %s", path, strerror(errno));
+		return -1;
+	}
+	d->socket_bound = true;
+	if (chmod(path, SOCKET_MODE) != 0 || listen(d->lsock, DROCED_BACKLOG) != 0) {
+		DROCED_LOG(ERR, "cannot listen on %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+droced_ctl_init(struct droced *d)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_nsec = DROCED_TICK_NS },
+		.it_value = { .tv_nsec = DROCED_TICK_NS },
+	};
+	sigset_t sigs;
+
+	d->listen_p.kind = DROCED_FD_LISTEN;
+	d->signal_p.kind = DROCED_FD_SIGNAL;
+	d->timer_p.kind = DROCED_FD_TIMER;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 ||
+	    timerfd_settime(d->timerfd, 0, &its, NULL) != 0) {
+		DROCED_LOG(ERR, "control thread set-up: %s", strerror(errno));
+		return -1;
+	}
+	if (listen_socket(d) != 0)
+		return -1;
+	if (epoll_add(d, d->lsock, EPOLLIN, &d->listen_p) != 0 ||
+	    epoll_add(d, d->sigfd, EPOLLIN, &d->signal_p) != 0 ||
+	    epoll_add(d, d->timerfd, EPOLLIN, &d->timer_p) != 0) {
+		DROCED_LOG(ERR, "epoll: %s", strerror(errno));
+		return -1;
+	}
+	DROCED_LOG(NOTICE, "ready, socket %s", d->cfg.socket);
+	return 0;
+}
+
+/* SO_PEERCRED against [control] allowed_uid / allowed_gid; root may always connect. */
+static bool
+peer_allowed(const struct droced *d, const struct ucred *cr)
+{
+	if (cr->uid == 0)
+		return true;
+	if (d->cfg.allowed_uid >= 0 && (int64_t)cr->uid != d->cfg.allowed_uid)
+		return false;
+	if (d->cfg.allowed_gid >= 0 && (int64_t)cr->gid != d->cfg.allowed_gid)
+		return false;
+	return true;
+}
+
+static void
+accept_clients(struct droced *d)
+{
+	for (;;) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		struct droced_client *c;
+		int fd = accept4(d->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				DROCED_LOG(WARNING, "accept: %s", strerror(errno));
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 ||
+		    !peer_allowed(d, &cr)) {
+			DROCED_LOG(WARNING, "refused a client (uid %u gid %u)", (unsigned int)cr.uid,
+				   (unsigned int)cr.gid);
+			close(fd);
+			continue;
+		}
+		c = droced_client_new(fd);
+		if (c == NULL || epoll_add(d, fd, EPOLLIN | EPOLLRDHUP, c) != 0) {
+			DROCED_LOG(WARNING, "no room for a client");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->pid = cr.pid;
+		c->uid = cr.uid;
+		TAILQ_INSERT_TAIL(&d->clients, c, next);
+	}
+}
+
+void
+droced_ctl_respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
+		   unsigned int nfds)
+{
+	int rc = droce_proto_send(c->fd, resp, sizeof(*resp), fds, nfds);
+
+	/* One response per request: a client that lets them pile up is gone for us. */
+	if (rc != 0)
+		c->dead = true;
+}
+
+void
+droced_ctl_client_pause(struct droced_client *c, bool pause)
+{
+	struct epoll_event ev = {
+		.events = pause ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP,
+		.data.ptr = c,
+	};
+
+	c->paused = pause;
+	if (epoll_ctl(droced.epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+		c->dead = true;
+}
+
+static void
+close_fds(int *fds, unsigned int nfds)
+{
+	unsigned int i;
+
+	for (i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* One request per readiness: level-triggered epoll comes back for the next one. */
+static void
+client_read(struct droced_client *c)
+{
+	struct droce_proto_req req;
+	struct droce_proto_resp resp;
+	int fds[DROCE_PROTO_MAX_FDS], out_fds[2];
+	unsigned int nfds, out_nfds;
+	ssize_t n;
+
+	/* Zeroed: a short message reads as zeros past its end, never as old bytes. */
+	memset(&req, 0, sizeof(req));
+	n = droce_proto_recv(c->fd, &req, sizeof(req), fds, DROCE_PROTO_MAX_FDS, &nfds);
+	if (n == -EAGAIN)
+		return;
+	if (n == -EMSGSIZE) {
+		memset(&resp, 0, sizeof(resp));
+		resp.op = req.op;
+		resp.seq = req.seq;
+		resp.status = -EINVAL;
+		droced_ctl_respond(c, &resp, NULL, 0);
+		return;
+	}
+	if (n <= 0) {
+		c->dead = true;
+		return;
+	}
+	if (droced_client_handle(c, &req, (size_t)n, fds, nfds, &resp, out_fds, &out_nfds) == 0)
+		droced_ctl_respond(c, &resp, out_fds, out_nfds);
+	close_fds(fds, nfds);
+}
+
+static void
+tick(struct droced *d)
+{
+	struct droced_client *c;
+	uint64_t now;
+
+	droced_ports_tick(d);
+	now = droced_now_ms();
+	TAILQ_FOREACH(c, &d->clients, next) {
+		if (c->dead)
+			continue;
+		if (c->parked && (c->park_done || now >= c->park_deadline_ms))
+			droced_client_unpark(c, c->park_done ? c->park_status : -EHOSTUNREACH);
+		if (c->hello)
+			droced_client_events(c);
+	}
+}
+
+static void
+reap(struct droced *d)
+{
+	struct droced_client *c, *next;
+
+	for (c = TAILQ_FIRST(&d->clients); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, next);
+		if (!c->dead)
+			continue;
+		TAILQ_REMOVE(&d->clients, c, next);
+		droced_client_free(c);
+	}
+}
+
+int
+droced_ctl_run(struct droced *d)
+{
+	struct epoll_event evs[DROCED_EPOLL_BATCH];
+	struct signalfd_siginfo si;
+	uint64_t expirations;
+	int n, i;
+
+	while (!d->stopping) {
+		n = epoll_wait(d->epfd, evs, DROCED_EPOLL_BATCH, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			DROCED_LOG(ERR, "epoll_wait: %s", strerror(errno));
+			return -1;
+		}
+		for (i = 0; i < n; i++) {
+			struct droced_pollable *p = evs[i].data.ptr;
+			struct droced_client *c;
+
+			switch (p->kind) {
+			case DROCED_FD_LISTEN:
+				accept_clients(d);
+				break;
+			case DROCED_FD_SIGNAL:
+				if (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+					DROCED_LOG(NOTICE, "signal %u: stopping", si.ssi_signo);
+					d->stopping = true;
+				}
+				break;
+			case DROCED_FD_TIMER:
+				if (read(d->timerfd, &expirations, sizeof(expirations)) > 0)
+					tick(d);
+				break;
+			case DROCED_FD_CLIENT:
+				c = (struct droced_client *)p;
+				if (c->dead)
+					break;
+				if ((evs[i].events & EPOLLIN) && !c->paused)
+					client_read(c);
+				if (evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+					c->dead = true;
+				break;
+			}
+		}
+		/* After the batch: a later event of this batch may still point at a client. */
+		reap(d);
+	}
+	return 0;
+}
+
+void
+droced_ctl_fini(struct droced *d)
+{
+	struct droced_client *c;
+
+	if (d->lsock >= 0)
+		close(d->lsock);
+	d->lsock = -1;
+	if (d->socket_bound)
+		unlink(d->cfg.socket);
+	d->socket_bound = false;
+	/* Clients learn first (IBV_EVENT_DEVICE_FATAL), then lose their objects and socket. */
+	TAILQ_FOREACH(c, &d->clients, next)
+		droced_client_event_put(c, DROCED_EVENT_DEVICE_FATAL, 0);
+	while ((c = TAILQ_FIRST(&d->clients)) != NULL) {
+		TAILQ_REMOVE(&d->clients, c, next);
+		droced_client_free(c);
+	}
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	if (d->timerfd >= 0)
+		close(d->timerfd);
+	if (d->epfd >= 0)
+		close(d->epfd);
+	d->sigfd = d->timerfd = d->epfd = -1;
+}

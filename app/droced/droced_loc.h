@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef DROCED_LOC_H
+#define DROCED_LOC_H
+
+/*
+ * droced's internals, grouped by the file that defines them:
+ *   droced_main.c    arguments, EAL, start-up and shut-down, the daemon's state
+ *   droced_port.c    ports, their slow-path rings, lib/net glue, neighbour resolution
+ *   droced_ctl.c     the control socket, the epoll loop, message dispatch
+ *   droced_client.c  one connection's objects (PD, MR, CQ, SRQ, QP, AH) and their teardown
+ * Everything here runs on the control thread (the EAL main lcore); engines run on their own
+ * lcores and are reached only through lib/engine's control functions.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <rte_log.h>
+
+#include <droce_engine.h>
+#include <droce_net.h>
+#include <droce_shm_ctl.h>
+#include <droce_shm_proto.h>
+
+#include "droced_config.h"
+
+extern int droced_logtype;
+#define DROCED_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, droced_logtype, "droced: " fmt "\n", ##__VA_ARGS__)
+
+/* ---- Sizes of droced's own resources ---- */
+
+#define DROCED_NB_MBUFS		8192	/* per port: engines' rx rings, tx and slow path */
+#define DROCED_MBUF_CACHE	256
+/* Headroom plus the largest packet: headers (<= 106 bytes), 4096 of payload, pad, ICRC. */
+#define DROCED_MBUF_ROOM	(RTE_PKTMBUF_HEADROOM + 4352)
+/* The port's Ethernet MTU is the RoCE MTU plus IPv6, UDP, BTH, extension headers, ICRC. */
+#define DROCED_ROCE_HDR_ROOM	128
+#define DROCED_NB_RXD		1024
+#define DROCED_NB_TXD		1024
+#define DROCED_SLOW_RING	1024	/* frames between engines and the control thread */
+#define DROCED_SLOW_BURST	32
+#define DROCED_TICK_NS		1000000	/* control thread timer: 1 ms */
+#define DROCED_MAX_EVENTS	1024	/* a domain's engine event ring (power of two) */
+#define DROCED_MAX_PDS		65536	/* PDs of one client (no [limits] key: they cost nothing) */
+#define DROCED_EPOLL_BATCH	64
+#define DROCED_BACKLOG		128
+/* A request waiting for ARP gives up after this (lib/net fails earlier: 3 x 100 ms). */
+#define DROCED_PARK_TIMEOUT_MS	2000
+#define DROCED_HUGE_PAGE	(2u << 20)	/* the region uses hugetlb only in whole 2 MiB pages */
+#define DROCED_MIB		(1ull << 20)
+#define DROCED_PAGE		4096u
+/* enum ibv_event_type IBV_EVENT_DEVICE_FATAL: droced is going away. */
+#define DROCED_EVENT_DEVICE_FATAL	8
+
+/* ---- droced_main.c ---- */
+
+struct droced_client;
+
+/* Each epoll registration points at one of these, first member of its owner. */
+enum droced_fd_kind {
+	DROCED_FD_LISTEN,
+	DROCED_FD_SIGNAL,
+	DROCED_FD_TIMER,
+	DROCED_FD_CLIENT,
+};
+
+struct droced_pollable {
+	enum droced_fd_kind kind;
+};
+
+struct droced_port {
+	const struct droced_port_config *cfg;
+	uint32_t index;
+	uint16_t port_id;
+	bool probed;		/* port_id is ours */
+	bool started;
+	struct rte_mempool *mp;
+	struct rte_ring *slow_rx;	/* engines -> control thread (MP/SC) */
+	struct rte_ring *slow_tx;	/* control thread -> the port's first engine (SP/SC) */
+	struct droce_net *net;
+	uint8_t mac[6];
+	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];
+	uint8_t gid_valid[DROCE_ENGINE_MAX_GIDS];
+	uint8_t gid_type[DROCE_ENGINE_MAX_GIDS];
+	uint32_t nb_gids;
+	uint32_t engines[DROCE_ENGINE_MAX];	/* engine ids serving the port, queue = position */
+	uint32_t nb_engines;
+};
+
+struct droced {
+	struct droced_config cfg;
+	struct droced_port ports[DROCED_CONFIG_MAX_PORTS];
+	uint32_t nb_ports;
+	struct droce_dev *dev;
+	struct droce_engine *engines[DROCE_ENGINE_MAX];
+	uint32_t nb_engines;
+	bool launched[DROCE_ENGINE_MAX];
+	int epfd;
+	struct droced_pollable listen_p, signal_p, timer_p;
+	int lsock, sigfd, timerfd;
+	bool socket_bound;	/* the path is ours to unlink */
+	TAILQ_HEAD(, droced_client) clients;
+	uint64_t start_ms;
+	uint64_t clients_total;
+	uint64_t clients_torn_down;
+	bool stopping;
+};
+
+extern struct droced droced;
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t droced_now_ms(void);
+
+/* ---- droced_port.c ---- */
+
+/* Probes, configures and starts every port; creates rings, mempools and lib/net state. */
+int droced_ports_init(struct droced *d);
+/* After the engines run: static neighbours, own GIDs, gratuitous ARPs, the start-up lines. */
+int droced_ports_announce(struct droced *d);
+/* Slow path of every port: received ARP/ICMP to lib/net, lib/net's timers. */
+void droced_ports_tick(struct droced *d);
+void droced_ports_fini(struct droced *d);
+/* The engine configuration of engine id on its port (queue, rings, addresses). */
+void droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine_conf *ec);
+void droced_port_info(const struct droced_port *p, struct droce_proto_port_info *info);
+/* enum ibv_mtu of a RoCE MTU in bytes. */
+uint8_t droced_mtu_enum(uint32_t mtu);
+
+/*
+ * Makes sure the device's neighbour table has a MAC for dgid before an AV is used:
+ * 0 (own GID or known: added with droce_dev_neigh_add), -EAGAIN (ARP under way: wait for
+ * droced_client_resolved), -EHOSTUNREACH (cannot be resolved).
+ */
+int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
+
+/* ---- droced_ctl.c ---- */
+
+int droced_ctl_init(struct droced *d);
+/* The epoll loop: returns when a signal asked droced to stop. */
+int droced_ctl_run(struct droced *d);
+/* Stops accepting, tells and drops every client, removes the socket. */
+void droced_ctl_fini(struct droced *d);
+/* Stops or resumes reading a client's socket (a request waits for ARP). */
+void droced_ctl_client_pause(struct droced_client *c, bool pause);
+/* Sends a response; on failure the client is marked dead (torn down by the loop). */
+void droced_ctl_respond(struct droced_client *c, struct droce_proto_resp *resp,
+			const int *fds, unsigned int nfds);
+
+/* ---- droced_client.c ---- */
+
+struct droced_table {
+	void **obj;
+	uint32_t cap;
+	uint32_t nb;
+	uint32_t max;	/* the client's limit: -ENOMEM beyond it */
+	uint32_t hint;
+};
+
+struct droced_client {
+	struct droced_pollable p;	/* first: epoll's data.ptr */
+	TAILQ_ENTRY(droced_client) next;
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	bool hello;
+	bool dead;			/* torn down at the end of this loop pass */
+	bool paused;
+	struct droced_port *port;
+	/* The region: mapped here, its memfd passed to the client at HELLO. */
+	uint8_t *region;
+	uint64_t region_size;
+	bool region_huge;
+	int region_fd;
+	struct droce_shm_arena *arena;
+	struct droce_domain *dom;
+	struct droce_proto_event_ring *evring;
+	int async_efd;		/* async notification pipe: write end (droced's) */
+	int async_rfd;		/* its read end, sent with HELLO */
+	uint32_t ev_prod;		/* ours: the copy in the region is the client's to read */
+	/* Objects by handle. */
+	struct droced_table pds, mrs, cqs, srqs, qps;
+	uint32_t *ah_pd;		/* by engine AH number: PD handle + 1, 0 unused */
+	uint32_t nb_ahs;
+	uint64_t mr_bytes;
+	uint64_t (*db_used)[DROCE_SHM_DB_WORDS];	/* per engine: doorbell slots in use */
+	uint32_t rr;			/* next engine of the port for a QP */
+	/* A request waiting for ARP (MODIFY_QP or CREATE_AH); no fds travel with those. */
+	bool parked;
+	bool park_done;
+	int park_status;
+	uint32_t park_ip;		/* host order; 0: an IPv6 GID, only the timeout ends it */
+	uint64_t park_deadline_ms;
+	struct droce_proto_req park_req;
+};
+
+struct droced_client *droced_client_new(int fd);
+/*
+ * Handles one request of n bytes with nfds descriptors: fills resp, or returns 1 when the
+ * request is parked (no response yet). Descriptors it keeps are set to -1 in fds.
+ */
+int droced_client_handle(struct droced_client *c, const struct droce_proto_req *req, size_t n,
+			 int *fds, unsigned int nfds, struct droce_proto_resp *resp,
+			 int *out_fds, unsigned int *out_nfds);
+/* A parked request whose neighbour resolved or failed, or timed out: answer it now. */
+void droced_client_unpark(struct droced_client *c, int status);
+/* Engine events to the client's event ring and eventfd. */
+void droced_client_events(struct droced_client *c);
+/* An event droced itself raises (DEVICE_FATAL at shut-down). */
+void droced_client_event_put(struct droced_client *c, uint32_t type, uint32_t handle);
+/* Frees everything the client owned and the client; counts it in clients_torn_down. */
+void droced_client_free(struct droced_client *c);
+/* Adds the client's live objects to st. */
+void droced_client_status(const struct droced_client *c, struct droce_proto_status *st);
+/* lib/net resolved (status 0) or gave up on ip: wake the requests waiting for it. */
+void droced_client_resolved(struct droced_port *p, uint32_t ip, int status);
+
+#endif /* DROCED_LOC_H */

@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * Ports: each configured device is probed, given one rx/tx queue per engine that serves it
+ * (engine i serves port i % nb_ports), a mempool, and two rings for the frames that are
+ * not RoCE: slow_rx (engines -> control thread: ARP, ICMP) and slow_tx (control thread ->
+ * the port's first engine, which transmits them). lib/net owns the port's addresses, GID
+ * table and neighbours; this file is its glue: frames in from slow_rx, frames out to
+ * slow_tx, time from the TSC, and resolved neighbours copied into the engines' table.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "droced_loc.h"
+
+#define GID_STR_MAX	INET6_ADDRSTRLEN
+#define LINE_MAX_LEN	1024
+
+/* The IPv4-mapped GID of ip (host order): ::ffff:a.b.c.d (RoCEv2 A17.8). */
+static void
+ipv4_gid(uint32_t ip, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[10] = 0xff;
+	gid[11] = 0xff;
+	gid[12] = ip >> 24;
+	gid[13] = ip >> 16;
+	gid[14] = ip >> 8;
+	gid[15] = ip;
+}
+
+uint8_t
+droced_mtu_enum(uint32_t mtu)
+{
+	uint8_t e = DROCE_SHM_MTU_256;
+
+	while (e < DROCE_SHM_MTU_4096 && ((uint32_t)DROCED_CONFIG_MTU_MIN << (e - 1)) < mtu)
+		e++;
+	return e;
+}
+
+/* ---- lib/net callbacks (control thread) ---- */
+
+static void
+net_tx(void *arg, struct rte_mbuf *m)
+{
+	struct droced_port *p = arg;
+
+	if (rte_ring_sp_enqueue(p->slow_tx, m) != 0)
+		rte_pktmbuf_free(m);
+}
+
+static void
+net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
+{
+	struct droced_port *p = arg;
+	uint8_t gid[16];
+
+	if (status == 0) {
+		ipv4_gid(ip, gid);
+		if (droce_dev_neigh_add(droced.dev, gid, mac) != 0)
+			status = -EHOSTUNREACH;
+	}
+	droced_client_resolved(p, ip, status);
+}
+
+/* ---- Start-up ---- */
+
+static int
+port_probe(struct droced_port *p)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	size_t len = strcspn(p->cfg->device, ",");
+	int rc;
+
+	snprintf(name, sizeof(name), "%.*s", (int)len, p->cfg->device);
+	rc = rte_dev_probe(p->cfg->device);
+	/* -EEXIST: EAL probed it already (a PCI device on the bus scan). */
+	if (rc != 0 && rc != -EEXIST) {
+		/* The vdev bus answers -EFAULT when no driver takes the name. */
+		DROCED_LOG(ERR, "[port %s]: cannot probe device '%s': %s", p->cfg->name,
+			   p->cfg->device, rc == -EFAULT ? "no such device or no driver for it" :
+			   strerror(-rc));
+		return -1;
+	}
+	if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0) {
+		DROCED_LOG(ERR, "[port %s]: device '%s' is not an ethdev port", p->cfg->name,
+			   p->cfg->device);
+		return -1;
+	}
+	p->probed = true;
+	return 0;
+}
+
+static int
+port_setup(struct droced_port *p)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	char name[RTE_MEMZONE_NAMESIZE];
+	uint32_t want = p->cfg->mtu + DROCED_ROCE_HDR_ROOM, limit;
+	uint16_t q, nq = p->nb_engines;
+	int rc;
+
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc != 0) {
+		DROCED_LOG(ERR, "[port %s]: no device info: %s", p->cfg->name, strerror(-rc));
+		return -1;
+	}
+	if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
+		DROCED_LOG(ERR, "[port %s]: device '%s' has %u rx / %u tx queues, its %u engines "
+			   "need one each", p->cfg->name, p->cfg->device, info.max_rx_queues,
+			   info.max_tx_queues, nq);
+		return -1;
+	}
+	memset(&conf, 0, sizeof(conf));
+	/* ethdev refuses an MTU whose frame exceeds max_rx_pktlen, whatever max_mtu says. */
+	limit = RTE_MIN((uint32_t)info.max_mtu, info.max_rx_pktlen - RTE_MIN(info.max_rx_pktlen,
+			(uint32_t)(RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)));
+	if (want > limit)
+		/* Some PMDs (net_memif) carry larger frames than they report: keep the default. */
+		DROCED_LOG(NOTICE, "[port %s]: RoCE MTU %u needs an Ethernet MTU of %u, the device "
+			   "reports at most %u: larger frames may not pass", p->cfg->name,
+			   p->cfg->mtu, want, limit);
+	else if (want >= info.min_mtu)
+		conf.rxmode.mtu = want;
+	snprintf(name, sizeof(name), "droced_mp%u", p->index);
+	p->mp = rte_pktmbuf_pool_create(name, DROCED_NB_MBUFS, DROCED_MBUF_CACHE, 0,
+					DROCED_MBUF_ROOM, rte_eth_dev_socket_id(p->port_id));
+	snprintf(name, sizeof(name), "droced_srx%u", p->index);
+	p->slow_rx = rte_ring_create(name, DROCED_SLOW_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "droced_stx%u", p->index);
+	p->slow_tx = rte_ring_create(name, DROCED_SLOW_RING, SOCKET_ID_ANY,
+				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (p->mp == NULL || p->slow_rx == NULL || p->slow_tx == NULL) {
+		DROCED_LOG(ERR, "[port %s]: no memory for mbufs or rings: %s", p->cfg->name,
+			   rte_strerror(rte_errno));
+		return -1;
+	}
+	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
+	if (rc != 0) {
+		DROCED_LOG(ERR, "[port %s]: cannot configure '%s': %s", p->cfg->name,
+			   p->cfg->device, strerror(-rc));
+		return -1;
+	}
+	for (q = 0; q < nq; q++) {
+		rc = rte_eth_rx_queue_setup(p->port_id, q, DROCED_NB_RXD,
+					    rte_eth_dev_socket_id(p->port_id), NULL, p->mp);
+		if (rc == 0)
+			rc = rte_eth_tx_queue_setup(p->port_id, q, DROCED_NB_TXD,
+						    rte_eth_dev_socket_id(p->port_id), NULL);
+		if (rc != 0) {
+			DROCED_LOG(ERR, "[port %s]: queue %u: %s", p->cfg->name, q, strerror(-rc));
+			return -1;
+		}
+	}
+	/* Not every PMD has a promiscuous switch; lib/net ignores frames for others anyway. */
+	rte_eth_promiscuous_disable(p->port_id);
+	rc = rte_eth_dev_start(p->port_id);
+	if (rc != 0) {
+		DROCED_LOG(ERR, "[port %s]: cannot start '%s': %s", p->cfg->name, p->cfg->device,
+			   strerror(-rc));
+		return -1;
+	}
+	p->started = true;
+	return 0;
+}
+
+static int
+port_net(struct droced_port *p)
+{
+	struct droce_net_conf nc;
+	struct rte_ether_addr ea;
+	enum droce_net_gid_type type;
+	uint32_t i;
+	int rc;
+
+	rc = rte_eth_macaddr_get(p->port_id, &ea);
+	if (rc != 0 || !rte_is_unicast_ether_addr(&ea) || rte_is_zero_ether_addr(&ea)) {
+		/*
+		 * net_ring has no address: take a locally administered one made of the port's
+		 * IPv4 address (02:00:a:b:c:d), unique wherever the addresses are.
+		 */
+		ea.addr_bytes[0] = RTE_ETHER_LOCAL_ADMIN_ADDR;
+		ea.addr_bytes[1] = 0;
+		memcpy(&ea.addr_bytes[2], p->cfg->ipv4.addr, 4);
+		rte_eth_dev_default_mac_addr_set(p->port_id, &ea);
+	}
+	memcpy(p->mac, ea.addr_bytes, 6);
+	memset(&nc, 0, sizeof(nc));
+	memcpy(nc.mac, p->mac, 6);
+	nc.ipv4 = (uint32_t)p->cfg->ipv4.addr[0] << 24 | (uint32_t)p->cfg->ipv4.addr[1] << 16 |
+		  (uint32_t)p->cfg->ipv4.addr[2] << 8 | p->cfg->ipv4.addr[3];
+	nc.ipv4_prefix_len = p->cfg->ipv4.len;
+	for (i = 0; i < p->cfg->nb_ipv6; i++) {
+		memcpy(nc.ipv6[i].addr, p->cfg->ipv6[i].addr, 16);
+		nc.ipv6[i].prefix_len = p->cfg->ipv6[i].len;
+	}
+	nc.nb_ipv6 = p->cfg->nb_ipv6;
+	nc.mp = p->mp;
+	nc.hz = rte_get_tsc_hz();
+	nc.ops.tx = net_tx;
+	nc.ops.resolved = net_resolved;
+	nc.ops.arg = p;
+	p->net = droce_net_create(&nc);
+	if (p->net == NULL) {
+		DROCED_LOG(ERR, "[port %s]: lib/net: %s", p->cfg->name, rte_strerror(rte_errno));
+		return -1;
+	}
+	p->nb_gids = RTE_MIN(droce_net_gid_count(p->net), (uint32_t)DROCE_ENGINE_MAX_GIDS);
+	for (i = 0; i < p->nb_gids; i++) {
+		p->gid_valid[i] = droce_net_gid_query(p->net, i, p->gids[i], &type) == 0;
+		p->gid_type[i] = p->gid_valid[i] ? type : 0;
+		if (!p->gid_valid[i])
+			memset(p->gids[i], 0, 16);
+	}
+	return 0;
+}
+
+int
+droced_ports_init(struct droced *d)
+{
+	uint32_t i;
+
+	d->nb_ports = d->cfg.nb_ports;
+	for (i = 0; i < d->nb_ports; i++) {
+		d->ports[i].cfg = &d->cfg.ports[i];
+		d->ports[i].index = i;
+	}
+	for (i = 0; i < d->cfg.nb_lcores; i++) {
+		struct droced_port *p = &d->ports[i % d->nb_ports];
+
+		p->engines[p->nb_engines++] = i;
+	}
+	for (i = 0; i < d->nb_ports; i++) {
+		struct droced_port *p = &d->ports[i];
+
+		if (port_probe(p) != 0 || port_setup(p) != 0 || port_net(p) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void
+droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine_conf *ec)
+{
+	const struct droced_port *p = &d->ports[id % d->nb_ports];
+	uint16_t q = id / d->nb_ports;	/* its position among the port's engines */
+
+	memset(ec, 0, sizeof(*ec));
+	ec->port_id = p->port_id;
+	ec->rx_queue = q;
+	ec->tx_queue = q;
+	ec->mp = p->mp;
+	memcpy(ec->mac, p->mac, 6);
+	memcpy(ec->gids, p->gids, sizeof(ec->gids));
+	ec->nb_gids = p->nb_gids;
+	ec->idle_sleep_us = d->cfg.idle_sleep_us;
+	ec->rx_no_icrc = p->cfg->rx_no_icrc;
+	ec->slow_rx = p->slow_rx;
+	/* slow_tx is single-consumer: the port's first engine sends the control frames. */
+	ec->slow_tx = q == 0 ? p->slow_tx : NULL;
+}
+
+static void
+port_log(const struct droced_port *p)
+{
+	char line[LINE_MAX_LEN], gid[GID_STR_MAX];
+	size_t n;
+	uint32_t i;
+
+	n = snprintf(line, sizeof(line), "port %u [port %s] %s: mac %02x:%02x:%02x:%02x:%02x:%02x"
+		     " ipv4 %u.%u.%u.%u/%u mtu %u engines", p->index, p->cfg->name,
+		     p->cfg->device, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4],
+		     p->mac[5], p->cfg->ipv4.addr[0], p->cfg->ipv4.addr[1], p->cfg->ipv4.addr[2],
+		     p->cfg->ipv4.addr[3], p->cfg->ipv4.len, p->cfg->mtu);
+	for (i = 0; i < p->nb_engines && n < sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : " ", p->engines[i]);
+	for (i = 0; i < p->nb_gids && n < sizeof(line); i++) {
+		if (!p->gid_valid[i])
+			continue;
+		inet_ntop(AF_INET6, p->gids[i], gid, sizeof(gid));
+		n += snprintf(line + n, sizeof(line) - n, " gid%u %s", i, gid);
+	}
+	DROCED_LOG(NOTICE, "%s", line);
+}
+
+int
+droced_ports_announce(struct droced *d)
+{
+	uint32_t i, j, k;
+
+	for (i = 0; i < d->nb_ports; i++) {
+		struct droced_port *p = &d->ports[i];
+
+		for (j = 0; j < p->cfg->nb_neigh; j++) {
+			const struct droced_neighbour *nb = &p->cfg->neigh[j];
+			uint8_t gid[16];
+			int rc;
+
+			if (nb->family == AF_INET) {
+				uint32_t ip = (uint32_t)nb->ip[0] << 24 | (uint32_t)nb->ip[1] << 16 |
+					      (uint32_t)nb->ip[2] << 8 | nb->ip[3];
+
+				ipv4_gid(ip, gid);
+				rc = droce_net_neigh_add_static(p->net, ip, nb->mac);
+			} else {
+				memcpy(gid, nb->ip, 16);
+				rc = droce_net_neigh6_add_static(p->net, nb->ip, nb->mac);
+			}
+			if (rc == 0)
+				rc = droce_dev_neigh_add(d->dev, gid, nb->mac);
+			if (rc != 0) {
+				DROCED_LOG(ERR, "[port %s]: static neighbour %u: %s", p->cfg->name,
+					   j, strerror(-rc));
+				return -1;
+			}
+		}
+		/* Own GIDs reach our own MAC: the engine delivers those packets locally. */
+		for (k = 0; k < p->nb_gids; k++) {
+			if (p->gid_valid[k] && droce_dev_neigh_add(d->dev, p->gids[k], p->mac) != 0) {
+				DROCED_LOG(ERR, "[port %s]: neighbour table full", p->cfg->name);
+				return -1;
+			}
+		}
+		/* RFC 5227 2.4: tell the link who has our address (and refresh stale caches). */
+		droce_net_garp(p->net, rte_get_tsc_cycles());
+		port_log(p);
+	}
+	return 0;
+}
+
+/* ---- The control thread's tick ---- */
+
+void
+droced_ports_tick(struct droced *d)
+{
+	struct rte_mbuf *pkts[DROCED_SLOW_BURST];
+	uint64_t now = rte_get_tsc_cycles();
+	unsigned int n, i, j;
+
+	for (i = 0; i < d->nb_ports; i++) {
+		struct droced_port *p = &d->ports[i];
+
+		if (p->net == NULL)
+			continue;
+		/* Bounded per tick, so a flood of ARP cannot starve the clients. */
+		n = rte_ring_sc_dequeue_burst(p->slow_rx, (void **)pkts, RTE_DIM(pkts), NULL);
+		for (j = 0; j < n; j++)
+			droce_net_rx(p->net, pkts[j], now);
+		droce_net_timer(p->net, now);
+	}
+}
+
+int
+droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
+{
+	uint8_t mac[6];
+	uint32_t i;
+	int rc;
+
+	/* A GID of this daemon: its MAC went into the engines' table at start. */
+	for (i = 0; i < droced.nb_ports; i++)
+		if (droced.ports[i].net != NULL && droce_net_gid_find(droced.ports[i].net, dgid) >= 0)
+			return 0;
+	rc = droce_net_gid_resolve(p->net, dgid, NULL, mac, rte_get_tsc_cycles());
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc != 0)
+		return -EHOSTUNREACH;
+	/* Learned or static: the engines address it with what lib/net knows now. */
+	if (droce_dev_neigh_add(droced.dev, dgid, mac) != 0)
+		return -EHOSTUNREACH;
+	return 0;
+}
+
+void
+droced_port_info(const struct droced_port *p, struct droce_proto_port_info *info)
+{
+	uint8_t guid[8];
+
+	memset(info, 0, sizeof(*info));
+	memcpy(info->mac, p->mac, 6);
+	info->state = DROCE_PROTO_PORT_ACTIVE;
+	info->max_mtu = droced_mtu_enum(p->cfg->mtu);
+	memcpy(&info->ipv4, p->cfg->ipv4.addr, 4);
+	/* EUI-64 of the MAC (RFC 4291 2.5.1): U/L bit flipped, ff:fe in the middle. */
+	guid[0] = p->mac[0] ^ 0x02;
+	guid[1] = p->mac[1];
+	guid[2] = p->mac[2];
+	guid[3] = 0xff;
+	guid[4] = 0xfe;
+	guid[5] = p->mac[3];
+	guid[6] = p->mac[4];
+	guid[7] = p->mac[5];
+	memcpy(&info->node_guid, guid, sizeof(guid));
+	/* Names longer than the protocol's field are cut (NUL-ended when they fit). */
+	memcpy(info->name, p->cfg->name, RTE_MIN(strlen(p->cfg->name), sizeof(info->name)));
+}
+
+void
+droced_ports_fini(struct droced *d)
+{
+	struct rte_mbuf *m;
+	uint32_t i;
+
+	for (i = 0; i < d->nb_ports; i++) {
+		struct droced_port *p = &d->ports[i];
+
+		if (p->started) {
+			rte_eth_dev_stop(p->port_id);
+			p->started = false;
+		}
+		if (p->probed)
+			rte_eth_dev_close(p->port_id);
+		droce_net_free(p->net);
+		p->net = NULL;
+		while (p->slow_rx != NULL && rte_ring_dequeue(p->slow_rx, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		while (p->slow_tx != NULL && rte_ring_dequeue(p->slow_tx, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(p->slow_rx);
+		rte_ring_free(p->slow_tx);
+		rte_mempool_free(p->mp);
+		p->slow_rx = p->slow_tx = NULL;
+		p->mp = NULL;
+	}
+}

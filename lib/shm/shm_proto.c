@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * The control protocol's framing: one message per sendmsg/recvmsg on a SOCK_SEQPACKET
+ * socket, descriptors as SCM_RIGHTS. Shared by libdroce, droce-ctl and droced.
+ */
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "droce_shm_proto.h"
+
+int
+droce_proto_send(int sock, const void *msg, size_t len, const int *fds, unsigned int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * DROCE_PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (nfds > DROCE_PROTO_MAX_FDS)
+		return -EINVAL;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do {
+		/* MSG_NOSIGNAL: a dead peer is an error to report, not a SIGPIPE. */
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EMSGSIZE;
+}
+
+ssize_t
+droce_proto_recv(int sock, void *msg, size_t len, int *fds, unsigned int max_fds,
+		 unsigned int *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * DROCE_PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = msg, .iov_len = len };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *c;
+	unsigned int kept = 0;
+	int truncated = 0;
+	ssize_t n;
+
+	*nfds = 0;
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		truncated = 1;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		unsigned int i, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < cnt; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (!truncated && kept < max_fds && fds != NULL)
+				fds[kept++] = fd;
+			else {
+				close(fd);
+				truncated = 1;
+			}
+		}
+	}
+	if (truncated) {
+		while (kept > 0)
+			close(fds[--kept]);
+		return -EMSGSIZE;
+	}
+	*nfds = kept;
+	return n;
+}
+
+static const char *const op_names[DROCE_OP_MAX] = {
+	[DROCE_OP_QUERY_PORTS] = "QUERY_PORTS",
+	[DROCE_OP_STATUS] = "STATUS",
+	[DROCE_OP_HELLO] = "HELLO",
+	[DROCE_OP_ALLOC_PD] = "ALLOC_PD",
+	[DROCE_OP_DEALLOC_PD] = "DEALLOC_PD",
+	[DROCE_OP_REG_MR] = "REG_MR",
+	[DROCE_OP_DEREG_MR] = "DEREG_MR",
+	[DROCE_OP_CREATE_CQ] = "CREATE_CQ",
+	[DROCE_OP_DESTROY_CQ] = "DESTROY_CQ",
+	[DROCE_OP_CREATE_SRQ] = "CREATE_SRQ",
+	[DROCE_OP_MODIFY_SRQ] = "MODIFY_SRQ",
+	[DROCE_OP_QUERY_SRQ] = "QUERY_SRQ",
+	[DROCE_OP_DESTROY_SRQ] = "DESTROY_SRQ",
+	[DROCE_OP_CREATE_QP] = "CREATE_QP",
+	[DROCE_OP_MODIFY_QP] = "MODIFY_QP",
+	[DROCE_OP_QUERY_QP] = "QUERY_QP",
+	[DROCE_OP_DESTROY_QP] = "DESTROY_QP",
+	[DROCE_OP_CREATE_AH] = "CREATE_AH",
+	[DROCE_OP_DESTROY_AH] = "DESTROY_AH",
+};
+
+const char *
+droce_proto_op_name(uint32_t op)
+{
+	return op < DROCE_OP_MAX && op_names[op] != NULL ? op_names[op] : "UNKNOWN";
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * The control socket: connecting to droced and one request/response round trip, with the
+ * descriptors that travel beside each message (droce_shm_proto.h). A context's round trips
+ * are serialised by its ctl_lock, so responses arrive in the order of the requests.
+ * Never on the fast path.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "verbs_loc.h"
+
+const char *
+verbs_socket_path(void)
+{
+	const char *p = getenv(DROCE_PROTO_SOCKET_ENV);
+
+	return p != NULL && p[0] != '\0' ? p : DROCE_PROTO_SOCKET_DEFAULT;
+}
+
+/* Silent by default: a verbs library must not write on the application's stderr. */
+void
+verbs_debug(const char *fmt, ...)
+{
+	const char *d = getenv(VERBS_DEBUG_ENV);
+	va_list ap;
+
+	if (d == NULL || strcmp(d, "1") != 0)
+		return;
+	fputs("libdroce: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* A connected SOCK_SEQPACKET socket, or -1 with *err = errno. */
+int
+verbs_sock_connect(const char *path, int *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		*err = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		*err = errno;
+		return -1;
+	}
+	while (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		*err = errno;
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/*
+ * Sends req (op set by the caller) with nfds descriptors and receives its response and
+ * up to max_rfds descriptors. Returns 0 or a positive errno: the transport's, EPROTO for
+ * a response that does not answer this request, or -resp->status (descriptors received
+ * with a failed status are closed).
+ */
+int
+verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *fds,
+		unsigned int nfds, struct droce_proto_resp *resp, int *rfds,
+		unsigned int max_rfds, unsigned int *nrfds)
+{
+	unsigned int got = 0;
+	ssize_t n;
+	int ret;
+
+	if (nrfds != NULL)
+		*nrfds = 0;
+	req->seq = seq;
+	ret = droce_proto_send(sock, req, sizeof(*req), fds, nfds);
+	if (ret < 0)
+		return -ret;
+	memset(resp, 0, sizeof(*resp));
+	n = droce_proto_recv(sock, resp, sizeof(*resp), rfds, max_rfds, &got);
+	if (n < 0)
+		return (int)-n;
+	if (n == 0)
+		return ECONNRESET;	/* droced closed the connection */
+	if ((size_t)n < offsetof(struct droce_proto_resp, rsvd) || resp->op != req->op ||
+	    resp->seq != seq || resp->status > 0) {
+		while (got > 0)
+			close(rfds[--got]);
+		return EPROTO;
+	}
+	if (resp->status != 0) {
+		while (got > 0)
+			close(rfds[--got]);
+		return -resp->status;
+	}
+	if (nrfds != NULL)
+		*nrfds = got;
+	else
+		while (got > 0)
+			close(rfds[--got]);
+	return 0;
+}
+
+int
+verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
+		   struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+		   unsigned int *nrfds)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->ctl_lock);
+	ret = verbs_sock_call(c->sock, ++c->seq, req, NULL, 0, resp, rfds, max_rfds, nrfds);
+	pthread_mutex_unlock(&c->ctl_lock);
+	if (ret != 0)
+		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
+	return ret;
+}
+
+/* A round trip on a context's socket that returns no descriptors. */
+int
+verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
+	       unsigned int nfds, struct droce_proto_resp *resp)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->ctl_lock);
+	ret = verbs_sock_call(c->sock, ++c->seq, req, fds, nfds, resp, NULL, 0, NULL);
+	pthread_mutex_unlock(&c->ctl_lock);
+	if (ret != 0)
+		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
+	return ret;
+}

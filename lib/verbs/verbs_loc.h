@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef VERBS_LOC_H
+#define VERBS_LOC_H
+
+/*
+ * libdroce internals: the provider objects that embed rdma-core's verbs objects (reached
+ * with the to_d*() helpers), the per-context tables the fast path consults, and the
+ * helpers shared between the files of lib/verbs, grouped by the file that defines them.
+ *
+ * Locks, outermost first: dv_context.ctl_lock (one control round trip at a time),
+ * dv_context.obj_lock (the lists that map event handles to objects), dv_context.key_lock
+ * (MR and AH tables, read by every post), then each object's own spinlock (its rings).
+ * None is held while another of a lower rank is taken, except key_lock under a ring lock
+ * (the post path's lkey and AH checks).
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "droce_shm.h"
+#include "droce_shm_client.h"
+#include "droce_shm_ctl.h"
+#include "droce_shm_proto.h"
+
+#define VERBS_EXPORT	__attribute__((visibility("default")))
+
+#define dv_container_of(ptr, type, member) \
+	((type *)(void *)((uint8_t *)(ptr) - offsetof(type, member)))
+
+/* The one port of every droce device (droced's ports are separate devices). */
+#define VERBS_PORT_NUM		1
+#define VERBS_DEV_PREFIX	"droce"
+#define VERBS_FW_VER		"droce"
+#define VERBS_SYSFS_CLASS	"/sys/class/infiniband/"
+#define VERBS_DEV_DIR		"/dev/infiniband/"
+#define VERBS_DEBUG_ENV		"DROCE_DEBUG"
+/* The IB spec's largest message (and so the largest MR a WR can address): 2^31 bytes. */
+#define VERBS_MAX_MSG_SZ	(1u << 31)
+/* The default P_Key (full member), the only entry of the P_Key table. */
+#define VERBS_DEFAULT_PKEY	0xFFFF
+#define VERBS_PKEY_BASE_MASK	0x7FFF
+/* Local CA ACK delay code reported by query_device (4.096 us * 2^15: software pace). */
+#define VERBS_CA_ACK_DELAY	15
+/* PortPhysicalState 5: LinkUp (IB spec 14.2.5.6). */
+#define VERBS_PHYS_STATE_LINKUP	5
+/* The 40-byte area before a UD receive's payload (IB spec 11.4.1.2, RoCEv2 annex A17.4.5.1). */
+#define VERBS_GRH_LEN		40
+#define VERBS_IPV4_HDR_LEN	20
+
+/* ibv_query_gid_type()'s numbering (rdma-core's enum ibv_gid_type_sysfs, infiniband/driver.h). */
+#define VERBS_GID_TYPE_SYSFS_IB_ROCE_V1	0
+#define VERBS_GID_TYPE_SYSFS_ROCE_V2	1
+
+/* A device: one droced port, as ibv_get_device_list found it. Reference counted. */
+struct dv_device {
+	struct ibv_device ibdev;
+	uint32_t refcnt;			/* list entries + open contexts */
+	uint32_t port;				/* droced's port index */
+	struct droce_proto_port_info info;
+	char sock_path[108];			/* sizeof(sockaddr_un.sun_path) */
+};
+
+/* One registered range, for the post path's lkey check. */
+struct dv_key {
+	uint32_t lkey;
+	uint32_t access;
+	uint64_t iova;
+	uint64_t length;
+	bool live;
+};
+
+struct dv_context {
+	struct dv_device *dev;
+	int sock;
+	uint32_t seq;
+	pthread_mutex_t ctl_lock;
+	uint8_t *region;
+	uint64_t region_size;
+	struct droce_proto_event_ring *evring;
+	pthread_mutex_t ev_lock;		/* consumer of evring */
+	uint32_t nb_engines;
+	struct droce_proto_port_info port;
+	struct droce_proto_limits limits;
+	uint32_t nb_gids;
+	struct droce_proto_gid gids[DROCE_PROTO_MAX_GIDS];
+	/* Event handle -> object: lists of the live CQs, SRQs and QPs. */
+	pthread_mutex_t obj_lock;
+	struct dv_cq *cqs;
+	struct dv_srq *srqs;
+	struct dv_qp *qps;
+	/* Fast-path tables: MRs by lkey index (lkey >> 8), live AH handles. */
+	pthread_rwlock_t key_lock;
+	struct dv_key *keys;
+	uint32_t nb_keys;
+	uint8_t *ahs;
+	uint32_t nb_ahs;
+	struct verbs_context vctx;		/* last: ends with struct ibv_context */
+};
+
+struct dv_cq {
+	struct ibv_cq ibcq;
+	pthread_spinlock_t lock;
+	struct droce_shm_client_cq view;
+	int efd;				/* notification fd with a channel, else -1 */
+	uint32_t comp_reported;			/* events handed out by ibv_get_cq_event */
+	uint32_t async_reported;
+	struct dv_cq *next;
+};
+
+struct dv_srq {
+	struct ibv_srq ibsrq;
+	pthread_spinlock_t lock;
+	struct droce_shm_client_srq view;
+	uint32_t max_wr;
+	uint32_t async_reported;
+	struct dv_srq *next;
+};
+
+struct dv_qp {
+	struct ibv_qp_ex qpx;			/* every QP is an ibv_qp_ex */
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	struct droce_shm_client_qp view;
+	struct droce_proto_cap cap;
+	bool has_send_ops;			/* created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	uint32_t async_reported;
+	/* The wr_* API's batch, posted by wr_complete(). */
+	struct ibv_send_wr *batch;
+	struct ibv_sge *batch_sge;
+	uint8_t *batch_inline;
+	uint32_t batch_max;			/* WRs the batch holds: the send ring's size */
+	uint32_t batch_n;
+	int batch_err;
+	struct dv_qp *next;
+};
+
+struct dv_mr {
+	struct ibv_mr ibmr;
+};
+
+static inline struct dv_device *
+to_ddev(struct ibv_device *d)
+{
+	return dv_container_of(d, struct dv_device, ibdev);
+}
+
+static inline struct dv_context *
+to_dctx(struct ibv_context *c)
+{
+	return dv_container_of(c, struct dv_context, vctx.context);
+}
+
+static inline struct dv_cq *
+to_dcq(struct ibv_cq *cq)
+{
+	return dv_container_of(cq, struct dv_cq, ibcq);
+}
+
+static inline struct dv_srq *
+to_dsrq(struct ibv_srq *srq)
+{
+	return dv_container_of(srq, struct dv_srq, ibsrq);
+}
+
+static inline struct dv_qp *
+to_dqp(struct ibv_qp *qp)
+{
+	return dv_container_of(qp, struct dv_qp, qpx.qp_base);
+}
+
+/* Sets errno to err and returns it: the verbs convention for functions returning int. */
+static inline int
+verbs_err(int err)
+{
+	errno = err;
+	return err;
+}
+
+/* Sets errno to err and returns NULL: the convention for functions returning a pointer. */
+static inline void *
+verbs_err_null(int err)
+{
+	errno = err;
+	return NULL;
+}
+
+/* Is [off, off + len) inside the context's region? */
+static inline bool
+verbs_region_ok(const struct dv_context *c, uint64_t off, uint64_t len)
+{
+	return off <= c->region_size && len <= c->region_size - off;
+}
+
+/* verbs_ctl.c */
+int verbs_sock_connect(const char *path, int *err);
+/* A round trip that may return up to max_rfds descriptors (*nrfds of them). */
+int verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
+		       struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+		       unsigned int *nrfds);
+int verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *fds,
+		    unsigned int nfds, struct droce_proto_resp *resp, int *rfds,
+		    unsigned int max_rfds, unsigned int *nrfds);
+int verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
+		   unsigned int nfds, struct droce_proto_resp *resp);
+const char *verbs_socket_path(void);
+void verbs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* verbs_device.c */
+void verbs_device_put(struct dv_device *d);
+
+/* verbs_mr.c */
+bool verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len,
+		      unsigned int access);
+
+/* verbs_ah.c */
+bool verbs_ah_check(void *arg, uint32_t ah);
+
+/* verbs_cq.c */
+int verbs_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int verbs_cq_req_notify(struct ibv_cq *cq, int solicited_only);
+
+/* verbs_qp.c */
+int verbs_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int verbs_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+struct ibv_qp *verbs_qp_create_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr);
+
+/* verbs_srq.c */
+int verbs_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
+
+/* verbs_device.c */
+int verbs_query_port(struct ibv_context *context, uint8_t port_num,
+		     struct ibv_port_attr *attr, size_t attr_len);
+int verbs_query_device_ex(struct ibv_context *context,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size);
+
+#endif /* VERBS_LOC_H */

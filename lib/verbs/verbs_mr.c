@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * Memory regions. ibv_reg_mr moves the pages under the range into memfds in place
+ * (verbs_pages.c) and passes the pieces to droced, which maps them one after another and
+ * registers the bytes with the engine. The context keeps (lkey -> range, access) so that
+ * ibv_post_send/recv can refuse a bad SGE before it reaches the ring (verbs_lkey_check,
+ * read under key_lock by the posting thread).
+ *
+ * After ibv_dereg_mr the pages stay shared (and in our memfd): harmless for the
+ * application, and a later registration of the same memory reuses them.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verbs_loc.h"
+#include "verbs_pages.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* Access bits droce implements: what droced is told. */
+#define MR_ACCESS_SUPPORTED	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+/*
+ * Accepted and ignored: MW_BIND (there are no memory windows to bind), HUGETLB (a hint
+ * about the backing pages).
+ */
+#define MR_ACCESS_IGNORED	(IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB)
+/* Known flags droce does not implement. */
+#define MR_ACCESS_UNSUPPORTED	(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND)
+
+/* Every page this process moved for an MR, over all contexts. */
+static struct verbs_pages mr_pages = VERBS_PAGES_INITIALIZER;
+
+bool
+verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len, unsigned int access)
+{
+	struct dv_context *c = arg;
+	uint32_t idx = lkey >> 8;
+	bool ok = false;
+
+	pthread_rwlock_rdlock(&c->key_lock);
+	if (idx < c->nb_keys) {
+		const struct dv_key *k = &c->keys[idx];
+
+		ok = k->live && k->lkey == lkey && addr >= k->iova && len <= k->length &&
+		     addr - k->iova <= k->length - len && (access & ~k->access) == 0;
+	}
+	pthread_rwlock_unlock(&c->key_lock);
+	return ok;
+}
+
+static int
+key_insert(struct dv_context *c, uint32_t lkey, uint64_t iova, uint64_t length,
+	   uint32_t access)
+{
+	uint32_t idx = lkey >> 8;
+	int ret = 0;
+
+	pthread_rwlock_wrlock(&c->key_lock);
+	if (idx >= c->nb_keys) {
+		uint32_t n = c->nb_keys != 0 ? c->nb_keys : 64;
+		struct dv_key *v;
+
+		while (n <= idx)
+			n *= 2;
+		v = realloc(c->keys, n * sizeof(*v));
+		if (v == NULL) {
+			ret = ENOMEM;
+			goto out;
+		}
+		memset(v + c->nb_keys, 0, (n - c->nb_keys) * sizeof(*v));
+		c->keys = v;
+		c->nb_keys = n;
+	}
+	c->keys[idx] = (struct dv_key){ .lkey = lkey, .access = access, .iova = iova,
+					.length = length, .live = true };
+out:
+	pthread_rwlock_unlock(&c->key_lock);
+	return ret;
+}
+
+static void
+key_remove(struct dv_context *c, uint32_t lkey)
+{
+	uint32_t idx = lkey >> 8;
+
+	pthread_rwlock_wrlock(&c->key_lock);
+	if (idx < c->nb_keys && c->keys[idx].lkey == lkey)
+		c->keys[idx].live = false;
+	pthread_rwlock_unlock(&c->key_lock);
+}
+
+/*
+ * The access checks of ibv_reg_mr(3): unknown bits -> EINVAL; remote write or atomic
+ * without local write -> EINVAL (the man page: "If IBV_ACCESS_REMOTE_WRITE or
+ * IBV_ACCESS_REMOTE_ATOMIC is set, then IBV_ACCESS_LOCAL_WRITE must be set too");
+ * optional bits (relaxed ordering and the rest of IBV_ACCESS_OPTIONAL_RANGE) are dropped.
+ */
+static int
+access_check(unsigned int access, uint32_t *out)
+{
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~(unsigned int)(MR_ACCESS_SUPPORTED | MR_ACCESS_IGNORED |
+				     MR_ACCESS_UNSUPPORTED))
+		return EINVAL;
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	if (access & MR_ACCESS_UNSUPPORTED)
+		return EOPNOTSUPP;
+	*out = access & MR_ACCESS_SUPPORTED;
+	return 0;
+}
+
+VERBS_EXPORT struct ibv_mr *
+ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+		 unsigned int access)
+{
+	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
+	int fds[DROCE_PROTO_MR_MAX_PIECES];
+	struct droce_proto_req req = { .op = DROCE_OP_REG_MR };
+	struct droce_proto_resp resp;
+	struct dv_context *c;
+	struct dv_mr *mr;
+	unsigned int i, n = 0;
+	uint64_t first_off = 0;
+	uint32_t acc = 0;
+	int ret;
+
+	if (pd == NULL)
+		return verbs_err_null(EINVAL);
+	ret = access_check(access, &acc);
+	if (ret != 0)
+		return verbs_err_null(ret);
+	c = to_dctx(pd->context);
+	/* A zero-length MR maps no page: droce has nothing to share (kernel umem: EINVAL). */
+	if (length == 0 || length > c->limits.max_mr_size || iova + length < iova)
+		return verbs_err_null(EINVAL);
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL)
+		return verbs_err_null(ENOMEM);
+	ret = verbs_pages_share(&mr_pages, addr, length, pieces, DROCE_PROTO_MR_MAX_PIECES, &n,
+				&first_off);
+	if (ret < 0) {
+		free(mr);
+		return verbs_err_null(ret == -E2BIG ? ENOMEM : -ret);
+	}
+	req.reg_mr.pd = pd->handle;
+	req.reg_mr.access = acc;
+	req.reg_mr.iova = iova;
+	req.reg_mr.length = length;
+	req.reg_mr.first_off = first_off;
+	req.reg_mr.nb_pieces = n;
+	for (i = 0; i < n; i++) {
+		req.reg_mr.pieces[i].off = pieces[i].off;
+		req.reg_mr.pieces[i].len = pieces[i].len;
+		fds[i] = pieces[i].fd;
+	}
+	ret = verbs_ctl_call(c, &req, fds, n, &resp);
+	verbs_pieces_close(pieces, n);
+	if (ret == 0) {
+		ret = key_insert(c, resp.obj.lkey, iova, length, acc);
+		if (ret != 0) {
+			struct droce_proto_req d = { .op = DROCE_OP_DEREG_MR };
+
+			d.obj.handle = resp.obj.handle;
+			verbs_ctl_call(c, &d, NULL, 0, &resp);
+		}
+	}
+	if (ret != 0) {
+		free(mr);
+		return verbs_err_null(ret);
+	}
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = resp.obj.handle;
+	mr->ibmr.lkey = resp.obj.lkey;
+	mr->ibmr.rkey = resp.obj.rkey;
+	return &mr->ibmr;
+}
+
+VERBS_EXPORT struct ibv_mr *
+ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+VERBS_EXPORT struct ibv_mr *
+ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+/* dma-buf needs a device that does DMA: EOPNOTSUPP. */
+VERBS_EXPORT struct ibv_mr *
+ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+		  int access)
+{
+	(void)pd; (void)offset; (void)length; (void)iova; (void)fd; (void)access;
+	return verbs_err_null(EOPNOTSUPP);
+}
+
+/* ibv_rereg_mr(3): an enum ibv_rereg_mr_err_code; errno EOPNOTSUPP (not implemented). */
+VERBS_EXPORT int
+ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+	     int access)
+{
+	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+VERBS_EXPORT int
+ibv_dereg_mr(struct ibv_mr *mr)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_DEREG_MR };
+	struct droce_proto_resp resp;
+	struct dv_context *c;
+	int ret;
+
+	if (mr == NULL)
+		return verbs_err(EINVAL);
+	c = to_dctx(mr->context);
+	req.obj.handle = mr->handle;
+	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	if (ret != 0)
+		return verbs_err(ret);
+	key_remove(c, mr->lkey);
+	free(dv_container_of(mr, struct dv_mr, ibmr));
+	return 0;
+}

@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * Queue pairs: create (droced picks the engine, the doorbell slot and the rings and says
+ * what it honours), modify and query (ibv_qp_attr <-> droce_shm_qp_attr; droced applies the
+ * change through the owning engine), destroy, and the post paths of context->ops, which
+ * are droce_shm_post_send/recv under the QP's send or receive spinlock: no system call.
+ * Every QP is allocated as an ibv_qp_ex; one created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+ * gets the wr_* API, which gathers ibv_send_wrs in a per-QP batch that wr_complete posts.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_loc.h"
+
+/* The send opcodes the wr_* API can build: everything a send WQE carries. */
+#define QP_EX_SEND_OPS	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+			 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+			 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | \
+			 IBV_QP_EX_WITH_SEND_WITH_INV)
+#define QP_INIT_MASKS	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | \
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS)
+/* enum ibv_qp_attr_mask bits droce knows (droce_shm_qp_mask); others -> EINVAL. */
+#define QP_ATTR_MASKS	((1u << 21) - 1 - IBV_QP_ALT_PATH - IBV_QP_PATH_MIG_STATE)
+
+/* ---- Fast path (the posting thread, under the QP's send or receive lock) ---- */
+
+int
+verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct dv_qp *qp = to_dqp(ibqp);
+	struct ibv_send_wr *bad = NULL;
+	int ret;
+
+	pthread_spin_lock(&qp->sq_lock);
+	ret = droce_shm_post_send(&qp->view, wr, &bad);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (bad_wr != NULL)
+		*bad_wr = bad;
+	return ret;
+}
+
+int
+verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct dv_qp *qp = to_dqp(ibqp);
+	struct ibv_recv_wr *bad = NULL;
+	int ret;
+
+	pthread_spin_lock(&qp->rq_lock);
+	ret = droce_shm_post_recv(&qp->view, wr, &bad);
+	pthread_spin_unlock(&qp->rq_lock);
+	if (bad_wr != NULL)
+		*bad_wr = bad;
+	return ret;
+}
+
+/* ---- wr_* API: builds ibv_send_wrs in the QP's batch; wr_complete posts them ---- */
+
+static inline struct dv_qp *
+qpx_to_dqp(struct ibv_qp_ex *qpx)
+{
+	return dv_container_of(qpx, struct dv_qp, qpx);
+}
+
+/* The next WR of the batch, its common fields set; NULL (and batch_err) when full. */
+static struct ibv_send_wr *
+wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *w;
+
+	if (qp->batch_n == qp->batch_max) {
+		qp->batch_err = ENOMEM;
+		return NULL;
+	}
+	w = &qp->batch[qp->batch_n];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = qpx->wr_id;
+	w->send_flags = qpx->wr_flags;
+	w->opcode = opcode;
+	w->sg_list = &qp->batch_sge[(size_t)qp->batch_n * qp->cap.max_send_sge];
+	qp->batch_n++;
+	return w;
+}
+
+/* The WR the last wr_<opcode> call started, for the wr_set_* calls. */
+static struct ibv_send_wr *
+wr_cur(struct ibv_qp_ex *qpx)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+
+	if (qp->batch_n == 0) {
+		qp->batch_err = EINVAL;
+		return NULL;
+	}
+	return &qp->batch[qp->batch_n - 1];
+}
+
+static void
+wr_start(struct ibv_qp_ex *qpx)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+
+	qp->batch_n = 0;
+	qp->batch_err = 0;
+}
+
+static int
+wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *bad;
+	uint32_t i;
+	int ret = qp->batch_err;
+
+	if (ret == 0 && qp->batch_n > 0) {
+		for (i = 0; i + 1 < qp->batch_n; i++)
+			qp->batch[i].next = &qp->batch[i + 1];
+		qp->batch[qp->batch_n - 1].next = NULL;
+		ret = verbs_qp_post_send(&qpx->qp_base, qp->batch, &bad);
+	}
+	qp->batch_n = 0;
+	qp->batch_err = 0;
+	return ret;
+}
+
+static void
+wr_abort(struct ibv_qp_ex *qpx)
+{
+	wr_start(qpx);
+}
+
+static void
+wr_send(struct ibv_qp_ex *qpx)
+{
+	wr_new(qpx, IBV_WR_SEND);
+}
+
+static void
+wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+	struct ibv_send_wr *w = wr_new(qpx, IBV_WR_SEND_WITH_IMM);
+
+	if (w != NULL)
+		w->imm_data = imm;
+}
+
+static void
+wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct ibv_send_wr *w = wr_new(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (w != NULL)
+		w->invalidate_rkey = rkey;
+}
+
+static void
+wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct ibv_send_wr *w = wr_new(qpx, IBV_WR_LOCAL_INV);
+
+	if (w != NULL)
+		w->invalidate_rkey = rkey;
+}
+
+static void
+wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr,
+	__be32 imm)
+{
+	struct ibv_send_wr *w = wr_new(qpx, op);
+
+	if (w == NULL)
+		return;
+	w->wr.rdma.rkey = rkey;
+	w->wr.rdma.remote_addr = raddr;
+	w->imm_data = imm;
+}
+
+static void
+wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, raddr, 0);
+}
+
+static void
+wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, raddr, imm);
+}
+
+static void
+wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, raddr, 0);
+}
+
+static void
+wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr,
+	  uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr *w = wr_new(qpx, op);
+
+	if (w == NULL)
+		return;
+	w->wr.atomic.rkey = rkey;
+	w->wr.atomic.remote_addr = raddr;
+	w->wr.atomic.compare_add = compare_add;
+	w->wr.atomic.swap = swap;
+}
+
+static void
+wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t compare,
+		  uint64_t swap)
+{
+	wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, raddr, compare, swap);
+}
+
+static void
+wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t add)
+{
+	wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
+}
+
+static void
+wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
+	       uint32_t remote_qkey)
+{
+	struct ibv_send_wr *w = wr_cur(qpx);
+
+	if (w == NULL)
+		return;
+	w->wr.ud.ah = ah;
+	w->wr.ud.remote_qpn = remote_qpn;
+	w->wr.ud.remote_qkey = remote_qkey;
+}
+
+static void
+wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *w = wr_cur(qpx);
+
+	if (w == NULL)
+		return;
+	if (num_sge > qp->cap.max_send_sge) {
+		qp->batch_err = EINVAL;
+		return;
+	}
+	memcpy(w->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	w->num_sge = (int)num_sge;
+}
+
+static void
+wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	wr_set_sge_list(qpx, 1, &sge);
+}
+
+/* Inline data is copied now (ibv_wr_post(3)): into the WR's slot of the batch. */
+static void
+wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+			const struct ibv_data_buf *buf_list)
+{
+	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *w = wr_cur(qpx);
+	uint8_t *dst;
+	size_t i, total = 0;
+
+	if (w == NULL)
+		return;
+	dst = &qp->batch_inline[(size_t)(w - qp->batch) * qp->cap.max_inline_data];
+	for (i = 0; i < num_buf; i++) {
+		if (buf_list[i].length > qp->cap.max_inline_data - total) {
+			qp->batch_err = EINVAL;
+			return;
+		}
+		memcpy(dst + total, buf_list[i].addr, buf_list[i].length);
+		total += buf_list[i].length;
+	}
+	if (qp->cap.max_send_sge == 0 && total > 0) {
+		qp->batch_err = EINVAL;
+		return;
+	}
+	w->send_flags |= IBV_SEND_INLINE;
+	w->num_sge = total > 0 ? 1 : 0;
+	if (total > 0)
+		w->sg_list[0] = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = (uint32_t)total };
+}
+
+static void
+wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = length };
+
+	wr_set_inline_data_list(qpx, 1, &b);
+}
+
+static int
+qp_batch_init(struct dv_qp *qp)
+{
+	struct ibv_qp_ex *x = &qp->qpx;
+
+	qp->batch_max = qp->cap.max_send_wr;
+	qp->batch = calloc(qp->batch_max, sizeof(*qp->batch));
+	qp->batch_sge = calloc((size_t)qp->batch_max * qp->cap.max_send_sge + 1,
+			       sizeof(*qp->batch_sge));
+	qp->batch_inline = calloc((size_t)qp->batch_max * qp->cap.max_inline_data + 1, 1);
+	if (qp->batch == NULL || qp->batch_sge == NULL || qp->batch_inline == NULL)
+		return ENOMEM;
+	x->wr_start = wr_start;
+	x->wr_complete = wr_complete;
+	x->wr_abort = wr_abort;
+	x->wr_send = wr_send;
+	x->wr_send_imm = wr_send_imm;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_rdma_write = wr_rdma_write;
+	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_rdma_read = wr_rdma_read;
+	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_sge = wr_set_sge;
+	x->wr_set_sge_list = wr_set_sge_list;
+	x->wr_set_inline_data = wr_set_inline_data;
+	x->wr_set_inline_data_list = wr_set_inline_data_list;
+	return 0;
+}
+
+/* ---- Create / destroy ---- */
+
+static void
+qp_free(struct dv_qp *qp)
+{
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->qpx.qp_base.mutex);
+	pthread_cond_destroy(&qp->qpx.qp_base.cond);
+	free(qp->batch);
+	free(qp->batch_sge);
+	free(qp->batch_inline);
+	free(qp);
+}
+
+static bool
+pow2(uint32_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* Checks CREATE_QP's answer before its offsets become pointers. */
+static int
+qp_resp_check(const struct dv_context *c, const struct droce_proto_resp *r, bool has_srq)
+{
+	const struct droce_shm_region_hdr *hdr = (const void *)c->region;
+	uint64_t db_off;
+
+	if (r->qp.engine_id >= c->nb_engines || r->qp.db_slot >= DROCE_SHM_DB_SLOTS ||
+	    !pow2(r->qp.sq_size) || r->qp.sq_size > DROCE_SHM_MAX_WR ||
+	    r->qp.sq_stride > DROCE_SHM_MAX_SQ_STRIDE ||
+	    r->qp.cap.max_send_sge > DROCE_SHM_MAX_SGE ||
+	    r->qp.cap.max_recv_sge > DROCE_SHM_MAX_SGE ||
+	    r->qp.cap.max_inline_data > DROCE_SHM_MAX_INLINE ||
+	    r->qp.sq_stride < droce_shm_sq_stride(r->qp.cap.max_send_sge,
+						  r->qp.cap.max_inline_data) ||
+	    !verbs_region_ok(c, r->qp.ctl_off, sizeof(struct droce_shm_qp)) ||
+	    !verbs_region_ok(c, r->qp.sq_off, (uint64_t)r->qp.sq_size * r->qp.sq_stride))
+		return EPROTO;
+	if (!has_srq && (!pow2(r->qp.rq_size) || r->qp.rq_size > DROCE_SHM_MAX_WR ||
+			 r->qp.rq_stride < droce_shm_rq_stride(r->qp.cap.max_recv_sge) ||
+			 !verbs_region_ok(c, r->qp.rq_off,
+					  (uint64_t)r->qp.rq_size * r->qp.rq_stride)))
+		return EPROTO;
+	db_off = hdr->doorbell_off[r->qp.engine_id];
+	if (!verbs_region_ok(c, db_off, sizeof(struct droce_shm_doorbell)))
+		return EPROTO;
+	return 0;
+}
+
+/* The checks of ibv_create_qp(3) that need no daemon: EINVAL, EOPNOTSUPP. */
+static int
+qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
+{
+	const struct droce_proto_limits *l = &to_dctx(context)->limits;
+
+	if (a->comp_mask & ~(uint32_t)QP_INIT_MASKS)
+		return EOPNOTSUPP;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0)
+		return EOPNOTSUPP;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~(uint64_t)QP_EX_SEND_OPS))
+		return EOPNOTSUPP;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == NULL ||
+	    a->pd->context != context)
+		return EINVAL;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	if (a->send_cq == NULL || a->recv_cq == NULL || a->send_cq->context != context ||
+	    a->recv_cq->context != context || (a->srq != NULL && a->srq->context != context))
+		return EINVAL;
+	if (a->cap.max_send_wr > l->max_qp_wr || a->cap.max_send_sge > l->max_sge ||
+	    a->cap.max_inline_data > l->max_inline)
+		return EINVAL;
+	if (a->srq == NULL && (a->cap.max_recv_wr > l->max_qp_wr ||
+			       a->cap.max_recv_sge > l->max_sge))
+		return EINVAL;
+	return 0;
+}
+
+struct ibv_qp *
+verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_CREATE_QP };
+	struct droce_proto_resp resp;
+	struct dv_context *c;
+	struct ibv_qp *ib;
+	struct dv_qp *qp;
+	int ret;
+
+	if (context == NULL || a == NULL)
+		return verbs_err_null(EINVAL);
+	ret = qp_init_check(context, a);
+	if (ret != 0)
+		return verbs_err_null(ret);
+	c = to_dctx(context);
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return verbs_err_null(ENOMEM);
+	req.create_qp.pd = a->pd->handle;
+	req.create_qp.send_cq = a->send_cq->handle;
+	req.create_qp.recv_cq = a->recv_cq->handle;
+	req.create_qp.srq = a->srq != NULL ? a->srq->handle : DROCE_PROTO_NO_HANDLE;
+	req.create_qp.qp_type = (uint8_t)a->qp_type;
+	req.create_qp.sq_sig_all = a->sq_sig_all != 0;
+	req.create_qp.cap.max_send_wr = a->cap.max_send_wr;
+	req.create_qp.cap.max_send_sge = a->cap.max_send_sge;
+	req.create_qp.cap.max_inline_data = a->cap.max_inline_data;
+	if (a->srq == NULL) {
+		req.create_qp.cap.max_recv_wr = a->cap.max_recv_wr;
+		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
+	}
+	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	if (ret == 0 && qp_resp_check(c, &resp, a->srq != NULL) != 0) {
+		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_resp dr;
+
+		d.obj.handle = resp.qp.handle;
+		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		ret = EPROTO;
+	}
+	if (ret != 0) {
+		free(qp);
+		return verbs_err_null(ret);
+	}
+	qp->cap = resp.qp.cap;
+	if (a->srq != NULL) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	}
+	qp->view.ctl = (struct droce_shm_qp *)(c->region + resp.qp.ctl_off);
+	qp->view.sq = c->region + resp.qp.sq_off;
+	qp->view.rq = a->srq == NULL ? c->region + resp.qp.rq_off : NULL;
+	qp->view.sq_size = resp.qp.sq_size;
+	qp->view.sq_stride = resp.qp.sq_stride;
+	qp->view.sq_max_sge = qp->cap.max_send_sge;
+	qp->view.max_inline = qp->cap.max_inline_data;
+	qp->view.rq_size = a->srq == NULL ? resp.qp.rq_size : 0;
+	qp->view.rq_stride = resp.qp.rq_stride;
+	qp->view.rq_max_sge = qp->cap.max_recv_sge;
+	qp->view.qp_num = resp.qp.qp_num;
+	qp->view.qp_type = (uint8_t)a->qp_type;
+	qp->view.supported_wr = resp.qp.supported_wr;
+	qp->view.db.block = (struct droce_shm_doorbell *)
+		(c->region + ((const struct droce_shm_region_hdr *)(void *)c->region)->
+		 doorbell_off[resp.qp.engine_id]);
+	qp->view.db.slot = resp.qp.db_slot;
+	qp->view.lkey_check = verbs_lkey_check;
+	qp->view.ah_check = verbs_ah_check;
+	qp->view.check_arg = c;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && qp_batch_init(qp) != 0) {
+		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_resp dr;
+
+		d.obj.handle = resp.qp.handle;
+		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		free(qp->batch);
+		free(qp->batch_sge);
+		free(qp->batch_inline);
+		free(qp);
+		return verbs_err_null(ENOMEM);
+	}
+	qp->has_send_ops = (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	ib = &qp->qpx.qp_base;
+	ib->context = context;
+	ib->qp_context = a->qp_context;
+	ib->pd = a->pd;
+	ib->send_cq = a->send_cq;
+	ib->recv_cq = a->recv_cq;
+	ib->srq = a->srq;
+	ib->handle = resp.qp.handle;
+	ib->qp_num = resp.qp.qp_num;
+	ib->state = IBV_QPS_RESET;
+	ib->qp_type = a->qp_type;
+	pthread_mutex_init(&ib->mutex, NULL);
+	pthread_cond_init(&ib->cond, NULL);
+	/* ibv_create_qp(3): the attributes are updated with what the QP really has. */
+	a->cap.max_send_wr = qp->cap.max_send_wr;
+	a->cap.max_recv_wr = qp->cap.max_recv_wr;
+	a->cap.max_send_sge = qp->cap.max_send_sge;
+	a->cap.max_recv_sge = qp->cap.max_recv_sge;
+	a->cap.max_inline_data = qp->cap.max_inline_data;
+	pthread_mutex_lock(&c->obj_lock);
+	qp->next = c->qps;
+	c->qps = qp;
+	pthread_mutex_unlock(&c->obj_lock);
+	return ib;
+}
+
+VERBS_EXPORT struct ibv_qp *
+ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex x;
+	struct ibv_qp *qp;
+
+	if (pd == NULL || attr == NULL)
+		return verbs_err_null(EINVAL);
+	memset(&x, 0, sizeof(x));
+	x.qp_context = attr->qp_context;
+	x.send_cq = attr->send_cq;
+	x.recv_cq = attr->recv_cq;
+	x.srq = attr->srq;
+	x.cap = attr->cap;
+	x.qp_type = attr->qp_type;
+	x.sq_sig_all = attr->sq_sig_all;
+	x.comp_mask = IBV_QP_INIT_ATTR_PD;
+	x.pd = pd;
+	qp = verbs_qp_create_ex(pd->context, &x);
+	if (qp != NULL)
+		attr->cap = x.cap;
+	return qp;
+}
+
+/* ibv_qp_to_qp_ex(3): NULL unless the QP was created with the wr_* API. */
+VERBS_EXPORT struct ibv_qp_ex *
+ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	if (qp == NULL || !to_dqp(qp)->has_send_ops)
+		return verbs_err_null(EOPNOTSUPP);
+	return &to_dqp(qp)->qpx;
+}
+
+static void
+qp_list_del(struct dv_context *c, struct dv_qp *qp)
+{
+	struct dv_qp **pp;
+
+	pthread_mutex_lock(&c->obj_lock);
+	for (pp = &c->qps; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == qp) {
+			*pp = qp->next;
+			break;
+		}
+	pthread_mutex_unlock(&c->obj_lock);
+}
+
+/* Waits, as rdma-core does, until every async event handed out for the QP is acked. */
+VERBS_EXPORT int
+ibv_destroy_qp(struct ibv_qp *ib)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_QP };
+	struct droce_proto_resp resp;
+	struct dv_context *c;
+	struct dv_qp *qp;
+	int ret;
+
+	if (ib == NULL)
+		return verbs_err(EINVAL);
+	qp = to_dqp(ib);
+	c = to_dctx(ib->context);
+	req.obj.handle = ib->handle;
+	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	if (ret != 0)
+		return verbs_err(ret);
+	qp_list_del(c, qp);
+	pthread_mutex_lock(&ib->mutex);
+	while (ib->events_completed != qp->async_reported)
+		pthread_cond_wait(&ib->cond, &ib->mutex);
+	pthread_mutex_unlock(&ib->mutex);
+	qp_free(qp);
+	return 0;
+}
+
+/* ---- Modify / query ---- */
+
+static void
+ah_attr_to_shm(const struct ibv_ah_attr *a, struct droce_shm_ah_attr *s)
+{
+	memcpy(s->dgid, a->grh.dgid.raw, sizeof(s->dgid));
+	s->flow_label = a->grh.flow_label;
+	s->sgid_index = a->grh.sgid_index;
+	s->hop_limit = a->grh.hop_limit;
+	s->traffic_class = a->grh.traffic_class;
+	s->is_global = a->is_global;
+	s->sl = a->sl;
+	s->port_num = a->port_num;
+}
+
+static void
+ah_attr_from_shm(const struct droce_shm_ah_attr *s, struct ibv_ah_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->grh.dgid.raw, s->dgid, sizeof(s->dgid));
+	a->grh.flow_label = s->flow_label;
+	a->grh.sgid_index = s->sgid_index;
+	a->grh.hop_limit = s->hop_limit;
+	a->grh.traffic_class = s->traffic_class;
+	a->is_global = s->is_global;
+	a->sl = s->sl;
+	a->port_num = s->port_num != 0 ? s->port_num : VERBS_PORT_NUM;
+}
+
+/*
+ * ibv_qp_attr -> droce_shm_qp_attr. Enumerations are range-checked first (the struct
+ * holds them in bytes); the rest is checked by droce_shm_qp_attr_check, here against the
+ * state this side knows and again by droced against the engine's.
+ */
+static int
+qp_attr_to_shm(const struct ibv_qp_attr *a, int mask, struct droce_shm_qp_attr *s)
+{
+	if ((uint32_t)mask & ~(uint32_t)QP_ATTR_MASKS)
+		return EINVAL;
+	if ((mask & IBV_QP_STATE) && (uint32_t)a->qp_state > IBV_QPS_ERR)
+		return EINVAL;
+	if ((mask & IBV_QP_CUR_STATE) && (uint32_t)a->cur_qp_state > IBV_QPS_ERR)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    ((uint32_t)a->path_mtu < IBV_MTU_256 || (uint32_t)a->path_mtu > IBV_MTU_4096))
+		return EINVAL;
+	/* RoCE addresses by GRH only: an AV without one cannot reach anything. */
+	if ((mask & IBV_QP_AV) && !a->ah_attr.is_global)
+		return EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->mask = (uint32_t)mask;
+	s->qkey = a->qkey;
+	s->rq_psn = a->rq_psn;
+	s->sq_psn = a->sq_psn;
+	s->dest_qp_num = a->dest_qp_num;
+	s->qp_access_flags = (uint32_t)a->qp_access_flags;
+	s->pkey_index = a->pkey_index;
+	s->qp_state = (uint8_t)a->qp_state;
+	s->cur_qp_state = (uint8_t)a->cur_qp_state;
+	s->path_mtu = (uint8_t)a->path_mtu;
+	s->en_sqd_async_notify = a->en_sqd_async_notify;
+	s->max_rd_atomic = a->max_rd_atomic;
+	s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	s->min_rnr_timer = a->min_rnr_timer;
+	s->port_num = a->port_num;
+	s->timeout = a->timeout;
+	s->retry_cnt = a->retry_cnt;
+	s->rnr_retry = a->rnr_retry;
+	ah_attr_to_shm(&a->ah_attr, &s->ah);
+	return 0;
+}
+
+VERBS_EXPORT int
+ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_MODIFY_QP };
+	struct droce_proto_resp resp;
+	struct droce_shm_qp_limits lim;
+	struct dv_context *c;
+	struct dv_qp *qp;
+	int ret;
+
+	if (ib == NULL || attr == NULL)
+		return verbs_err(EINVAL);
+	qp = to_dqp(ib);
+	c = to_dctx(ib->context);
+	ret = qp_attr_to_shm(attr, attr_mask, &req.modify_qp.attr);
+	if (ret != 0)
+		return verbs_err(ret);
+	lim.max_rd_atomic = c->limits.max_qp_rd_atom > UINT8_MAX ? UINT8_MAX :
+			    (uint8_t)c->limits.max_qp_rd_atom;
+	lim.phys_port_cnt = 1;
+	lim.pkey_tbl_len = 1;
+	lim.gid_tbl_len = (uint16_t)c->nb_gids;
+	if (droce_shm_qp_attr_check(qp->view.qp_type, droce_shm_client_qp_state(&qp->view),
+				    &req.modify_qp.attr, &lim) != 0)
+		return verbs_err(EINVAL);
+	req.modify_qp.handle = ib->handle;
+	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	if (ret != 0)
+		return verbs_err(ret);
+	if (attr_mask & IBV_QP_STATE)
+		ib->state = attr->qp_state;
+	return 0;
+}
+
+VERBS_EXPORT int
+ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
+	     struct ibv_qp_init_attr *init_attr)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_QUERY_QP };
+	struct droce_proto_resp resp;
+	const struct droce_shm_qp_attr *s;
+	struct ibv_qp_cap cap;
+	int ret;
+
+	(void)attr_mask;	/* everything is returned, as rdma-core's providers do */
+	if (ib == NULL || attr == NULL || init_attr == NULL)
+		return verbs_err(EINVAL);
+	req.obj.handle = ib->handle;
+	ret = verbs_ctl_call(to_dctx(ib->context), &req, NULL, 0, &resp);
+	if (ret != 0)
+		return verbs_err(ret);
+	s = &resp.query_qp.attr;
+	cap.max_send_wr = resp.query_qp.cap.max_send_wr;
+	cap.max_recv_wr = resp.query_qp.cap.max_recv_wr;
+	cap.max_send_sge = resp.query_qp.cap.max_send_sge;
+	cap.max_recv_sge = resp.query_qp.cap.max_recv_sge;
+	cap.max_inline_data = resp.query_qp.cap.max_inline_data;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = (enum ibv_qp_state)s->qp_state;
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = (enum ibv_mtu)s->path_mtu;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->qkey = s->qkey;
+	attr->rq_psn = s->rq_psn;
+	attr->sq_psn = s->sq_psn;
+	attr->dest_qp_num = s->dest_qp_num;
+	attr->qp_access_flags = (unsigned int)s->qp_access_flags;
+	attr->cap = cap;
+	ah_attr_from_shm(&s->ah, &attr->ah_attr);
+	attr->pkey_index = s->pkey_index;
+	attr->en_sqd_async_notify = s->en_sqd_async_notify;
+	attr->sq_draining = s->qp_state == IBV_QPS_SQD;
+	attr->max_rd_atomic = s->max_rd_atomic;
+	attr->max_dest_rd_atomic = s->max_dest_rd_atomic;
+	attr->min_rnr_timer = s->min_rnr_timer;
+	attr->port_num = VERBS_PORT_NUM;
+	attr->timeout = s->timeout;
+	attr->retry_cnt = s->retry_cnt;
+	attr->rnr_retry = s->rnr_retry;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ib->qp_context;
+	init_attr->send_cq = ib->send_cq;
+	init_attr->recv_cq = ib->recv_cq;
+	init_attr->srq = ib->srq;
+	init_attr->cap = cap;
+	init_attr->qp_type = ib->qp_type;
+	init_attr->sq_sig_all = resp.query_qp.sq_sig_all;
+	ib->state = attr->qp_state;
+	return 0;
+}
+
+/* ---- Not implemented ---- */
+
+/* Multicast needs IGMP and multicast steering in droced: EOPNOTSUPP. */
+VERBS_EXPORT int
+ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp; (void)gid; (void)lid;
+	return verbs_err(EOPNOTSUPP);
+}
+
+VERBS_EXPORT int
+ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp; (void)gid; (void)lid;
+	return verbs_err(EOPNOTSUPP);
+}
+
+/* ibv_query_qp_data_in_order(3): 0 means "not guaranteed", the answer for a software HCA. */
+VERBS_EXPORT int
+ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	(void)qp; (void)op; (void)flags;
+	return 0;
+}
+
+/* Enhanced connection establishment: no ECE options to negotiate. */
+VERBS_EXPORT int
+ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp; (void)ece;
+	return verbs_err(EOPNOTSUPP);
+}
+
+VERBS_EXPORT int
+ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp; (void)ece;
+	return verbs_err(EOPNOTSUPP);
+}

@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Processes for the integration tests: droced daemons (alone, a memif pair, a veth pair in
+two network namespaces) and the applications that run through them.
+
+Every process gets a hard timeout; everything started is stopped, and every socket,
+hugepage file, DPDK runtime directory and network namespace made is removed, on success,
+failure or an exception (use the classes as context managers).
+"""
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+DAEMON_START_TIMEOUT = 30
+DAEMON_STOP_TIMEOUT = 20
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+class Workdir:
+    """A temporary directory for configs, sockets and logs; removed at exit unless
+    DROCE_KEEP=1."""
+
+    def __init__(self, tag):
+        self.path = tempfile.mkdtemp(prefix="droce-%s-" % tag, dir="/tmp")
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def close(self):
+        if os.environ.get("DROCE_KEEP") != "1":
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Daemon:
+    """One droced. port is the [port] section body (device, addresses); netns runs it in a
+    network namespace."""
+
+    def __init__(self, droced, work, name, device, ipv4, mtu=4096, lcore=1, idle_sleep_us=50,
+                 netns=None, extra_port="", limits="", asan=False):
+        self.droced = droced
+        self.work = work
+        self.name = name
+        self.prefix = "droce-it-%d-%s" % (os.getpid(), name)
+        self.socket = work.file("%s.sock" % name)
+        self.config = work.file("%s.ini" % name)
+        self.logfile = work.file("%s.log" % name)
+        self.netns = netns
+        self.proc = None
+        self.asan = asan
+        with open(self.config, "w") as f:
+            f.write("[eal]\nargs = --file-prefix=%s --no-pci\n\n" % self.prefix)
+            f.write("[port %s]\ndevice = %s\nipv4 = %s\nmtu = %d\n%s\n" %
+                    (name, device, ipv4, mtu, extra_port))
+            f.write("[engines]\nlcores = %d\nidle_sleep_us = %d\n\n" % (lcore, idle_sleep_us))
+            f.write("[control]\nsocket = %s\n" % self.socket)
+            if limits:
+                f.write("\n[limits]\n%s\n" % limits)
+
+    def start(self, timeout=DAEMON_START_TIMEOUT):
+        cmd = ["timeout", "--kill-after=5", "900", self.droced, "--config", self.config]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns] + cmd
+        self.out = open(self.logfile, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TestFailure("droced %s exited with %s while starting:\n%s" %
+                                  (self.name, self.proc.returncode, self.log_text()))
+            if "droced: ready" in self.log_text() and os.path.exists(self.socket):
+                return self
+            time.sleep(0.05)
+        raise TestFailure("droced %s not ready after %d s:\n%s" %
+                          (self.name, timeout, self.log_text()))
+
+    def log_text(self):
+        try:
+            with open(self.logfile, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def env(self, base=None):
+        e = dict(os.environ if base is None else base)
+        e["DROCE_SOCKET"] = self.socket
+        return e
+
+    def stop(self, expect_clean=True):
+        """SIGTERM; returns droced's exit status (None if it had to be killed)."""
+        if self.proc is None:
+            return None
+        rc = None
+        if self.proc.poll() is None:
+            # The timeout wrapper forwards SIGTERM to droced.
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                rc = self.proc.wait(DAEMON_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                rc = None
+        else:
+            rc = self.proc.returncode
+        self.out.close()
+        self.proc = None
+        self.cleanup_files()
+        if expect_clean:
+            check(rc == 0, "droced %s exited with %s on SIGTERM:\n%s" %
+                  (self.name, rc, self.log_text()[-3000:]))
+        return rc
+
+    def cleanup_files(self):
+        for p in glob.glob("/dev/hugepages/%s*" % self.prefix):
+            os.unlink(p)
+        shutil.rmtree("/var/run/dpdk/%s" % self.prefix, ignore_errors=True)
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
+
+
+def ctl(droce_ctl, daemon, what="status"):
+    """droce-ctl's key=value output as a dict of strings."""
+    r = subprocess.run(["timeout", "10", droce_ctl, "--socket", daemon.socket, what],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "droce-ctl %s failed: %s%s" % (what, r.stdout, r.stderr))
+    out = {}
+    for line in r.stdout.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+class App:
+    """An application process run through a daemon (DROCE_SOCKET), with a hard timeout."""
+
+    def __init__(self, argv, daemon, timeout=120, name=None, netns=None):
+        self.name = name or os.path.basename(argv[0])
+        cmd = ["timeout", "--kill-after=5", str(timeout)] + list(argv)
+        if netns:
+            cmd = ["ip", "netns", "exec", netns] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env=daemon.env(), start_new_session=True)
+        self.output = None
+
+    def wait(self):
+        out, _ = self.proc.communicate()
+        self.output = out
+        return self.proc.returncode
+
+    def kill9(self):
+        """SIGKILL the application itself (not its timeout wrapper's group leader only)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def run_pair(server_argv, client_argv, srv_daemon, cli_daemon, timeout=120,
+             srv_netns=None, cli_netns=None, start_delay=0.3):
+    """Runs a server and a client; raises unless both exit 0. Returns their outputs."""
+    srv = App(server_argv, srv_daemon, timeout, "server", srv_netns)
+    time.sleep(start_delay)
+    cli = App(client_argv, cli_daemon, timeout, "client", cli_netns)
+    rc_c = cli.wait()
+    if rc_c != 0:
+        srv.stop()
+    rc_s = srv.wait()
+    if rc_s != 0 or rc_c != 0:
+        raise TestFailure("server exit %s, client exit %s\n--- server:\n%s\n--- client:\n%s" %
+                          (rc_s, rc_c, srv.output, cli.output))
+    return srv.output, cli.output
+
+
+class MemifPair:
+    """Two droced on one machine joined by net_memif (A is the server: started first)."""
+
+    def __init__(self, droced, tag="memif", mtu=4096, asan=False):
+        self.work = Workdir(tag)
+        memif = self.work.file("pair.memif")
+        self.a = Daemon(droced, self.work, "a",
+                        "net_memif0,role=server,id=0,socket=%s,bsize=8192" % memif,
+                        "10.99.0.1/24", mtu=mtu, lcore=1)
+        self.b = Daemon(droced, self.work, "b",
+                        "net_memif0,role=client,id=0,socket=%s,bsize=8192" % memif,
+                        "10.99.0.2/24", mtu=mtu, lcore=1)
+        self.ip_a, self.ip_b = "10.99.0.1", "10.99.0.2"
+
+    def __enter__(self):
+        try:
+            self.a.start()
+            self.b.start()
+        except BaseException:
+            self.close(False)
+            raise
+        return self
+
+    def close(self, clean=True):
+        # B (the memif client) first: a memif end must not see its peer go while closing.
+        errs = []
+        for d in (self.b, self.a):
+            try:
+                d.stop(expect_clean=clean)
+            except TestFailure as e:
+                errs.append(str(e))
+        self.work.close()
+        if errs:
+            raise TestFailure("\n".join(errs))
+
+    def __exit__(self, et, ev, tb):
+        self.close(clean=et is None)
+        return False
+
+
+def sh(*cmd):
+    subprocess.run(list(cmd), check=True, timeout=30)
+
+
+class VethPair:
+    """Two network namespaces joined by a veth pair, a droced in each on net_af_packet."""
+
+    def __init__(self, droced, tag="veth", mtu=4096):
+        self.work = Workdir(tag)
+        sfx = "%d" % os.getpid()
+        self.ns = ["droce-a-" + sfx, "droce-b-" + sfx]
+        self.ifs = ["vda%s" % sfx[-8:], "vdb%s" % sfx[-8:]]
+        self.ip_a, self.ip_b = "10.99.1.1", "10.99.1.2"
+        self.mtu = mtu
+        self.a = Daemon(droced, self.work, "a", "net_af_packet0,iface=%s" % self.ifs[0],
+                        self.ip_a + "/24", mtu=mtu, lcore=1, netns=self.ns[0])
+        self.b = Daemon(droced, self.work, "b", "net_af_packet0,iface=%s" % self.ifs[1],
+                        self.ip_b + "/24", mtu=mtu, lcore=1, netns=self.ns[1])
+
+    def __enter__(self):
+        try:
+            for ns in self.ns:
+                sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", self.ifs[0], "netns", self.ns[0], "type", "veth",
+               "peer", "name", self.ifs[1], "netns", self.ns[1])
+            for ns, ifn in zip(self.ns, self.ifs):
+                # Room for a 4096-byte RoCE payload and its headers.
+                sh("ip", "-n", ns, "link", "set", ifn, "mtu", "9000", "up")
+                sh("ip", "-n", ns, "link", "set", "lo", "up")
+            self.a.start()
+            self.b.start()
+        except BaseException:
+            self.close(False)
+            raise
+        return self
+
+    def close(self, clean=True):
+        errs = []
+        for d in (self.b, self.a):
+            try:
+                d.stop(expect_clean=clean)
+            except TestFailure as e:
+                errs.append(str(e))
+        for ns in self.ns:
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, timeout=30)
+        self.work.close()
+        if errs:
+            raise TestFailure("\n".join(errs))
+
+    def __exit__(self, et, ev, tb):
+        self.close(clean=et is None)
+        return False
+
+
+def main(cases, argv=None):
+    """Runs named test functions (name, fn); prints one line each; exit 1 on any failure."""
+    failed = 0
+    only = (argv or sys.argv[1:])
+    for name, fn in cases:
+        if only and name not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            fn()
+            log("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
+        except Exception as e:  # report and go on with the next case
+            failed += 1
+            log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
+    sys.exit(1 if failed else 0)
