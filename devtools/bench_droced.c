@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,9 @@
 #define BENCH_BW_WINDOW		16	/* sends in flight */
 #define BENCH_RECV_DEPTH	64
 #define BENCH_POLL_TIMEOUT_S	10
+#define BENCH_CHECK_MASK	0x3FF	/* look at the clock or the socket every 1024 */
+#define BENCH_QP_BATCH		4000	/* < droced's 4096 doorbell slots per engine */
+#define BENCH_QP_STEPS		4	/* create, INIT, RTR, RTS */
 
 struct bench {
 	struct ibv_context *ctx;
@@ -50,6 +54,9 @@ struct peer_info {
 	uint32_t psn;
 	uint8_t gid[16];
 };
+
+/* -y: sched_yield() after each empty poll, for machines with fewer CPUs than busy threads. */
+static int yield_cpu;
 
 static void
 die(const char *what, int err)
@@ -100,31 +107,46 @@ bench_open(struct bench *b, size_t size, int cqe)
 }
 
 static struct ibv_qp *
-qp_create(struct bench *b, uint32_t depth)
+qp_new(struct bench *b, uint32_t depth)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = b->cq, .recv_cq = b->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = depth, .max_recv_wr = depth,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
-	};
 	struct ibv_qp *qp = ibv_create_qp(b->pd, &ia);
-	int rc;
 
 	if (qp == NULL)
 		die("ibv_create_qp", errno);
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			   IBV_QP_ACCESS_FLAGS);
-	if (rc != 0)
-		die("ibv_modify_qp(INIT)", rc);
 	return qp;
 }
 
 static void
-qp_connect(struct bench *b, struct ibv_qp *qp, const struct peer_info *peer)
+qp_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	int rc;
+
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			   IBV_QP_ACCESS_FLAGS);
+	if (rc != 0)
+		die("ibv_modify_qp(INIT)", rc);
+}
+
+static struct ibv_qp *
+qp_create(struct bench *b, uint32_t depth)
+{
+	struct ibv_qp *qp = qp_new(b, depth);
+
+	qp_init(qp);
+	return qp;
+}
+
+static void
+qp_rtr(struct bench *b, struct ibv_qp *qp, const struct peer_info *peer)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = b->mtu, .dest_qp_num = peer->qpn,
@@ -140,50 +162,83 @@ qp_connect(struct bench *b, struct ibv_qp *qp, const struct peer_info *peer)
 			   IBV_QP_MIN_RNR_TIMER);
 	if (rc != 0)
 		die("ibv_modify_qp(RTR)", rc);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = BENCH_PSN;
-	a.max_rd_atomic = 0;
+}
+
+static void
+qp_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+		.sq_psn = BENCH_PSN, .max_rd_atomic = 0,
+	};
+	int rc;
+
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc != 0)
 		die("ibv_modify_qp(RTS)", rc);
 }
 
-/* qp-rate: n QPs created and moved to RTS (each connected to itself), then destroyed. */
 static void
-run_qp_rate(uint32_t n)
+qp_connect(struct bench *b, struct ibv_qp *qp, const struct peer_info *peer)
 {
-	struct ibv_qp **qps = calloc(n, sizeof(*qps));
+	qp_rtr(b, qp, peer);
+	qp_rts(qp);
+}
+
+/*
+ * qp-rate: n QPs created and moved to RTS (each connected to itself), at most batch alive
+ * at once (droced gives a client DROCE_SHM_DB_SLOTS doorbell slots per engine: 4096),
+ * each batch destroyed before the next. Each verb is timed on its own too, so the script
+ * can say which step the time goes to; destroying is timed apart from the rate.
+ */
+static void
+run_qp_rate(uint32_t n, uint32_t batch)
+{
+	struct ibv_qp **qps = calloc(batch, sizeof(*qps));
 	struct bench b = { 0 };
 	struct peer_info self;
-	double t0, t1, t2;
-	uint32_t i;
+	double up = 0, down = 0, t, us[BENCH_QP_STEPS] = { 0 };
+	uint32_t i, j, done;
 
 	if (qps == NULL)
 		die("calloc", ENOMEM);
 	bench_open(&b, 0, 1024);
 	memcpy(self.gid, b.gid.raw, 16);
 	self.psn = BENCH_PSN;
-	t0 = now_s();
-	for (i = 0; i < n; i++) {
-		qps[i] = qp_create(&b, 16);
-		self.qpn = qps[i]->qp_num;
-		qp_connect(&b, qps[i], &self);
-	}
-	t1 = now_s();
-	for (i = 0; i < n; i++) {
-		int rc = ibv_destroy_qp(qps[i]);
+	for (done = 0; done < n; done += j) {
+		double t0 = now_s();
 
-		if (rc != 0)
-			die("ibv_destroy_qp", rc);
+		for (j = 0; j < batch && done + j < n; j++) {
+			t = now_s();
+			qps[j] = qp_new(&b, 16);
+			us[0] += now_s() - t;
+			t = now_s();
+			qp_init(qps[j]);
+			us[1] += now_s() - t;
+			self.qpn = qps[j]->qp_num;
+			t = now_s();
+			qp_rtr(&b, qps[j], &self);
+			us[2] += now_s() - t;
+			t = now_s();
+			qp_rts(qps[j]);
+			us[3] += now_s() - t;
+		}
+		t = now_s();
+		up += t - t0;
+		for (i = 0; i < j; i++) {
+			int rc = ibv_destroy_qp(qps[i]);
+
+			if (rc != 0)
+				die("ibv_destroy_qp", rc);
+		}
+		down += now_s() - t;
 	}
-	t2 = now_s();
-	printf("mode=qp-rate qps=%u seconds=%.4f qps_per_sec=%.0f destroy_per_sec=%.0f\n",
-	       n, t1 - t0, n / (t1 - t0), n / (t2 - t1));
+	/* Mean microseconds per call of each step. */
+	printf("mode=qp-rate qps=%u batch=%u seconds=%.4f qps_per_sec=%.0f destroy_per_sec=%.0f "
+	       "create_us=%.2f init_us=%.2f rtr_us=%.2f rts_us=%.2f destroy_us=%.2f\n",
+	       n, batch, up, n / up, n / down, us[0] * 1e6 / n, us[1] * 1e6 / n,
+	       us[2] * 1e6 / n, us[3] * 1e6 / n, down * 1e6 / n);
 	free(qps);
 	ibv_destroy_cq(b.cq);
 	ibv_dealloc_pd(b.pd);
@@ -228,6 +283,14 @@ tcp_exchange(const char *server, const struct peer_info *mine, struct peer_info 
 	return c;
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void
 post_recv(struct bench *b, uint64_t id)
 {
@@ -264,6 +327,8 @@ poll_one(struct bench *b, struct ibv_wc *wc)
 	int n;
 
 	while ((n = ibv_poll_cq(b->cq, 1, wc)) == 0) {
+		if (yield_cpu)
+			sched_yield();
 		if ((++spins & 0xFFFF) == 0) {
 			if (deadline == 0)
 				deadline = now_s() + BENCH_POLL_TIMEOUT_S;
@@ -278,6 +343,35 @@ poll_one(struct bench *b, struct ibv_wc *wc)
 			ibv_wc_status_str(wc->status));
 		exit(1);
 	}
+}
+
+/*
+ * The ponger's poll: one completion (true), or false once the pinger's end message
+ * arrives on sock (looked for every BENCH_CHECK_MASK + 1 empty polls).
+ */
+static bool
+poll_or_end(struct bench *b, struct ibv_wc *wc, int sock)
+{
+	uint32_t spins = 0, total;
+	int n;
+
+	while ((n = ibv_poll_cq(b->cq, 1, wc)) == 0) {
+		if (yield_cpu)
+			sched_yield();
+		if ((++spins & BENCH_CHECK_MASK) == 0) {
+			ssize_t r = recv(sock, &total, sizeof(total), MSG_DONTWAIT);
+
+			if (r == 0)
+				die("client went away", EPIPE);
+			if (r > 0)
+				return false;
+		}
+	}
+	if (n < 0)
+		die("ibv_poll_cq", EIO);
+	if (wc->status != IBV_WC_SUCCESS)
+		die(ibv_wc_status_str(wc->status), EIO);
+	return true;
 }
 
 static void
@@ -308,23 +402,35 @@ run_two_sided(const char *mode, const char *server, uint32_t iters, double durat
 
 	if (lat) {
 		/*
-		 * The client pings, the server pongs; the client times iters round trips.
+		 * The client pings, the server pongs; the client times up to iters round trips,
+		 * for at most duration seconds, then tells the server how many over TCP.
 		 * Send completions arrive in between and are only counted.
 		 */
-		uint32_t sends_out = 0;
+		double *rtt = server != NULL ? calloc(iters, sizeof(*rtt)) : NULL;
+		uint32_t sends_out = 0, got;
+		double ts = 0;
 
+		if (server != NULL && rtt == NULL)
+			die("calloc", ENOMEM);
 		t0 = now_s();
 		for (i = 0; i < iters; i++) {
 			if (server != NULL) {
+				if (i > 0 && now_s() - t0 > duration)
+					break;
+				ts = now_s();
 				post_send(&b, 1, true);
 				sends_out++;
 			}
 			for (;;) {
-				poll_one(&b, &wc);
+				if (server == NULL ? !poll_or_end(&b, &wc, sock) :
+				    (poll_one(&b, &wc), false))
+					goto pong_end;
 				if (wc.opcode != IBV_WC_RECV) {
 					sends_out--;
 					continue;
 				}
+				if (rtt != NULL)
+					rtt[i] = now_s() - ts;
 				post_recv(&b, 0);
 				break;
 			}
@@ -333,14 +439,28 @@ run_two_sided(const char *mode, const char *server, uint32_t iters, double durat
 				sends_out++;
 			}
 		}
+pong_end:
 		t1 = now_s();
+		got = i;
+		if (server != NULL && write(sock, &got, sizeof(got)) != sizeof(got))
+			die("lat end", EIO);
 		while (sends_out > 0) {
 			poll_one(&b, &wc);
-			sends_out--;
+			if (wc.opcode != IBV_WC_RECV)
+				sends_out--;
 		}
-		if (server != NULL)
-			printf("mode=lat size=%d iters=%u half_rtt_us=%.2f\n", BENCH_LAT_SIZE,
-			       iters, (t1 - t0) / iters / 2 * 1e6);
+		if (server != NULL) {
+			if (got == 0)
+				die("no round trip", ETIMEDOUT);
+			/* Mean over the whole run, and the median and 99th percentile. */
+			qsort(rtt, got, sizeof(*rtt), cmp_double);
+			printf("mode=lat size=%d iters=%u seconds=%.3f half_rtt_us=%.2f "
+			       "half_rtt_us_median=%.2f half_rtt_us_p99=%.2f yield=%d\n",
+			       BENCH_LAT_SIZE, got, t1 - t0, (t1 - t0) / got / 2 * 1e6,
+			       rtt[got / 2] / 2 * 1e6, rtt[(uint64_t)got * 99 / 100] / 2 * 1e6,
+			       yield_cpu);
+		}
+		free(rtt);
 	} else if (server != NULL) {
 		/* The client streams for duration seconds, then tells the server over TCP. */
 		t0 = now_s();
@@ -367,6 +487,10 @@ run_two_sided(const char *mode, const char *server, uint32_t iters, double durat
 			struct ibv_wc w[16];
 			int n = ibv_poll_cq(b.cq, 16, w);
 
+			if (n < 0)
+				die("ibv_poll_cq", EIO);
+			if (n == 0 && yield_cpu)
+				sched_yield();
 			for (int k = 0; k < n; k++) {
 				if (w[k].status != IBV_WC_SUCCESS)
 					die(ibv_wc_status_str(w[k].status), EIO);
@@ -395,18 +519,22 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: droce-bench-droced qp-rate [-n QPS]\n"
-		"       droce-bench-droced lat|bw [-n ITERS] [-d SECONDS] [SERVER]\n"
+		"usage: droce-bench-droced qp-rate [-n QPS] [-b BATCH]\n"
+		"       droce-bench-droced lat|bw [-n ITERS] [-d SECONDS] [-y] [SERVER]\n"
 		"Figures through droced (DROCE_SOCKET names the daemon). Without SERVER: the server\n"
 		"side (waits on TCP port %d); with it: the client, which prints the figure.\n"
-		"  -n  QPs (qp-rate, default 10000) or round trips (lat, default 100000)\n"
-		"  -d  seconds of streaming (bw, default 2)\n", BENCH_PORT);
+		"  -n  QPs (qp-rate, default 10000) or at most so many round trips (lat,\n"
+		"      default 100000)\n"
+		"  -b  QPs alive at once (qp-rate, default %d)\n"
+		"  -d  seconds of streaming (bw) or at most of ping-pong (lat), default 2\n"
+		"  -y  sched_yield() after every empty CQ poll (fewer CPUs than busy threads)\n",
+		BENCH_PORT, BENCH_QP_BATCH);
 }
 
 int
 main(int argc, char **argv)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, batch = BENCH_QP_BATCH;
 	double duration = 2;
 	const char *mode;
 	int opt;
@@ -417,13 +545,19 @@ main(int argc, char **argv)
 	}
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "n:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:b:d:y")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'b':
+			batch = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'd':
 			duration = strtod(optarg, NULL);
+			break;
+		case 'y':
+			yield_cpu = 1;
 			break;
 		default:
 			usage(stderr);
@@ -431,7 +565,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "qp-rate") == 0)
-		run_qp_rate(n ? n : 10000);
+		run_qp_rate(n ? n : 10000, batch ? batch : 1);
 	else if (strcmp(mode, "lat") == 0 || strcmp(mode, "bw") == 0)
 		run_two_sided(mode, optind < argc ? argv[optind] : NULL, n ? n : 100000, duration);
 	else {

@@ -97,6 +97,11 @@ print_status(const struct droce_proto_status *st)
 	       st->pid, st->nb_clients, st->nb_ports, st->nb_engines, st->pds, st->mrs, st->cqs,
 	       st->srqs, st->qps, st->ahs, st->mr_bytes, st->clients_total,
 	       st->clients_torn_down, st->uptime_ms);
+	/* What the engines hold: equal to the counts above unless droced lost track. */
+	printf("engine_domains=%" PRIu32 "\nengine_qps=%" PRIu32 "\nengine_cqs=%" PRIu32 "\n"
+	       "engine_srqs=%" PRIu32 "\nengine_mrs=%" PRIu32 "\nengine_ahs=%" PRIu32 "\n",
+	       st->engine_domains, st->engine_qps, st->engine_cqs, st->engine_srqs,
+	       st->engine_mrs, st->engine_ahs);
 }
 
 static void

@@ -424,6 +424,7 @@ op_status(struct droce_proto_resp *resp)
 {
 	struct droce_proto_status *st = &resp->stat;
 	const struct droced_client *c;
+	struct droce_dev_objects objs;
 
 	st->pid = (uint32_t)getpid();
 	st->nb_ports = droced.nb_ports;
@@ -433,6 +434,13 @@ op_status(struct droce_proto_resp *resp)
 	st->clients_total = droced.clients_total;
 	st->clients_torn_down = droced.clients_torn_down;
 	st->uptime_ms = droced_now_ms() - droced.start_ms;
+	droce_dev_objects_get(droced.dev, &objs);
+	st->engine_domains = objs.domains;
+	st->engine_qps = objs.qps;
+	st->engine_cqs = objs.cqs;
+	st->engine_srqs = objs.srqs;
+	st->engine_mrs = objs.mrs;
+	st->engine_ahs = objs.ahs;
 	return 0;
 }
 

@@ -50,6 +50,21 @@ struct droce_dev *droce_dev_create(const struct droce_dev_conf *conf);
 /* Engines must be stopped and every domain destroyed first. */
 void droce_dev_destroy(struct droce_dev *dev);
 
+/*
+ * Objects that exist in the engines of dev right now, counted where they are created and
+ * freed (not where a caller keeps its tables): what a control path leaked shows here.
+ */
+struct droce_dev_objects {
+	uint32_t domains;
+	uint32_t qps;
+	uint32_t cqs;
+	uint32_t srqs;
+	uint32_t mrs;
+	uint32_t ahs;
+};
+
+void droce_dev_objects_get(const struct droce_dev *dev, struct droce_dev_objects *o);
+
 /* A static neighbour: which MAC a GID is reached at (ARP comes with droced). */
 int droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6]);
 

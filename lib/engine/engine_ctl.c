@@ -62,6 +62,12 @@ droce_dev_destroy(struct droce_dev *dev)
 	rte_free(dev);
 }
 
+void
+droce_dev_objects_get(const struct droce_dev *dev, struct droce_dev_objects *o)
+{
+	*o = dev->objs;
+}
+
 int
 droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6])
 {
@@ -133,6 +139,7 @@ droce_domain_create(struct droce_dev *dev, const struct droce_domain_conf *conf)
 		dom->db[i] = (struct droce_shm_doorbell *)(dom->region + hdr->doorbell_off[i]);
 	dom->mr_next = 1;
 	LIST_INSERT_HEAD(&dev->doms, dom, next);
+	dev->objs.domains++;
 	return dom;
 nomem:
 	rte_errno = ENOMEM;
@@ -165,6 +172,10 @@ droce_domain_destroy(struct droce_domain *dom)
 	}
 	LIST_REMOVE(dom, next);
 	engine_quiesce(dev);
+	/* Its MRs and AHs go with it. */
+	dev->objs.mrs -= dom->nb_mrs;
+	dev->objs.ahs -= dom->nb_ahs;
+	dev->objs.domains--;
 	rte_ring_free(dom->events);
 	rte_free(dom->ahs);
 	rte_free(dom->mrs);
@@ -202,6 +213,8 @@ droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
 		mr->key = (i << 8) | (dom->mr_next++ & 0xFF);
 		atomic_store_explicit(&mr->valid, 1, memory_order_release);
 		*lkey = *rkey = mr->key;
+		dom->nb_mrs++;
+		dom->dev->objs.mrs++;
 		return 0;
 	}
 	return -ENOMEM;
@@ -219,6 +232,8 @@ droce_mr_dereg(struct droce_domain *dom, uint32_t lkey)
 	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->key != lkey)
 		return -EINVAL;
 	atomic_store_explicit(&mr->valid, 0, memory_order_release);
+	dom->nb_mrs--;
+	dom->dev->objs.mrs--;
 	/* An engine in the middle of a copy through this key finishes before we return. */
 	engine_quiesce(dom->dev);
 	return 0;
@@ -267,6 +282,8 @@ droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
 		ah->pd = pd;
 		atomic_store_explicit(&ah->valid, 1, memory_order_release);
 		*ahn = i;
+		dom->nb_ahs++;
+		dom->dev->objs.ahs++;
 		return 0;
 	}
 	return -ENOMEM;
@@ -279,6 +296,8 @@ droce_ah_destroy(struct droce_domain *dom, uint32_t ahn)
 	    !atomic_load_explicit(&dom->ahs[ahn].valid, memory_order_relaxed))
 		return -EINVAL;
 	atomic_store_explicit(&dom->ahs[ahn].valid, 0, memory_order_release);
+	dom->nb_ahs--;
+	dom->dev->objs.ahs--;
 	engine_quiesce(dom->dev);
 	return 0;
 }
@@ -310,6 +329,7 @@ droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf)
 	/* Start where the ring is: a CQ made over a used ring must not look full or fresh. */
 	atomic_store(&cq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
 	atomic_store(&cq->arm_served, __atomic_load_n(&conf->ctl->arm, __ATOMIC_ACQUIRE) >> 1);
+	dom->dev->objs.cqs++;
 	return cq;
 }
 
@@ -345,6 +365,7 @@ droce_cq_destroy(struct droce_cq *cq)
 	if (cq->nb_qps != 0)
 		return -EBUSY;
 	engine_quiesce(cq->dom->dev);
+	cq->dom->dev->objs.cqs--;
 	rte_free(cq);
 	return 0;
 }
@@ -376,6 +397,7 @@ droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf)
 	atomic_store(&srq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
 	atomic_store(&srq->tail, atomic_load(&srq->head));
 	atomic_store(&srq->limit, conf->limit);
+	dom->dev->objs.srqs++;
 	return srq;
 }
 
@@ -400,6 +422,7 @@ droce_srq_destroy(struct droce_srq *srq)
 	if (srq->nb_qps != 0)
 		return -EBUSY;
 	engine_quiesce(srq->dom->dev);
+	srq->dom->dev->objs.srqs--;
 	rte_free(srq);
 	return 0;
 }
@@ -539,6 +562,7 @@ droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
 	dom->nb_qps++;
 	__atomic_store_n(&dom->db_qp[e->id][c->db_slot], qp, __ATOMIC_RELEASE);
 	atomic_store_explicit(&dev->qps[qpn], qp, memory_order_release);
+	dev->objs.qps++;
 	return qp;
 }
 
@@ -601,6 +625,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	if (qp->srq != NULL)
 		qp->srq->nb_qps--;
 	qp->dom->nb_qps--;
+	dev->objs.qps--;
 	rte_free(qp->req.copy);
 	rte_free(qp->req.wq);
 	rte_free(qp);

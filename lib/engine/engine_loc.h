@@ -65,6 +65,8 @@ struct droce_domain {
 	struct droce_mr *mrs;
 	uint32_t max_mrs;
 	uint32_t mr_next;		/* control thread: key variant counter */
+	uint32_t nb_mrs;		/* control thread: valid MRs */
+	uint32_t nb_ahs;		/* control thread: valid AHs */
 	struct droce_ah *ahs;
 	uint32_t max_ahs;
 	struct rte_ring *events;	/* engines produce (MP), the control path consumes */
@@ -380,6 +382,7 @@ struct droce_dev {
 	uint32_t qpn_next;		/* control thread: allocation cursor */
 	struct droce_engine *engines[DROCE_ENGINE_MAX];
 	LIST_HEAD(, droce_domain) doms;
+	struct droce_dev_objects objs;	/* control thread */
 	uint32_t nb_neigh;
 	struct {
 		uint8_t gid[16];

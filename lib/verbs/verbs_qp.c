@@ -383,6 +383,38 @@ qp_resp_check(const struct dv_context *c, const struct droce_proto_resp *r, bool
 	return 0;
 }
 
+/*
+ * send_ops_flags asks for wr_* opcodes: each must be one the engine implements (droced's
+ * supported_wr for this QP), else ibv_create_qp_ex fails with EOPNOTSUPP, so a program
+ * learns at create time rather than at its first post.
+ */
+static bool
+send_ops_supported(const struct ibv_qp_init_attr_ex *a, uint32_t supported_wr)
+{
+	static const struct {
+		uint64_t op;
+		enum ibv_wr_opcode wr;
+	} map[] = {
+		{ IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE },
+		{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM },
+		{ IBV_QP_EX_WITH_SEND, IBV_WR_SEND },
+		{ IBV_QP_EX_WITH_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM },
+		{ IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ },
+		{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP },
+		{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
+		{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
+		{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
+	};
+	size_t i;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return true;
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if ((a->send_ops_flags & map[i].op) && !(supported_wr & (1u << map[i].wr)))
+			return false;
+	return true;
+}
+
 /* The checks of ibv_create_qp(3) that need no daemon: EINVAL, EOPNOTSUPP. */
 static int
 qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
@@ -446,13 +478,14 @@ verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
 	}
 	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
-	if (ret == 0 && qp_resp_check(c, &resp, a->srq != NULL) != 0) {
+	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
+			 !send_ops_supported(a, resp.qp.supported_wr))) {
 		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
+		ret = qp_resp_check(c, &resp, a->srq != NULL) != 0 ? EPROTO : EOPNOTSUPP;
 		d.obj.handle = resp.qp.handle;
 		verbs_ctl_call(c, &d, NULL, 0, &dr);
-		ret = EPROTO;
 	}
 	if (ret != 0) {
 		free(qp);

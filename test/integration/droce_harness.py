@@ -121,11 +121,21 @@ class Daemon:
             rc = self.proc.returncode
         self.out.close()
         self.proc = None
+        left = self.leftovers()
         self.cleanup_files()
         if expect_clean:
             check(rc == 0, "droced %s exited with %s on SIGTERM:\n%s" %
                   (self.name, rc, self.log_text()[-3000:]))
+            # A clean stop removes droced's hugepage files, DPDK runtime dir and socket.
+            check(not left, "droced %s left behind: %s" % (self.name, " ".join(left)))
         return rc
+
+    def leftovers(self):
+        left = glob.glob("/dev/hugepages/%s*" % self.prefix)
+        for p in ("/var/run/dpdk/%s" % self.prefix, self.socket):
+            if os.path.exists(p):
+                left.append(p)
+        return left
 
     def cleanup_files(self):
         for p in glob.glob("/dev/hugepages/%s*" % self.prefix):
@@ -156,13 +166,23 @@ class App:
         cmd = ["timeout", "--kill-after=5", str(timeout)] + list(argv)
         if netns:
             cmd = ["ip", "netns", "exec", netns] + cmd
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        # Output goes to a file, not a pipe: a chatty application never blocks on a full
+        # pipe, and text() can be read while it runs.
+        self.out = tempfile.TemporaryFile(mode="w+", dir=daemon.work.path)
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
                                      text=True, env=daemon.env(), start_new_session=True)
         self.output = None
 
-    def wait(self):
-        out, _ = self.proc.communicate()
-        self.output = out
+    def text(self):
+        """What the application printed so far."""
+        self.out.flush()
+        self.out.seek(0)
+        return self.out.read()
+
+    def wait(self, timeout=None):
+        """Exit status; raises subprocess.TimeoutExpired after timeout seconds."""
+        self.proc.wait(timeout)
+        self.output = self.text()
         return self.proc.returncode
 
     def kill9(self):
@@ -235,19 +255,31 @@ def sh(*cmd):
     subprocess.run(list(cmd), check=True, timeout=30)
 
 
+# net_af_packet's default frame (2048 bytes) holds no 4096-byte RoCE payload: a frame of
+# 4352 bytes does (its packet room, 4352 minus the tpacket header, also fits droced's
+# 4352-byte mbufs, which af_packet checks). The PMD walks the ring as if frames were
+# contiguous, so a block must hold whole frames with no gap: 69632 = 17 pages = 16 frames.
+VETH_DEVARGS = ",framesz=4352,blocksz=69632,framecnt=512"
+
+
 class VethPair:
     """Two network namespaces joined by a veth pair, a droced in each on net_af_packet."""
 
-    def __init__(self, droced, tag="veth", mtu=4096):
+    def __init__(self, droced, tag="veth", mtu=4096, devargs="", on_link_up=None):
         self.work = Workdir(tag)
         sfx = "%d" % os.getpid()
         self.ns = ["droce-a-" + sfx, "droce-b-" + sfx]
         self.ifs = ["vda%s" % sfx[-8:], "vdb%s" % sfx[-8:]]
         self.ip_a, self.ip_b = "10.99.1.1", "10.99.1.2"
         self.mtu = mtu
-        self.a = Daemon(droced, self.work, "a", "net_af_packet0,iface=%s" % self.ifs[0],
+        # devargs: extra net_af_packet options (frame and block sizes, see VETH_DEVARGS).
+        # on_link_up(pair): called once the veth link is up, before the daemons start.
+        self.on_link_up = on_link_up
+        self.a = Daemon(droced, self.work, "a",
+                        "net_af_packet0,iface=%s%s" % (self.ifs[0], devargs),
                         self.ip_a + "/24", mtu=mtu, lcore=1, netns=self.ns[0])
-        self.b = Daemon(droced, self.work, "b", "net_af_packet0,iface=%s" % self.ifs[1],
+        self.b = Daemon(droced, self.work, "b",
+                        "net_af_packet0,iface=%s%s" % (self.ifs[1], devargs),
                         self.ip_b + "/24", mtu=mtu, lcore=1, netns=self.ns[1])
 
     def __enter__(self):
@@ -260,6 +292,8 @@ class VethPair:
                 # Room for a 4096-byte RoCE payload and its headers.
                 sh("ip", "-n", ns, "link", "set", ifn, "mtu", "9000", "up")
                 sh("ip", "-n", ns, "link", "set", "lo", "up")
+            if self.on_link_up is not None:
+                self.on_link_up(self)
             self.a.start()
             self.b.start()
         except BaseException:
@@ -285,13 +319,50 @@ class VethPair:
         return False
 
 
+def parse_args(names):
+    """The test script's arguments: the paths of the programs in names (in that order),
+    then optional test case names to run. Returns ({name: path}, [case...])."""
+    argv = sys.argv[1:]
+    if len(argv) < len(names):
+        sys.stderr.write("usage: %s %s [CASE...]\n" %
+                         (os.path.basename(sys.argv[0]), " ".join(n.upper() for n in names)))
+        sys.exit(2)
+    paths = dict(zip(names, (os.path.abspath(a) for a in argv[:len(names)])))
+    return paths, argv[len(names):]
+
+
+# What the engines really hold (counted where objects are made and freed), beside droced's
+# own tables: a client torn down in droced's tables but not in the engines shows here.
+ENGINE_OBJECTS = ("engine_domains", "engine_qps", "engine_cqs", "engine_srqs", "engine_mrs",
+                  "engine_ahs")
+
+
+def expect_consistent(st):
+    """droced's per-client tables and the engines agree on what exists."""
+    pairs = (("clients", "engine_domains"), ("qps", "engine_qps"), ("cqs", "engine_cqs"),
+             ("srqs", "engine_srqs"), ("mrs", "engine_mrs"), ("ahs", "engine_ahs"))
+    bad = {a: (st.get(a), st.get(b)) for a, b in pairs if st.get(a) != st.get(b)}
+    check(not bad, "droced's tables and the engines disagree (table, engine): %s" % bad)
+
+
+def expect_idle(droce_ctl, daemon):
+    """droce-ctl status of daemon shows no client and no object left."""
+    st = ctl(droce_ctl, daemon)
+    busy = {k: st.get(k) for k in ("clients", "pds", "mrs", "cqs", "srqs", "qps", "ahs",
+                                   "mr_bytes") + ENGINE_OBJECTS if st.get(k) != "0"}
+    check(not busy, "droced %s not idle: %s" % (daemon.name, busy))
+    return st
+
+
 def main(cases, argv=None):
     """Runs named test functions (name, fn); prints one line each; exit 1 on any failure."""
     failed = 0
-    only = (argv or sys.argv[1:])
+    ran = 0
+    only = sys.argv[1:] if argv is None else argv
     for name, fn in cases:
         if only and name not in only:
             continue
+        ran += 1
         t0 = time.monotonic()
         try:
             fn()
@@ -299,4 +370,7 @@ def main(cases, argv=None):
         except Exception as e:  # report and go on with the next case
             failed += 1
             log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
+    if ran == 0:
+        log("FAIL no test case selected")
+        failed = 1
     sys.exit(1 if failed else 0)

@@ -83,7 +83,8 @@ check_default_limits(const struct droced_limits *l)
 /* What every ready file shares: one port, no IPv6, no neighbours, one engine, defaults. */
 static void
 check_ready(const struct droced_config *cfg, const char *prefix, const char *port,
-	    const char *device, const char *ipv4, unsigned int lcore, const char *socket)
+	    const char *device, const char *ipv4, unsigned int lcore, unsigned int idle_sleep_us,
+	    const char *socket)
 {
 	const struct droced_port_config *p = &cfg->ports[0];
 
@@ -100,7 +101,7 @@ check_ready(const struct droced_config *cfg, const char *prefix, const char *por
 	CHECK(!p->rx_no_icrc);
 	CHECK_EQ_U64(cfg->nb_lcores, 1);
 	CHECK_EQ_U64(cfg->lcores[0], lcore);
-	CHECK_EQ_U64(cfg->idle_sleep_us, 0);
+	CHECK_EQ_U64(cfg->idle_sleep_us, idle_sleep_us);
 	CHECK_EQ_STR(cfg->socket, socket);
 	CHECK_EQ_I64(cfg->allowed_uid, -1);
 	CHECK_EQ_I64(cfg->allowed_gid, -1);
@@ -114,21 +115,23 @@ DROCE_TEST(ready_files)
 	load_ok(DROCE_SOURCE_ROOT "/config/pair-a.ini", cfg);
 	check_ready(cfg, "--file-prefix=droce-a", "memif0",
 		    "net_memif0,role=server,id=0,socket=/run/droce/pair.memif,bsize=8192",
-		    "10.99.0.1", 1, "/run/droce/a.sock");
+		    "10.99.0.1", 1, 20, "/run/droce/a.sock");
 	load_ok(DROCE_SOURCE_ROOT "/config/pair-b.ini", cfg);
 	check_ready(cfg, "--file-prefix=droce-b", "memif0",
 		    "net_memif0,role=client,id=0,socket=/run/droce/pair.memif,bsize=8192",
-		    "10.99.0.2", 2, "/run/droce/b.sock");
+		    "10.99.0.2", 2, 20, "/run/droce/b.sock");
 	load_ok(DROCE_SOURCE_ROOT "/config/veth-a.ini", cfg);
 	check_ready(cfg, "--file-prefix=droce-veth-a", "veth0",
-		    "net_af_packet0,iface=veth-droce-a", "10.99.1.1", 1,
+		    "net_af_packet0,iface=veth-droce-a,framesz=4352,blocksz=69632,framecnt=512",
+		    "10.99.1.1", 1, 20,
 		    "/run/droce/veth-a.sock");
 	load_ok(DROCE_SOURCE_ROOT "/config/veth-b.ini", cfg);
 	check_ready(cfg, "--file-prefix=droce-veth-b", "veth0",
-		    "net_af_packet0,iface=veth-droce-b", "10.99.1.2", 2,
+		    "net_af_packet0,iface=veth-droce-b,framesz=4352,blocksz=69632,framecnt=512",
+		    "10.99.1.2", 2, 20,
 		    "/run/droce/veth-b.sock");
 	load_ok(DROCE_SOURCE_ROOT "/config/default.ini", cfg);
-	check_ready(cfg, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1,
+	check_ready(cfg, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1, 0,
 		    DROCED_CONFIG_SOCKET_DEFAULT);
 }
 
@@ -139,7 +142,7 @@ DROCE_TEST(builtin_is_default_ini)
 
 	load_ok(DROCE_SOURCE_ROOT "/config/default.ini", file);
 	droced_config_builtin(builtin);
-	check_ready(builtin, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1,
+	check_ready(builtin, "--file-prefix=droced", "ring0", "net_ring0", "10.99.2.1", 1, 0,
 		    DROCED_CONFIG_SOCKET_DEFAULT);
 	/* Both start from a zeroed struct, so padding compares equal too. */
 	CHECK(memcmp(file, builtin, sizeof(*file)) == 0);

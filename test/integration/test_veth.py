@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Two droced in two network namespaces joined by a veth pair, each on net_af_packet
+(VethPair): nothing else answers on these addresses, so the daemons must resolve each
+other by ARP. RC ping-pong with payload checks (messages below and above the path MTU, MTU
+4096 and 1024), UD ping-pong with the GRH check; an ARP capture on both veth ends shows a
+request from each side's peer answered by a reply. Namespaces are removed in every case.
+
+usage: test_veth.py DROCED DROCE_CTL RC_PINGPONG UD_PINGPONG [CASE...]
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from droce_harness import (VETH_DEVARGS, VethPair, check, expect_idle, log, main, parse_args,
+                           run_pair)
+
+TCP_PORT = 19210
+BIN, CASES = parse_args(["droced", "droce_ctl", "rc_pingpong", "ud_pingpong"])
+
+# Runs inside a namespace: prints every ARP frame received on the interface as
+# "op sender_mac sender_ip target_ip", one line each, until killed.
+ARP_SNIFFER = r'''
+import socket, struct, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+s.bind((sys.argv[1], 0))
+print("listening", flush=True)
+while True:
+    frame, addr = s.recvfrom(2048)
+    if addr[2] == socket.PACKET_OUTGOING:
+        continue
+    op, = struct.unpack("!H", frame[20:22])
+    print(op, frame[22:28].hex(":"), socket.inet_ntoa(frame[28:32]),
+          socket.inet_ntoa(frame[38:42]), flush=True)
+'''
+
+
+class ArpCapture:
+    def __init__(self, pair):
+        self.procs = []
+        for ns, ifn in zip(pair.ns, pair.ifs):
+            out = open(pair.work.file("arp-%s.txt" % ns), "w+")
+            p = subprocess.Popen(["timeout", "300", "ip", "netns", "exec", ns, "/usr/bin/python3",
+                                  "-c", ARP_SNIFFER, ifn], stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+            self.procs.append((p, out))
+        deadline = time.monotonic() + 10
+        while not all("listening" in self.text(i) for i in range(2)):
+            check(time.monotonic() < deadline, "ARP capture did not start: %s" %
+                  [self.text(i) for i in range(2)])
+            time.sleep(0.05)
+
+    def text(self, i):
+        out = self.procs[i][1]
+        out.flush()
+        out.seek(0)
+        return out.read()
+
+    def frames(self, i):
+        """(op, sender_mac, sender_ip, target_ip) received in namespace i."""
+        return [tuple(l.split()) for l in self.text(i).splitlines() if l[:1] in "12"]
+
+    def stop(self):
+        for p, out in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            out.close()
+
+
+capture = None
+
+
+def start_capture(pair):
+    global capture
+    capture = ArpCapture(pair)
+
+
+def pingpong(pair, prog, size, iters, opts=()):
+    common = [prog, "-c", "-T", "15", "-p", str(TCP_PORT), "-s", str(size),
+              "-n", str(iters)] + list(opts)
+    srv, cli = run_pair(common, common + ["127.0.0.1"], pair.a, pair.b)
+    for out in (srv, cli):
+        check(re.search(r"iters=%d size=%d " % (iters, size), out) is not None,
+              "no result line:\n" + out)
+    return srv, cli
+
+
+def run():
+    try:
+        with VethPair(BIN["droced"], "veth", devargs=VETH_DEVARGS,
+                      on_link_up=start_capture) as pair:
+            for size, iters, mtu in ((1, 50, 4096), (4096, 50, 4096), (65536, 10, 4096),
+                                     (1 << 20, 2, 4096), (65536, 10, 1024)):
+                pingpong(pair, BIN["rc_pingpong"], size, iters, ["-m", str(mtu)])
+                log("  rc size %d x %d mtu %d: ok" % (size, iters, mtu))
+            pingpong(pair, BIN["rc_pingpong"], 16384, 10, ["-t", "uc", "-m", "1024"])
+            log("  uc size 16384 x 10 mtu 1024: ok")
+            for size in (1024, 4096):
+                srv, cli = pingpong(pair, BIN["ud_pingpong"], size, 50)
+                for out, peer in ((srv, pair.ip_b), (cli, pair.ip_a)):
+                    m = re.search(r"GRH of the first datagram: (\S+) header, source GID (\S+)",
+                                  out)
+                    check(m is not None and m.groups() == ("IPv4", "::ffff:" + peer),
+                          "no IPv4 GRH from %s:\n%s" % (peer, out))
+                log("  ud size %d x 50: ok" % size)
+            # ARP really happened: each namespace received a request from its peer's
+            # daemon for its own address (not only a gratuitous one) and a reply to its
+            # own request. MACs are droced's own (droce-ctl ports).
+            macs = []
+            for d in (pair.a, pair.b):
+                r = subprocess.run(["timeout", "10", BIN["droce_ctl"], "--socket", d.socket,
+                                    "ports"], capture_output=True, text=True)
+                m = re.search(r"mac[= ]([0-9a-f:]{17})", r.stdout)
+                check(m is not None, "no mac in droce-ctl ports:\n" + r.stdout)
+                macs.append(m.group(1))
+            ips = (pair.ip_a, pair.ip_b)
+            for i in (0, 1):
+                peer = 1 - i
+                got = capture.frames(i)
+                req = ("1", macs[peer], ips[peer], ips[i])
+                rep = ("2", macs[peer], ips[peer], ips[i])
+                check(req in got or rep in got,
+                      "namespace %s saw no ARP request or reply from %s: %s" %
+                      (pair.ns[i], ips[peer], got))
+            both = [capture.frames(i) for i in (0, 1)]
+            requests = [f for fr in both for f in fr if f[0] == "1" and f[2] != f[3]]
+            replies = [f for fr in both for f in fr if f[0] == "2" and f[2] != f[3]]
+            check(requests and replies, "no ARP request/reply exchange: %s" % both)
+            log("  arp: %s" % both)
+            for d in (pair.a, pair.b):
+                expect_idle(BIN["droce_ctl"], d)
+    finally:
+        if capture is not None:
+            capture.stop()
+        # The namespaces must be gone whatever happened.
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout
+        check("droce-a-%d" % os.getpid() not in names, "namespace left behind")
+
+
+if __name__ == "__main__":
+    main([("veth", run)], [])
