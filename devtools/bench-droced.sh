@@ -64,8 +64,17 @@ cleanup() {
 	rm -f /dev/hugepages/"$prefix"* 2>/dev/null || true
 	rm -rf "$work"
 }
+pypid=
+stop_run() {
+	# The Python part stops its daemons on SIGTERM (timeout forwards it); then clean up.
+	if [ -n "$pypid" ]; then
+		kill -TERM "$pypid" 2>/dev/null || true
+		wait "$pypid" 2>/dev/null || true
+	fi
+	exit 130
+}
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap stop_run INT TERM
 
 . devtools/bench-common.sh
 for t in app/droced/droced devtools/droce-bench-droced devtools/droce-bench-engine; do
@@ -75,7 +84,7 @@ bench_describe "$dir" "dpdk:     $(pkg-config --modversion libdpdk)" \
 	"runs:     idle_sleep_us $sleeps; apps $appmodes; $qps QPs; ${secs} s per latency or bandwidth run"
 
 BUILD="$dir" PREFIX="$prefix" WORK="$work" SLEEPS="$sleeps" QPS="$qps" ITERS="$iters" APPMODES="$appmodes" \
-SECS="$secs" timeout --kill-after=10 1500 /usr/bin/python3 - <<'EOF'
+SECS="$secs" timeout --kill-after=10 1500 /usr/bin/python3 - <<'EOF' &
 import os, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "test/integration"))
@@ -293,3 +302,6 @@ for name, unit, val, eng, target, test in rows:
         target, met))
 print("load now: " + open("/proc/loadavg").read().split(" ", 3)[0])
 EOF
+# In the background so that a signal to this shell is handled at once (stop_run).
+pypid=$!
+wait "$pypid"

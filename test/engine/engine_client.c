@@ -133,9 +133,13 @@ host_prepare(struct tc_host *h, const char *name, unsigned int nb_eng, uint8_t i
 	CHECK(h->mp != NULL);
 }
 
-/* Device, engines on the port, the client region and its domain. */
+/*
+ * Device, engines on the port, the client region and its domain; the engines get the
+ * slow-path rings of slow (NULL: none).
+ */
 static void
-host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t peer_mac[6])
+host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t peer_mac[6],
+	    const struct tc_slow *slow)
 {
 	struct droce_dev_conf dconf = { .max_qps = 4096 };
 	struct droce_domain_conf domconf;
@@ -161,6 +165,11 @@ host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t pee
 		memcpy(ec.gids[1], h->gid6, 16);
 		ec.nb_gids = 2;
 		ec.idle_sleep_us = TC_IDLE_US;
+		if (slow != NULL) {
+			ec.slow_rx = slow->rx;
+			/* slow_tx has one consumer: the first engine. */
+			ec.slow_tx = i == 0 ? slow->tx : NULL;
+		}
 		h->eng[i] = droce_engine_create(h->dev, i, &ec);
 		CHECK(h->eng[i] != NULL);
 	}
@@ -202,7 +211,7 @@ tc_host_open_vdev(struct tc_host *h, const char *name, const char *vdev, const c
 	}
 	CHECK(rte_eth_dev_start(port) == 0);
 	host_addr(&peer, peer_id);
-	host_finish(h, port, peer_id, peer.mac);
+	host_finish(h, port, peer_id, peer.mac, NULL);
 	tc_host_start(h);
 }
 
@@ -318,8 +327,8 @@ tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 	host_prepare(b, "b", nb_eng_b, 2);
 	ab = tc_ring(a, "link", 0);
 	ba = tc_ring(b, "link", 0);
-	host_finish(a, tc_ring_port(a, ba, ab), 2, b->mac);
-	host_finish(b, tc_ring_port(b, ab, ba), 1, a->mac);
+	host_finish(a, tc_ring_port(a, ba, ab), 2, b->mac, NULL);
+	host_finish(b, tc_ring_port(b, ab, ba), 1, a->mac, NULL);
 	tc_fault_attach(a, fault_a);
 	tc_fault_attach(b, fault_b);
 	tc_host_start(a);
@@ -876,64 +885,12 @@ tc_host_open_rings(struct tc_host *h, const char *name, const struct tc_host_add
 	*rx = tc_ring(h, "rx", 0);
 	*tx = tc_ring(h, "tx", 0);
 	/* host_finish adds the derived neighbours of peer 0 too: unused, harmless. */
-	host_finish(h, tc_ring_port(h, *rx, *tx), 0, peer->mac);
+	host_finish(h, tc_ring_port(h, *rx, *tx), 0, peer->mac, NULL);
 	CHECK(droce_dev_neigh_add(h->dev, peer->gid, peer->mac) == 0);
 	CHECK(droce_dev_neigh_add(h->dev, peer->gid6, peer->mac) == 0);
 }
 
 /* ---- Hosts with slow-path rings ---- */
-
-/* host_finish, the engines getting the slow-path rings of slow (NULL: none). */
-static void
-host_finish_slow(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t peer_mac[6],
-		 const struct tc_slow *slow)
-{
-	struct droce_dev_conf dconf = { .max_qps = 4096 };
-	struct droce_domain_conf domconf;
-	struct tc_host peer;
-	unsigned int i;
-
-	h->port = port;
-	host_addr(&peer, peer_id);
-	h->dev = droce_dev_create(&dconf);
-	CHECK(h->dev != NULL);
-	CHECK(droce_dev_neigh_add(h->dev, peer.gid, peer_mac) == 0);
-	CHECK(droce_dev_neigh_add(h->dev, peer.gid6, peer_mac) == 0);
-	for (i = 0; i < h->nb_eng; i++) {
-		struct droce_engine_conf ec;
-
-		memset(&ec, 0, sizeof(ec));
-		ec.port_id = port;
-		ec.rx_queue = i;
-		ec.tx_queue = i;
-		ec.mp = h->mp;
-		memcpy(ec.mac, h->mac, 6);
-		memcpy(ec.gids[0], h->gid, 16);
-		memcpy(ec.gids[1], h->gid6, 16);
-		ec.nb_gids = 2;
-		ec.idle_sleep_us = TC_IDLE_US;
-		if (slow != NULL) {
-			ec.slow_rx = slow->rx;
-			/* slow_tx has one consumer: the first engine. */
-			ec.slow_tx = i == 0 ? slow->tx : NULL;
-		}
-		h->eng[i] = droce_engine_create(h->dev, i, &ec);
-		CHECK(h->eng[i] != NULL);
-	}
-	h->region_size = TC_REGION_SIZE;
-	h->region = aligned_alloc(4096, h->region_size);
-	CHECK(h->region != NULL);
-	memset(h->region, 0, h->region_size);
-	CHECK(droce_shm_arena_init(&h->arena, h->region, h->region_size, h->nb_eng) == 0);
-	memset(&domconf, 0, sizeof(domconf));
-	domconf.region = h->region;
-	domconf.region_size = h->region_size;
-	domconf.max_mrs = TC_MAX_MRS + 1;
-	domconf.max_ahs = TC_MAX_OBJS;
-	domconf.max_events = 1024;
-	h->dom = droce_domain_create(h->dev, &domconf);
-	CHECK(h->dom != NULL);
-}
 
 void
 tc_pair_open_slow(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
@@ -950,8 +907,8 @@ tc_pair_open_slow(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 	host_prepare(b, "b", nb_eng_b, 2);
 	*ab = tc_ring(a, "link", 0);
 	*ba = tc_ring(b, "link", 0);
-	host_finish_slow(a, tc_ring_port(a, *ba, *ab), 2, b->mac, slow_a);
-	host_finish_slow(b, tc_ring_port(b, *ab, *ba), 1, a->mac, slow_b);
+	host_finish(a, tc_ring_port(a, *ba, *ab), 2, b->mac, slow_a);
+	host_finish(b, tc_ring_port(b, *ab, *ba), 1, a->mac, slow_b);
 	tc_host_start(a);
 	tc_host_start(b);
 }
