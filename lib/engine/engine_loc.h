@@ -25,6 +25,7 @@ extern int droce_engine_logtype;
 	rte_log(RTE_LOG_ ## level, droce_engine_logtype, "droce.engine: " __VA_ARGS__)
 
 #define ENGINE_BURST		32	/* rx burst, handoff dequeue, doorbell batch */
+#define ENGINE_CTL_SPIN_US	50	/* control thread: spin this long waiting for an engine */
 #define ENGINE_TX_MAX		256	/* packets an engine holds for the port */
 #define ENGINE_REQ_QUANTUM	16	/* packets one QP sends before the next QP's turn */
 #define ENGINE_WINDOW		256	/* request packets in flight per QP */
