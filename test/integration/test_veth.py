@@ -101,6 +101,11 @@ def run():
                 log("  rc size %d x %d mtu %d: ok" % (size, iters, mtu))
             pingpong(pair, BIN["rc_pingpong"], 16384, 10, ["-t", "uc", "-m", "1024"])
             log("  uc size 16384 x 10 mtu 1024: ok")
+            # Receives through an SRQ, completions through a completion channel.
+            pingpong(pair, BIN["rc_pingpong"], 8192, 20, ["--srq", "-e"])
+            log("  rc size 8192 x 20 with an SRQ and completion events: ok")
+            pingpong(pair, BIN["rc_pingpong"], 4096, 20, ["-t", "uc", "--srq", "-e"])
+            log("  uc size 4096 x 20 with an SRQ and completion events: ok")
             for size in (1024, 4096):
                 srv, cli = pingpong(pair, BIN["ud_pingpong"], size, 50)
                 for out, peer in ((srv, pair.ip_b), (cli, pair.ip_a)):
