@@ -945,6 +945,11 @@ supported_wr(uint8_t qp_type)
 	/* Send with Invalidate is an RC operation (IB 9.4.4; the engine refuses it elsewhere). */
 	if (qp_type == DROCE_SHM_QPT_RC)
 		wr |= 1u << DROCE_SHM_WR_SEND_WITH_INV;
+	/* RDMA WRITE is for the connected services (RC, UC), not UD; RDMA READ is RC only. */
+	if (qp_type == DROCE_SHM_QPT_RC || qp_type == DROCE_SHM_QPT_UC)
+		wr |= (1u << DROCE_SHM_WR_RDMA_WRITE) | (1u << DROCE_SHM_WR_RDMA_WRITE_WITH_IMM);
+	if (qp_type == DROCE_SHM_QPT_RC)
+		wr |= 1u << DROCE_SHM_WR_RDMA_READ;
 	return wr;
 }
 

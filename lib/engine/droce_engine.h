@@ -27,9 +27,9 @@
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
 #define DROCE_ENGINE_MAX_GIDS	16
 /*
- * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts. The depth is recorded;
- * RDMA READ and atomics themselves are not implemented yet (posting them: EOPNOTSUPP), but
- * programs such as ibv_rc_pingpong set a depth of 1 and must still connect.
+ * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts: READs a requester keeps
+ * out and READs a responder keeps for replay. Atomics are not implemented yet (posting
+ * them: EOPNOTSUPP).
  */
 #define DROCE_ENGINE_MAX_RD_ATOMIC	16
 
@@ -134,6 +134,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(req_retransmit, "request packets sent again after a go-back") \
 	X(req_timeout, "local ACK timeouts") \
 	X(req_go_back, "go-back-N rewinds") \
+	X(rd_retry, "READs asked again from the first response packet missing") \
 	X(req_ud_too_long, "UD sends longer than the path MTU (completed, not sent)") \
 	X(ack_rcvd, "ACKs received") \
 	X(ack_stale, "ACKs/NAKs outside the outstanding PSN range (ignored)") \
@@ -143,6 +144,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(resp_msgs, "messages delivered by the responder") \
 	X(resp_dup, "duplicate requests (re-ACKed, not delivered again)") \
 	X(resp_out_of_seq, "requests beyond the expected PSN (dropped)") \
+	X(rd_resp_sent, "READ response packets sent") \
+	X(rd_replay, "duplicate READ requests answered again") \
 	X(ack_sent, "ACKs sent") \
 	X(nak_seq_sent, "PSN sequence error NAKs sent") \
 	X(nak_rnr_sent, "RNR NAKs sent") \

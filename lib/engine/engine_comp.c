@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Completer (IB spec 9.7.5.1-9.7.5.2): ACKs, NAKs and RNR NAKs of RC requests. ACKs are
- * cumulative: one retires every WQE whose last PSN it covers, in order. Runs on the QP's
- * engine.
+ * Completer (IB spec 9.7.5.1-9.7.5.2): ACKs, NAKs and RNR NAKs of RC requests, and READ
+ * responses. ACKs are cumulative: one retires every WQE whose last PSN it covers, in
+ * order; a READ retires once its whole response is in. Runs on the QP's engine.
  */
+#include <errno.h>
+
+#include <infiniband/verbs.h>
+
 #include "engine_loc.h"
 
 /* Completes the WQE at cons in error and moves the QP to ERR (IB 9.9.2). */
@@ -32,6 +36,7 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
 	struct droce_engine *e = qp->engine;
 	uint32_t una = droce_psn_add(ack, 1);
 	uint32_t cons = qp->req.cons;
+	bool implied_nak = false;
 
 	if (!comp_psn_valid(qp, ack))
 		return;
@@ -41,7 +46,24 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
 
 		if (w->status != DROCE_SHM_WC_SUCCESS || droce_psn_gt(last, ack))
 			break;
+		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ && w->rd_got != w->npkts)
+			break;
 		qp->req.cons++;
+	}
+	/*
+	 * An ACK acknowledges no READ response that did not come: an ACK beyond what the
+	 * oldest READ received means the rest of its response was lost (an implied NAK, as
+	 * rxe treats it): ask again from the first packet missing.
+	 */
+	if (qp->req.cons != qp->req.fetch) {
+		const struct engine_swqe *w = qp_swqe(qp, qp->req.cons);
+		uint32_t got = droce_psn_add(w->first_psn, w->rd_got);
+
+		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ && w->status == DROCE_SHM_WC_SUCCESS &&
+		    droce_psn_gt(una, got)) {
+			una = got;
+			implied_nak = true;
+		}
 	}
 	/*
 	 * Slots first, completions after: an application that polled a send completion
@@ -63,6 +85,11 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
 	/* Acknowledged beyond where a rewind left us: do not send those again. */
 	if (droce_psn_lt(qp->req.psn, una))
 		req_seek(qp, una);
+	if (implied_nak && !qp->req.rd_resume && qp->state != DROCE_SHM_QPS_ERR) {
+		ENGINE_STAT(e, rd_retry);
+		qp->req.rd_resume = true;
+		req_seek(qp, una);
+	}
 	/* A WQE that failed before it was sent completes once those before it are done. */
 	if (qp->req.cons == qp->req.cur && qp->req.cons != qp->req.fetch &&
 	    qp_swqe(qp, qp->req.cons)->status != DROCE_SHM_WC_SUCCESS) {
@@ -80,8 +107,110 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
 		qp_list_add(qp, QP_ON_ACTIVE);
 }
 
+/*
+ * Writes a READ response's payload at message offset off into the WQE's SGEs, each
+ * checked through its lkey for local write: 0 or -EACCES.
+ */
+static int
+comp_read_place(struct droce_qp *qp, const struct engine_swqe *w, uint32_t off,
+		const struct droce_wire_pkt *pkt, const struct droce_wire_seg *segs,
+		unsigned int nseg)
+{
+	const struct droce_shm_sge *sge = (const void *)(w->wqe + 1);
+	uint32_t len = pkt->payload_len;
+	uint32_t i, base = 0, done = 0;
+
+	for (i = 0; i < w->wqe->num_sge && done < len; i++) {
+		uint32_t at = off + done, in, n;
+		uint8_t *dst;
+
+		if (at >= base + sge[i].length) {
+			base += sge[i].length;
+			continue;
+		}
+		in = at - base;
+		n = RTE_MIN(sge[i].length - in, len - done);
+		dst = mr_resolve(qp->dom, sge[i].lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
+				 sge[i].addr + in, n);
+		if (dst == NULL)
+			return -EACCES;
+		droce_wire_payload_copy(pkt, segs, nseg, done, dst, n);
+		done += n;
+		base += sge[i].length;
+	}
+	return done == len ? 0 : -EACCES;
+}
+
+/*
+ * A READ response packet: in PSN order, each one the next the READ waits for.
+ * Its arrival acknowledges every request before the READ (the responder executes in
+ * order); a gap means response packets were lost: the READ is asked again from the first
+ * one missing, once until an answer comes (the ACK timer covers a lost retry).
+ */
+static void
+comp_read_resp(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+	       const struct droce_wire_seg *segs, unsigned int nseg)
+{
+	struct droce_engine *e = qp->engine;
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint32_t flags = pkt->info->flags;
+	struct engine_swqe *w = NULL;
+	uint32_t i, k, want, expect;
+	bool last;
+
+	if (droce_psn_dist(qp->req.una, psn) >= droce_psn_dist(qp->req.una, qp->req.psn_max)) {
+		ENGINE_STAT(e, ack_stale);	/* before una (a duplicate), or never asked */
+		return;
+	}
+	for (i = qp->req.cons; i != qp->req.fetch; i++) {
+		struct engine_swqe *x = qp_swqe(qp, i);
+
+		if (droce_psn_dist(x->first_psn, psn) < x->npkts) {
+			w = x;
+			break;
+		}
+	}
+	if (w == NULL || w->wc_opcode != DROCE_SHM_WC_RDMA_READ ||
+	    w->status != DROCE_SHM_WC_SUCCESS) {
+		ENGINE_STAT(e, rx_bad_opcode);
+		return;
+	}
+	comp_retire(qp, droce_psn_add(w->first_psn, DROCE_PSN_MASK));
+	if (qp->state == DROCE_SHM_QPS_ERR || qp_swqe(qp, qp->req.cons) != w)
+		return;		/* an earlier READ lost part of its response: it goes first */
+	expect = droce_psn_add(w->first_psn, w->rd_got);
+	if (psn != expect) {
+		if (droce_psn_lt(psn, expect)) {
+			ENGINE_STAT(e, ack_stale);
+			return;
+		}
+		if (!qp->req.rd_resume) {
+			ENGINE_STAT(e, rd_retry);
+			qp->req.rd_resume = true;
+			req_seek(qp, expect);
+		}
+		return;
+	}
+	k = w->rd_got;
+	last = k == w->npkts - 1;
+	want = last ? w->len - k * qp->mtu : qp->mtu;
+	if (pkt->payload_len != want || last != ((flags & DROCE_OPF_LAST) != 0)) {
+		comp_fail(qp, DROCE_SHM_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (want != 0 && comp_read_place(qp, w, k * qp->mtu, pkt, segs, nseg) != 0) {
+		comp_fail(qp, DROCE_SHM_WC_LOC_PROT_ERR);
+		return;
+	}
+	w->rd_got++;
+	qp->req.rd_resume = false;
+	/* Acknowledges this PSN; the last one retires the READ. */
+	comp_retire(qp, psn);
+}
+
 void
-comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+	const struct droce_wire_seg *segs, unsigned int nseg)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
@@ -92,8 +221,12 @@ comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 		ENGINE_STAT(e, rx_bad_state);
 		return;
 	}
+	if (pkt->info->flags & DROCE_OPF_READ_RESP) {
+		comp_read_resp(qp, pkt, segs, nseg);
+		return;
+	}
 	if (aeth == NULL || !(pkt->info->flags & DROCE_OPF_ACK)) {
-		/* Read responses and atomic ACKs: droce sends no READ or atomic yet. */
+		/* Atomic ACKs: droce sends no atomics yet. */
 		ENGINE_STAT(e, rx_bad_opcode);
 		return;
 	}
@@ -130,7 +263,8 @@ comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 		qp->req.rnr_deadline = e->now + engine_rnr_timer_tsc(e, code);
 		qp->req.ack_deadline = 0;
 		qp_list_del(qp, QP_ON_ACTIVE);
-		req_seek(qp, psn);
+		/* From una, which is behind psn when a READ before it lost its response. */
+		req_seek(qp, qp->req.una);
 		qp_timer_arm(qp, qp->req.rnr_deadline);
 		return;
 	case DROCE_AETH_NAK:
@@ -151,7 +285,8 @@ comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 			 * retry_cnt bounds how long a dead peer goes unnoticed.
 			 */
 			ENGINE_STAT(e, req_go_back);
-			req_seek(qp, psn);
+			/* From una, which is behind psn when a READ before it lost its response. */
+			req_seek(qp, qp->req.una);
 			return;
 		}
 		ENGINE_STAT(e, nak_err_rcvd);

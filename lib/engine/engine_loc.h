@@ -34,6 +34,9 @@ extern int droce_engine_logtype;
 #define ENGINE_HANDOFF_RING	4096
 #define ENGINE_IDLE_LOOPS	1024
 #define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
+#define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
+/* Responder resources kept per QP: max_dest_rd_atomic's largest value, a power of two. */
+#define ENGINE_RD_RES		DROCE_ENGINE_MAX_RD_ATOMIC
 
 /* ---- Memory regions and address handles (engine_mr.c) ---- */
 
@@ -147,12 +150,29 @@ struct engine_rwqe {
  */
 int engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w);
 
+/*
+ * A READ the responder accepted (its responder resources): the request as it came, and
+ * where its response stands. A duplicate request re-arms the response from its PSN.
+ */
+struct engine_rd_res {
+	uint32_t first_psn;	/* of the original request */
+	uint32_t npkts;		/* PSNs it spans */
+	uint64_t va;		/* the original RETH */
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t start_psn;	/* the request being answered: FIRST/ONLY goes there */
+	uint32_t psn;		/* next response packet */
+	uint32_t off;		/* its byte offset in the transfer */
+	uint32_t left;		/* response packets still to send */
+};
+
 /* ---- QP (engine_qp.c) ---- */
 
 /* A send WQE as the engine keeps it: the validated copy plus its place in the PSN space. */
 struct engine_swqe {
 	uint32_t first_psn;
-	uint32_t npkts;
+	uint32_t npkts;		/* PSNs it spans (a READ: its response packets) */
+	uint32_t rd_got;	/* READ: response packets placed, in order */
 	uint32_t len;
 	uint8_t status;		/* enum droce_shm_wc_status, for a WQE failed at fetch */
 	uint8_t wc_opcode;
@@ -219,6 +239,7 @@ struct droce_qp {
 		uint8_t retry_left;
 		uint8_t rnr_left;
 		bool rnr_wait;
+		bool rd_resume;		/* a READ was asked again: wait for its answer */
 		bool drained;		/* SQD reached with nothing outstanding */
 		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
 		uint64_t rnr_deadline;
@@ -232,10 +253,21 @@ struct droce_qp {
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
 		uint32_t oos_psn;	/* the last PSN of the episode seen */
 		bool in_msg;		/* between FIRST and LAST */
+		bool in_write;		/* ... of an RDMA WRITE (else of a SEND) */
 		bool have_wqe;
 		uint32_t off;		/* bytes of the message placed */
 		uint32_t ack_psn;	/* PSN the next coalesced ACK acknowledges */
 		struct engine_rwqe wqe;
+		/* The RDMA WRITE in progress, from its RETH (9.4.3). */
+		uint64_t va;		/* where its next byte goes */
+		uint32_t rkey;
+		uint32_t resid;		/* bytes still to come */
+		uint32_t dma_len;	/* the whole transfer */
+		/* READs: the last ones accepted, slot i & (ENGINE_RD_RES - 1). */
+		struct engine_rd_res rd[ENGINE_RD_RES];
+		uint32_t rd_head;	/* slot of the next READ */
+		uint32_t rd_send;	/* oldest slot that may have responses to send */
+		bool ack_deferred;	/* an ACK waits behind READ responses */
 	} resp;
 };
 
@@ -276,7 +308,8 @@ void req_timer(struct droce_qp *qp, uint64_t now);
 
 /* ---- Completer (engine_comp.c) ---- */
 
-void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt);
+void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+	     const struct droce_wire_seg *segs, unsigned int nseg);
 /* Retires the WQEs acknowledged by PSN ack (cumulative). */
 void comp_retire(struct droce_qp *qp, uint32_t ack);
 
@@ -288,6 +321,8 @@ void resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 void resp_send_ack(struct droce_qp *qp);
 /* Flushes the receive ring of a QP in ERR. */
 void resp_flush(struct droce_qp *qp);
+/* Sends up to budget READ response packets of qp; returns how many. */
+unsigned int resp_read_send(struct droce_qp *qp, unsigned int budget);
 
 /* ---- Engine (engine_loop.c) ---- */
 

@@ -206,7 +206,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 	if (flags & DROCE_OPF_REQUEST)
 		resp_rx(qp, &pkt, segs, nseg);
 	else
-		comp_rx(qp, &pkt);
+		comp_rx(qp, &pkt, segs, nseg);
 drop:
 	rte_pktmbuf_free(m);
 }

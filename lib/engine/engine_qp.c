@@ -190,6 +190,7 @@ qp_reset(struct droce_qp *qp)
 	qp->req.psn = qp->req.psn_max = qp->req.una = qp->req.next_psn = 0;
 	qp->req.ack_deadline = qp->req.rnr_deadline = 0;
 	qp->req.rnr_wait = false;
+	qp->req.rd_resume = false;
 	qp->req.drained = false;
 	qp->req.since_ackreq = 0;
 	__atomic_store_n(&qp->ctl->sq.cons, sq_prod, __ATOMIC_RELEASE);

@@ -9,7 +9,7 @@
 
 #include "engine_loc.h"
 
-/* Opcode offsets of a SEND inside its transport (IB table 38). */
+/* Opcode offsets of a SEND and an RDMA WRITE inside its transport (IB table 38). */
 enum {
 	SEND_FIRST = 0x00,
 	SEND_MIDDLE = 0x01,
@@ -17,6 +17,12 @@ enum {
 	SEND_LAST_IMM = 0x03,
 	SEND_ONLY = 0x04,
 	SEND_ONLY_IMM = 0x05,
+	WRITE_FIRST = 0x06,
+	WRITE_MIDDLE = 0x07,
+	WRITE_LAST = 0x08,
+	WRITE_LAST_IMM = 0x09,
+	WRITE_ONLY = 0x0A,
+	WRITE_ONLY_IMM = 0x0B,
 };
 
 static uint8_t
@@ -40,6 +46,17 @@ req_validate(struct droce_qp *qp, struct engine_swqe *w)
 		break;
 	case DROCE_SHM_WR_SEND_WITH_INV:
 		if (qp->type == DROCE_SHM_QPT_RC)
+			break;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_RDMA_WRITE:
+	case DROCE_SHM_WR_RDMA_WRITE_WITH_IMM:
+		/* RDMA WRITE is an RC and UC operation, not UD. */
+		if (qp->type != DROCE_SHM_QPT_UD)
+			break;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_RDMA_READ:
+		/* RC only, into SGEs (libdroce drops INLINE: the buffer is a destination). */
+		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
 		/* fall through */
 	default:
@@ -89,9 +106,15 @@ req_fetch(struct droce_qp *qp)
 		memcpy(qp->req.copy + off, qp->sq_ring + off, qp->sq_stride);
 		w->wqe = (struct droce_shm_swqe *)(qp->req.copy + off);
 		w->len = 0;
-		w->wc_opcode = DROCE_SHM_WC_SEND;
+		w->rd_got = 0;
+		w->wc_opcode = w->wqe->opcode == DROCE_SHM_WR_RDMA_WRITE ||
+			       w->wqe->opcode == DROCE_SHM_WR_RDMA_WRITE_WITH_IMM ?
+			       DROCE_SHM_WC_RDMA_WRITE :
+			       w->wqe->opcode == DROCE_SHM_WR_RDMA_READ ?
+			       DROCE_SHM_WC_RDMA_READ : DROCE_SHM_WC_SEND;
 		w->status = req_validate(qp, w);
 		w->first_psn = qp->req.next_psn;
+		/* A READ takes one PSN per response packet, as a SEND one per packet. */
 		if (qp->type == DROCE_SHM_QPT_UD)
 			w->npkts = 1;
 		else
@@ -198,6 +221,74 @@ req_complete_unreliable(struct droce_qp *qp, struct engine_swqe *w)
 	qp_sqd_check(qp);
 }
 
+/*
+ * Sends the READ request of the WQE at cur for what is not received yet: from cur_off,
+ * at the PSN of the first response packet missing (a retried READ resumes there). It
+ * spans the PSNs of the responses it asks for. 0, or -EAGAIN (no mbuf).
+ */
+static int
+req_read_packet(struct droce_qp *qp, struct engine_swqe *w)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_shm_swqe *s = w->wqe;
+	uint32_t off = qp->req.cur_off;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = DROCE_OP_RC_RDMA_READ_REQUEST;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.psn = qp->req.psn;
+	h.dqpn = qp->dest_qpn;
+	h.reth.va = s->rdma.remote_addr + off;
+	h.reth.rkey = s->rdma.rkey;
+	h.reth.len = w->len - off;
+	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
+		return -EAGAIN;
+	engine_pkt_finish(e, &qp->tmpl, m);
+	ENGINE_STAT(e, req_pkts);
+	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
+		ENGINE_STAT(e, req_retransmit);
+	qp->req.psn = droce_psn_add(w->first_psn, w->npkts);
+	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+	qp->req.since_ackreq = 0;
+	qp->req.cur++;
+	qp->req.cur_off = 0;
+	return 0;
+}
+
+/* READs sent and not retired: those between cons and cur. */
+static uint32_t
+req_reads_out(const struct droce_qp *qp)
+{
+	uint32_t i, n = 0;
+
+	for (i = qp->req.cons; i != qp->req.cur; i++)
+		n += qp_swqe(qp, i)->wc_opcode == DROCE_SHM_WC_RDMA_READ;
+	return n;
+}
+
+/*
+ * May the WQE at cur start now? A READ waits while max_rd_atomic READs are out (at least
+ * one may always be), a fenced WQE while any READ is (IBV_SEND_FENCE). The
+ * completer puts the QP back on the active list as WQEs retire.
+ */
+static bool
+req_may_start(const struct droce_qp *qp, const struct engine_swqe *w)
+{
+	bool read = w->wc_opcode == DROCE_SHM_WC_RDMA_READ;
+	bool fence = (w->wqe->flags & DROCE_SHM_SEND_FENCE) != 0;
+	uint32_t out;
+
+	if (!read && !fence)
+		return true;
+	out = req_reads_out(qp);
+	if (fence && out > 0)
+		return false;
+	return !read || out < RTE_MAX(qp->attr.max_rd_atomic, 1u);
+}
+
 /* Builds and queues the next packet of the WQE at cur: 0, or -EAGAIN (no mbuf), -EACCES. */
 static int
 req_packet(struct droce_qp *qp, struct engine_swqe *w)
@@ -208,7 +299,9 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 	uint32_t off = qp->req.cur_off;
 	uint32_t plen = RTE_MIN(qp->mtu, w->len - off);
 	bool first = off == 0, last = off + plen == w->len;
-	bool imm = s->opcode == DROCE_SHM_WR_SEND_WITH_IMM;
+	bool write = w->wc_opcode == DROCE_SHM_WC_RDMA_WRITE;
+	bool imm = s->opcode == DROCE_SHM_WR_SEND_WITH_IMM ||
+		   s->opcode == DROCE_SHM_WR_RDMA_WRITE_WITH_IMM;
 	bool inv = s->opcode == DROCE_SHM_WR_SEND_WITH_INV;
 	struct droce_wire_hdrs h;
 	struct rte_mbuf *m;
@@ -223,6 +316,9 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 		op = imm ? SEND_LAST_IMM : SEND_LAST;
 	else
 		op = SEND_MIDDLE;
+	/* Each WRITE opcode sits WRITE_FIRST above its SEND counterpart (table 38). */
+	if (write)
+		op += WRITE_FIRST - SEND_FIRST;
 	op |= qp_transport(qp);
 	if (inv && last)
 		op = first ? DROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE :
@@ -236,6 +332,14 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 	h.dqpn = qp->dest_qpn;
 	h.imm_be = s->imm_data;
 	h.ieth_rkey = s->imm_data;
+	/*
+	 * The RETH of a WRITE FIRST or ONLY packet names the whole transfer. A resend from
+	 * the middle (go-back-N) carries the packet's own MIDDLE/LAST opcode, as rxe's does:
+	 * the responder kept the transfer's state when it accepted the earlier PSNs.
+	 */
+	h.reth.va = s->rdma.remote_addr;
+	h.reth.rkey = s->rdma.rkey;
+	h.reth.len = w->len;
 	if (qp->type == DROCE_SHM_QPT_RC) {
 		/* AckReq on every last packet and often enough in a long message (9.7.5.1.3). */
 		h.ackreq = last || ++qp->req.since_ackreq >= ENGINE_ACKREQ_EVERY;
@@ -283,12 +387,13 @@ unsigned int
 req_send(struct droce_qp *qp, unsigned int budget)
 {
 	struct droce_engine *e = qp->engine;
-	unsigned int n = 0;
+	/* READ responses first: they answer requests older than anything sent now. */
+	unsigned int n = qp->type == DROCE_SHM_QPT_RC ? resp_read_send(qp, budget) : 0;
 
 	if (qp->state != DROCE_SHM_QPS_RTS && qp->state != DROCE_SHM_QPS_SQD)
-		return 0;
+		return n;
 	if (qp->req.rnr_wait)
-		return 0;
+		return n;
 	while (n < budget && qp->req.cur != qp->req.fetch) {
 		struct engine_swqe *w = qp_swqe(qp, qp->req.cur);
 		int rc;
@@ -303,6 +408,18 @@ req_send(struct droce_qp *qp, unsigned int budget)
 		if (w->status != DROCE_SHM_WC_SUCCESS) {
 			req_fail(qp, w, w->status);
 			return n;
+		}
+		if (qp->req.cur_off == 0 && !req_may_start(qp, w))
+			return n;
+		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ) {
+			if (req_read_packet(qp, w) != 0)
+				break;
+			n++;
+			if (qp->ack_timeout_tsc != 0 && qp->req.ack_deadline == 0) {
+				qp->req.ack_deadline = e->now + qp->ack_timeout_tsc;
+				qp_timer_arm(qp, qp->req.ack_deadline);
+			}
+			continue;
 		}
 		if (qp->type == DROCE_SHM_QPT_UD && w->len > qp->mtu) {
 			/* Too long for one packet: nothing is sent, and the

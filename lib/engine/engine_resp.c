@@ -2,8 +2,9 @@
 /*
  * Responder (IB spec 9.7.5.1, 9.8.3): checks each request's PSN and opcode sequence, takes
  * a receive WQE from the RQ or SRQ, scatters the payload into it, writes the completion,
- * and answers RC requests with coalesced ACKs, NAKs and RNR NAKs. UC drops what it cannot
- * take; UD adds the 40-byte GRH area. Runs on the QP's engine.
+ * and answers RC requests with coalesced ACKs, NAKs and RNR NAKs. RDMA WRITEs go through
+ * the R_Key of their RETH into the QP's memory regions. UC drops what it cannot take; UD
+ * adds the 40-byte GRH area. Runs on the QP's engine.
  */
 #include <errno.h>
 #include <string.h>
@@ -168,11 +169,29 @@ resp_send_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	engine_pkt_finish(qp->engine, &qp->tmpl, m);
 }
 
+/* Has a READ accepted earlier responses left to send? Skips the finished ones. */
+static bool
+resp_rd_pending(struct droce_qp *qp)
+{
+	while (qp->resp.rd_send != qp->resp.rd_head &&
+	       qp->resp.rd[qp->resp.rd_send & (ENGINE_RD_RES - 1)].left == 0)
+		qp->resp.rd_send++;
+	return qp->resp.rd_send != qp->resp.rd_head;
+}
+
 void
 resp_send_ack(struct droce_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR)
 		return;
+	/*
+	 * An ACK goes after the READ responses before it: one that overtook them would tell
+	 * the requester they were lost (an implied NAK) and make it ask again.
+	 */
+	if (resp_rd_pending(qp)) {
+		qp->resp.ack_deferred = true;
+		return;
+	}
 	ENGINE_STAT(qp->engine, ack_sent);
 	resp_send_aeth(qp, qp->resp.ack_psn, DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID);
 }
@@ -208,7 +227,8 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 	if (status == DROCE_SHM_WC_SUCCESS) {
 		const struct droce_bth *bth = droce_pkt_bth(pkt);
 
-		wc.opcode = DROCE_SHM_WC_RECV;
+		wc.opcode = (pkt->info->flags & DROCE_OPF_WRITE) ?
+			    DROCE_SHM_WC_RECV_RDMA_WITH_IMM : DROCE_SHM_WC_RECV;
 		wc.byte_len = byte_len;
 		wc.solicited = droce_bth_se(bth);
 		if (pkt->info->flags & DROCE_OPF_IMM) {
@@ -231,7 +251,326 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 		qp_to_error(qp);
 }
 
+/* ---- RDMA WRITE ---- */
+
+/*
+ * Starts the transfer of a WRITE FIRST or ONLY packet from its RETH: 0, -EINVAL (invalid
+ * request: the QP does not allow remote writes, or the length is over 2^31) or -EACCES
+ * (the R_Key does not grant remote write on the whole range: remote access error).
+ */
+static int
+resp_write_start(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	uint64_t va = droce_reth_va(reth);
+	uint32_t rkey = droce_reth_rkey(reth);
+	uint32_t len = droce_reth_len(reth);
+
+	/* A QP not enabled for remote writes refuses them with invalid request, as rxe does. */
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) || len > ENGINE_MSG_MAX)
+		return -EINVAL;
+	/* A zero-length transfer neither checks nor uses its R_Key (IB spec, RDMA WRITE). */
+	if (len != 0 && mr_resolve(qp->dom, rkey, qp->pd, IBV_ACCESS_REMOTE_WRITE, va, len) ==
+	    NULL)
+		return -EACCES;
+	qp->resp.va = va;
+	qp->resp.rkey = rkey;
+	qp->resp.resid = len;
+	qp->resp.dma_len = len;
+	return 0;
+}
+
+/*
+ * Writes a WRITE packet's plen bytes at the transfer's current address: 0 or -EACCES (the
+ * region went away during the transfer). The last byte of a message is stored last, with
+ * release: programs poll it to learn the data arrived (ib_write_lat does).
+ */
+static int
+resp_write_data(struct droce_qp *qp, const struct resp_src *src, uint32_t plen, bool last)
+{
+	uint8_t *dst = mr_resolve(qp->dom, qp->resp.rkey, qp->pd, IBV_ACCESS_REMOTE_WRITE,
+				  qp->resp.va, plen);
+	uint8_t tail;
+
+	if (dst == NULL)
+		return -EACCES;
+	if (last) {
+		resp_src_copy(src, 0, dst, plen - 1);
+		resp_src_copy(src, plen - 1, &tail, 1);
+		__atomic_store_n(dst + plen - 1, tail, __ATOMIC_RELEASE);
+	} else {
+		resp_src_copy(src, 0, dst, plen);
+	}
+	qp->resp.va += plen;
+	qp->resp.resid -= plen;
+	return 0;
+}
+
+/*
+ * Checks and places one in-sequence WRITE packet (either transport): 0, -EINVAL or
+ * -EACCES as resp_write_start() says, or -EAGAIN when a WRITE with immediate found no
+ * receive WQE, -EIO when the receive ring lies. The WQE is taken before any byte of the
+ * packet lands, so an RNR NAK leaves the packet's PSN unexecuted.
+ */
+static int
+resp_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	uint32_t flags = pkt->info->flags;
+	uint32_t plen = pkt->payload_len;
+	int rc;
+
+	if (flags & DROCE_OPF_FIRST) {
+		rc = resp_write_start(qp, pkt);
+		if (rc != 0)
+			return rc;
+	}
+	/* Length check: no byte beyond the RETH length, none missing at the LAST packet. */
+	if (plen > qp->resp.resid || ((flags & DROCE_OPF_LAST) && plen != qp->resp.resid))
+		return -EINVAL;
+	/* Only a WRITE with immediate consumes a receive WQE, on its last packet. */
+	if ((flags & DROCE_OPF_RWQE) && !qp->resp.have_wqe) {
+		rc = resp_take(qp);
+		if (rc <= 0)
+			return rc == 0 ? -EAGAIN : -EIO;
+	}
+	if (plen != 0)
+		return resp_write_data(qp, src, plen, (flags & DROCE_OPF_LAST) != 0);
+	return 0;
+}
+
+/* ---- RDMA READ (RC) ---- */
+
+/* How many READs the responder keeps: max_dest_rd_atomic, at least one. */
+static uint32_t
+resp_rd_limit(const struct droce_qp *qp)
+{
+	return RTE_MAX(RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic, (uint32_t)ENGINE_RD_RES),
+		       1u);
+}
+
+/*
+ * An in-sequence READ request: checked like a WRITE's RETH (remote read this time), then
+ * kept as a responder resource whose response the engine sends from its transmit stage.
+ * It takes one PSN per response packet and counts as a message at once (MSN).
+ */
+static void
+resp_rc_read(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint64_t va = droce_reth_va(reth);
+	uint32_t rkey = droce_reth_rkey(reth);
+	uint32_t len = droce_reth_len(reth);
+	uint32_t limit = resp_rd_limit(qp);
+	struct engine_rd_res *r;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) || len > ENGINE_MSG_MAX) {
+		resp_nak(qp, DROCE_NAK_INVALID_REQ);
+		qp_to_error(qp);
+		return;
+	}
+	if (len != 0 && mr_resolve(qp->dom, rkey, qp->pd, IBV_ACCESS_REMOTE_READ, va, len) ==
+	    NULL) {
+		resp_nak(qp, DROCE_NAK_REMOTE_ACCESS);
+		qp_to_error(qp);
+		return;
+	}
+	/* A requester beyond max_dest_rd_atomic READs loses the oldest one's answer. */
+	if (qp->resp.rd_head - qp->resp.rd_send >= limit)
+		qp->resp.rd_send = qp->resp.rd_head - limit + 1;
+	r = &qp->resp.rd[qp->resp.rd_head++ & (ENGINE_RD_RES - 1)];
+	r->first_psn = r->start_psn = r->psn = psn;
+	r->npkts = len == 0 ? 1 : (len + qp->mtu - 1) / qp->mtu;
+	r->left = r->npkts;
+	r->va = va;
+	r->rkey = rkey;
+	r->len = len;
+	r->off = 0;
+	qp->resp.epsn = droce_psn_add(psn, r->npkts);
+	qp->resp.nak_sent = false;
+	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
+	qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+/*
+ * A duplicate READ request (9.7.5.1.2): the requester lost part of the response and asks
+ * again from psn. It is answered again from the saved request, if one of the last
+ * max_dest_rd_atomic READs holds psn and the RETH asks for the same bytes from there on;
+ * otherwise it is dropped.
+ */
+static void
+resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint32_t limit = resp_rd_limit(qp);
+	uint32_t k, j, d, off;
+	struct engine_rd_res *r = NULL;
+
+	for (k = 1; k <= limit; k++) {
+		j = qp->resp.rd_head - k;
+		r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
+		if (droce_psn_dist(r->first_psn, psn) < r->npkts)
+			break;
+		r = NULL;
+	}
+	if (r == NULL)
+		return;
+	d = droce_psn_dist(r->first_psn, psn);
+	off = d * qp->mtu;
+	if (droce_reth_va(reth) != r->va + off || droce_reth_rkey(reth) != r->rkey ||
+	    droce_reth_len(reth) != r->len - off)
+		return;
+	ENGINE_STAT(qp->engine, rd_replay);
+	r->start_psn = r->psn = psn;
+	r->off = off;
+	r->left = r->npkts - d;
+	if ((int32_t)(qp->resp.rd_send - j) > 0)
+		qp->resp.rd_send = j;
+	qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+/*
+ * The next response packet of READ r: FIRST/ONLY where the request being answered
+ * starts, LAST at its end, AETH on those. 0, -EAGAIN (no mbuf) or -EACCES
+ * (the region went away: remote access error NAK, and the QP goes to ERR).
+ */
+static int
+resp_read_packet(struct droce_qp *qp, struct engine_rd_res *r)
+{
+	struct droce_engine *e = qp->engine;
+	uint32_t plen = RTE_MIN(qp->mtu, r->len - r->off);
+	bool first = r->psn == r->start_psn, last = r->left == 1;
+	const uint8_t *src = NULL;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	if (plen != 0) {
+		src = mr_resolve(qp->dom, r->rkey, qp->pd, IBV_ACCESS_REMOTE_READ,
+				 r->va + r->off, plen);
+		if (src == NULL) {
+			ENGINE_STAT(e, nak_err_sent);
+			resp_send_aeth(qp, r->psn, DROCE_AETH_NAK | DROCE_NAK_REMOTE_ACCESS);
+			qp_to_error(qp);
+			return -EACCES;
+		}
+	}
+	memset(&h, 0, sizeof(h));
+	h.opcode = first && last ? DROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+		   first ? DROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+		   last ? DROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+		   DROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.dqpn = qp->dest_qpn;
+	h.psn = r->psn;
+	h.aeth.syndrome = DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID;
+	h.aeth.msn = qp->resp.msn;
+	payload = engine_pkt_start(e, &qp->tmpl, &h, plen, &m);
+	if (payload == NULL)
+		return -EAGAIN;
+	if (plen != 0)
+		memcpy(payload, src, plen);
+	engine_pkt_finish(e, &qp->tmpl, m);
+	ENGINE_STAT(e, rd_resp_sent);
+	r->psn = droce_psn_add(r->psn, 1);
+	r->off += plen;
+	r->left--;
+	return 0;
+}
+
+unsigned int
+resp_read_send(struct droce_qp *qp, unsigned int budget)
+{
+	unsigned int n = 0;
+
+	if (!resp_rd_pending(qp))
+		return 0;
+	if (qp->state != DROCE_SHM_QPS_RTR && qp->state != DROCE_SHM_QPS_RTS &&
+	    qp->state != DROCE_SHM_QPS_SQD)
+		return 0;
+	while (n < budget && resp_rd_pending(qp)) {
+		int rc = resp_read_packet(qp,
+					  &qp->resp.rd[qp->resp.rd_send & (ENGINE_RD_RES - 1)]);
+
+		if (rc == -EAGAIN)
+			break;
+		if (rc != 0)
+			return n;
+		n++;
+	}
+	if (resp_rd_pending(qp)) {
+		qp_list_add(qp, QP_ON_ACTIVE);
+	} else if (qp->resp.ack_deferred) {
+		qp->resp.ack_deferred = false;
+		resp_send_ack(qp);
+	}
+	return n;
+}
+
 /* ---- RC ---- */
+
+/* 9.7.5.2.8: no receive WQE -> RNR NAK with psn; later packets stay silent. */
+static void
+resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
+{
+	ENGINE_STAT(qp->engine, nak_rnr_sent);
+	qp->resp.nak_sent = true;
+	qp->resp.oos_psn = psn;
+	resp_send_aeth(qp, psn, DROCE_AETH_RNR_NAK |
+		       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
+}
+
+/* 9.8.3.2: FIRST/ONLY starts a message; MIDDLE/LAST continue one of the same operation. */
+static bool
+resp_opcode_seq_ok(const struct droce_qp *qp, uint32_t flags)
+{
+	if (!qp->resp.in_msg)
+		return (flags & DROCE_OPF_FIRST) != 0;
+	return !(flags & DROCE_OPF_FIRST) && !(flags & DROCE_OPF_WRITE) == !qp->resp.in_write;
+}
+
+/* The rest of an in-sequence RC WRITE packet: placement, answer, completion. */
+static void
+resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	const struct droce_bth *bth = droce_pkt_bth(pkt);
+	uint32_t psn = droce_bth_psn(bth);
+	uint32_t flags = pkt->info->flags;
+	int rc = resp_write(qp, pkt, src);
+
+	if (rc == -EAGAIN) {
+		resp_rnr_nak(qp, psn);
+		return;
+	}
+	if (rc != 0) {
+		/* As for a SEND the responder cannot take: NAK, and this QP goes to ERR. */
+		resp_nak(qp, rc == -EACCES ? DROCE_NAK_REMOTE_ACCESS :
+			 rc == -EIO ? DROCE_NAK_REMOTE_OP : DROCE_NAK_INVALID_REQ);
+		if (qp->resp.have_wqe)
+			resp_complete(qp, pkt, rc == -EACCES ? DROCE_SHM_WC_REM_ACCESS_ERR :
+				      DROCE_SHM_WC_REM_INV_REQ_ERR, 0);
+		else
+			qp_to_error(qp);
+		return;
+	}
+	qp->resp.epsn = droce_psn_add(psn, 1);
+	qp->resp.nak_sent = false;
+	if (flags & DROCE_OPF_LAST) {
+		qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
+		qp->resp.in_msg = false;
+		if (flags & DROCE_OPF_RWQE) {
+			/* byte_len: the RETH length, as rxe reports it. */
+			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
+			if (qp->state == DROCE_SHM_QPS_ERR)
+				return;
+		}
+	} else {
+		qp->resp.in_msg = true;
+	}
+	if (droce_bth_ackreq(bth))
+		resp_schedule_ack(qp, psn);
+}
 
 static void
 resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
@@ -247,6 +586,10 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	if (d < 0) {
 		/* 9.7.5.1.2: a duplicate is not executed again, only acknowledged. */
 		ENGINE_STAT(e, resp_dup);
+		if (flags & DROCE_OPF_READ) {
+			resp_read_dup(qp, pkt);
+			return;
+		}
 		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
 		return;
 	}
@@ -266,9 +609,9 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		qp->resp.oos_psn = psn;
 		return;
 	}
-	/* In sequence. Opcode sequence (9.8.3.2): FIRST/ONLY starts, MIDDLE/LAST continue. */
-	if (!(flags & DROCE_OPF_SEND) ||
-	    (qp->resp.in_msg ? (flags & DROCE_OPF_FIRST) != 0 : !(flags & DROCE_OPF_FIRST)) ||
+	/* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */
+	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ)) ||
+	    !resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		resp_nak(qp, DROCE_NAK_INVALID_REQ);
 		if (qp->resp.have_wqe)
@@ -277,15 +620,19 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 			qp_to_error(qp);
 		return;
 	}
+	qp->resp.in_write = (flags & DROCE_OPF_WRITE) != 0;
+	if (flags & DROCE_OPF_WRITE) {
+		resp_rc_write(qp, pkt, src);
+		return;
+	}
+	if (flags & DROCE_OPF_READ) {
+		resp_rc_read(qp, pkt);
+		return;
+	}
 	if (!qp->resp.have_wqe) {
 		rc = resp_take(qp);
 		if (rc == 0) {
-			/* 9.7.5.2.8: no receive WQE -> RNR NAK; later packets stay silent. */
-			ENGINE_STAT(e, nak_rnr_sent);
-			qp->resp.nak_sent = true;
-			qp->resp.oos_psn = psn;
-			resp_send_aeth(qp, psn, DROCE_AETH_RNR_NAK |
-				       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
+			resp_rnr_nak(qp, psn);
 			return;
 		}
 		if (rc < 0) {
@@ -337,7 +684,7 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		qp->resp.off = 0;
 	}
 	qp->resp.epsn = droce_psn_add(psn, 1);
-	if (!(flags & DROCE_OPF_SEND)) {
+	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE))) {
 		ENGINE_STAT(e, rx_bad_opcode);
 		return;
 	}
@@ -348,9 +695,30 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		ENGINE_STAT(e, uc_drop);	/* the rest of a message we are not taking */
 		return;
 	}
-	if (plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
+	if (!resp_opcode_seq_ok(qp, flags) ||
+	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		ENGINE_STAT(e, uc_drop);
 		qp->resp.in_msg = false;
+		return;
+	}
+	qp->resp.in_write = (flags & DROCE_OPF_WRITE) != 0;
+	if (flags & DROCE_OPF_WRITE) {
+		int rc = resp_write(qp, pkt, src);
+
+		/* 9.8.3.3: a UC request the responder cannot execute drops its message. */
+		if (rc != 0) {
+			ENGINE_STAT(e, uc_drop);
+			qp->resp.in_msg = false;
+			if (rc == -EIO)
+				qp_to_error(qp);
+			return;
+		}
+		if (!(flags & DROCE_OPF_LAST))
+			qp->resp.in_msg = true;
+		else if (flags & DROCE_OPF_RWQE)
+			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
+		else
+			qp->resp.in_msg = false;
 		return;
 	}
 	if (!qp->resp.have_wqe) {

@@ -640,9 +640,10 @@ tc_ah_attr(const struct tc_host *to, bool ipv6, struct droce_shm_ah_attr *ah)
 
 static void
 tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
-	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn)
+	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn, uint32_t access)
 {
 	bool rc = x->view.qp_type == DROCE_SHM_QPT_RC;
+	uint8_t depth = p->rd_atomic != 0 ? p->rd_atomic : 1;
 	struct droce_shm_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
@@ -650,7 +651,7 @@ tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 		 DROCE_SHM_QP_ACCESS_FLAGS;
 	a.qp_state = DROCE_SHM_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+	a.qp_access_flags = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE;
 	CHECK_EQ_I64(tc_modify(x, &a), 0);
 
 	memset(&a, 0, sizeof(a));
@@ -662,7 +663,7 @@ tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	a.path_mtu = p->mtu;
 	a.dest_qp_num = dest_qpn;
 	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 1;
+	a.max_dest_rd_atomic = depth;
 	a.min_rnr_timer = p->min_rnr_timer;
 	tc_ah_attr(to, p->ipv6, &a.ah);
 	CHECK_EQ_I64(tc_modify(x, &a), 0);
@@ -677,15 +678,15 @@ tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	a.timeout = p->timeout;
 	a.retry_cnt = p->retry_cnt;
 	a.rnr_retry = p->rnr_retry;
-	a.max_rd_atomic = 1;
+	a.max_rd_atomic = depth;
 	CHECK_EQ_I64(tc_modify(x, &a), 0);
 }
 
 void
 tc_connect(struct tc_qp *a, struct tc_qp *b, const struct tc_path *p)
 {
-	tc_connect_one(a, b->qpn, b->h, p, p->psn_a, p->psn_b);
-	tc_connect_one(b, a->qpn, a->h, p, p->psn_b, p->psn_a);
+	tc_connect_one(a, b->qpn, b->h, p, p->psn_a, p->psn_b, p->access_a);
+	tc_connect_one(b, a->qpn, a->h, p, p->psn_b, p->psn_a, p->access_b);
 }
 
 void
@@ -694,7 +695,7 @@ tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id, const st
 	struct tc_host peer;
 
 	host_addr(&peer, peer_id);
-	tc_connect_one(qp, dest_qpn, &peer, p, p->psn_a, p->psn_b);
+	tc_connect_one(qp, dest_qpn, &peer, p, p->psn_a, p->psn_b, p->access_a);
 }
 
 void

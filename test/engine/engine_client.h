@@ -101,6 +101,8 @@ struct tc_path {
 	uint8_t min_rnr_timer;
 	uint32_t psn_a, psn_b;		/* a's send PSN, b's send PSN */
 	bool ipv6;			/* address by GID index 1 */
+	uint32_t access_a, access_b;	/* qp_access_flags of a's and b's QP; 0: LOCAL_WRITE */
+	uint8_t rd_atomic;		/* max_rd_atomic and max_dest_rd_atomic; 0: 1 */
 };
 
 /*

@@ -1012,14 +1012,14 @@ r_create_qp_ex_rx_hash(struct fx *f)
 }
 
 static long
-r_create_qp_ex_send_ops_read(struct fx *f)
+r_create_qp_ex_send_ops_atomic(struct fx *f)
 {
 	struct ibv_qp_init_attr_ex ia;
 
-	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no RDMA READ yet). */
+	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no atomics yet). */
 	qiax_default(f, &ia);
 	ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	return create_qp_ex_row(f, &ia);
 }
 
@@ -1382,25 +1382,12 @@ r_post_send_huge_len(struct fx *f)
 }
 
 static long
-r_post_send_rdma_read(struct fx *f)
-{
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-
-	/* An opcode the QP type allows but droce does not implement: EOPNOTSUPP. */
-	send_wr(f, &wr, &sge, 16);
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = (uintptr_t)f->buf;
-	wr.wr.rdma.rkey = f->mr->rkey;
-	return post_send(f, f->qp_a, &wr);
-}
-
-static long
 r_post_send_atomic(struct fx *f)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
+	/* An opcode the QP type allows but droce does not implement: EOPNOTSUPP. */
 	send_wr(f, &wr, &sge, 8);
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.remote_addr = (uintptr_t)f->buf;
@@ -1725,7 +1712,7 @@ static const struct row rows[] = {
 	ROW(r_create_qp_no_recv_cq, 0, EINVAL, 0),
 	ROW(r_create_qp_ex_create_flags, 0, EOPNOTSUPP, 0),
 	ROW(r_create_qp_ex_rx_hash, 0, EOPNOTSUPP, 0),
-	ROW(r_create_qp_ex_send_ops_read, 0, EOPNOTSUPP, 0),
+	ROW(r_create_qp_ex_send_ops_atomic, 0, EOPNOTSUPP, 0),
 	/* QP modify */
 	ROW(r_modify_reset_to_rtr, EINVAL, ERR_ANY, 0),
 	ROW(r_modify_reset_to_rts, EINVAL, ERR_ANY, 0),
@@ -1759,7 +1746,6 @@ static const struct row rows[] = {
 	ROW(r_post_send_lkey, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_outside_mr, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_huge_len, EINVAL, ERR_ANY, 0),
-	ROW(r_post_send_rdma_read, EOPNOTSUPP, ERR_ANY, 0),
 	ROW(r_post_send_atomic, EOPNOTSUPP, ERR_ANY, 0),
 	ROW(r_post_send_bogus_opcode, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_ud_rdma_write, EINVAL, ERR_ANY, 0),
@@ -1786,7 +1772,7 @@ is_post_row(long (*fn)(struct fx *))
 {
 	return fn == r_post_send_reset || fn == r_post_send_init || fn == r_post_send_sges ||
 	       fn == r_post_send_lkey || fn == r_post_send_outside_mr ||
-	       fn == r_post_send_huge_len || fn == r_post_send_rdma_read ||
+	       fn == r_post_send_huge_len ||
 	       fn == r_post_send_atomic || fn == r_post_send_bogus_opcode ||
 	       fn == r_post_send_ud_rdma_write || fn == r_post_send_ud_sges ||
 	       fn == r_post_send_inline_long || fn == r_post_send_second_bad ||
