@@ -34,3 +34,41 @@ print(o["buildtype"], o["b_sanitize"], o["c_args"] and " ".join(o["c_args"]) or 
 	fi
 	echo
 }
+
+# bench_daemon_cleanup PREFIX WORK: traps that stop what a benchmark's Python part started
+# and remove what the EAL left under PREFIX and the directory WORK, at exit and on SIGINT or
+# SIGTERM. The Python part records each daemon's process group in WORK/pgids and runs in
+# the background, its pid in $pypid, so that a signal is handled at once.
+bench_daemon_cleanup() {
+	bench_prefix=$1
+	bench_work=$2
+	pypid=
+	trap bench_cleanup EXIT
+	trap bench_stop_run INT TERM
+}
+
+bench_cleanup() {
+	local g
+	# Daemon process groups the Python part recorded and has not stopped (it was killed).
+	if [ -f "$bench_work/pgids" ]; then
+		while read -r g; do
+			kill -TERM -- "-$g" 2>/dev/null || true
+		done <"$bench_work/pgids"
+		sleep 2
+		while read -r g; do
+			kill -KILL -- "-$g" 2>/dev/null || true
+		done <"$bench_work/pgids"
+	fi
+	rm -rf /var/run/dpdk/"$bench_prefix"* 2>/dev/null || true
+	rm -f /dev/hugepages/"$bench_prefix"* 2>/dev/null || true
+	rm -rf "$bench_work"
+}
+
+bench_stop_run() {
+	# The Python part stops its daemons on SIGTERM (timeout forwards it); then clean up.
+	if [ -n "$pypid" ]; then
+		kill -TERM "$pypid" 2>/dev/null || true
+		wait "$pypid" 2>/dev/null || true
+	fi
+	exit 130
+}

@@ -48,35 +48,8 @@ dir=${DROCE_BENCH_BUILD:-build-bench}
 prefix=droce-bench-droced-$$
 work=$(mktemp -d "/tmp/$prefix-XXXXXX")
 
-cleanup() {
-	local g
-	# Daemon process groups the Python part recorded and has not stopped (it was killed).
-	if [ -f "$work/pgids" ]; then
-		while read -r g; do
-			kill -TERM -- "-$g" 2>/dev/null || true
-		done <"$work/pgids"
-		sleep 2
-		while read -r g; do
-			kill -KILL -- "-$g" 2>/dev/null || true
-		done <"$work/pgids"
-	fi
-	rm -rf /var/run/dpdk/"$prefix"* 2>/dev/null || true
-	rm -f /dev/hugepages/"$prefix"* 2>/dev/null || true
-	rm -rf "$work"
-}
-pypid=
-stop_run() {
-	# The Python part stops its daemons on SIGTERM (timeout forwards it); then clean up.
-	if [ -n "$pypid" ]; then
-		kill -TERM "$pypid" 2>/dev/null || true
-		wait "$pypid" 2>/dev/null || true
-	fi
-	exit 130
-}
-trap cleanup EXIT
-trap stop_run INT TERM
-
 . devtools/bench-common.sh
+bench_daemon_cleanup "$prefix" "$work"
 for t in app/droced/droced devtools/droce-bench-droced devtools/droce-bench-engine; do
 	bench_build "$dir" "$t"
 done

@@ -4,8 +4,9 @@
 # First contact with droce, run as root on Debian 12: sets up and builds everything
 # (devtools/setup.sh), starts the memif pair of droced (config/pair-a.ini and
 # config/pair-b.ini: two daemons on this machine joined by a shared-memory link), runs the
-# RC ping-pong example and the SRQ server with several clients through them, shows what
-# the daemons saw, and stops everything. Exits 0 when every program succeeded and both
+# RC ping-pong example, the SRQ server with several clients and Debian's unmodified
+# ibv_rc_pingpong and ibv_srq_pingpong through them, shows what the daemons saw, and stops
+# everything. Exits 0 when every program succeeded and both
 # daemons shut down cleanly.
 
 set -euo pipefail
@@ -21,8 +22,10 @@ droced=$prefix/app/droced/droced
 ctl=$prefix/app/droce-ctl/droce-ctl
 pingpong=$prefix/examples/droce-rc-pingpong
 srq_server=$prefix/examples/droce-srq-server
-for bin in "$droced" "$ctl" "$pingpong" "$srq_server"; do
-	if [[ ! -x $bin ]]; then
+# droce's drop-in libibverbs.so.1 (drivers/compat) for unmodified programs.
+compat=$(readlink -f "$prefix/drivers/compat")
+for bin in "$droced" "$ctl" "$pingpong" "$srq_server" "$compat/libibverbs.so.1"; do
+	if [[ ! -e $bin ]]; then
 		echo "quickstart: $bin was not built" >&2
 		exit 1
 	fi
@@ -135,7 +138,42 @@ done
 
 cat <<EOT
 
-== 4. What the daemons hold now ==
+== 4. Unmodified rdma-core programs: Debian's ibv_rc_pingpong and ibv_srq_pingpong ==
+The same binaries that drive a ConnectX, unchanged: LD_LIBRARY_PATH puts droce's
+libibverbs.so.1 ($compat) in front of the system's. On RoCE they need a GID index (-g 0);
+-c checks every received byte. ibv_srq_pingpong runs 16 QPs on one SRQ on each side.
+
+\$ export LD_LIBRARY_PATH=$compat
+\$ DROCE_SOCKET=/run/droce/a.sock ibv_rc_pingpong -g 0 -c &
+\$ DROCE_SOCKET=/run/droce/b.sock ibv_rc_pingpong -g 0 -c 127.0.0.1
+\$ DROCE_SOCKET=/run/droce/a.sock ibv_srq_pingpong -g 0 -c -q 16 -n 200 &
+\$ DROCE_SOCKET=/run/droce/b.sock ibv_srq_pingpong -g 0 -c -q 16 -n 200 127.0.0.1
+EOT
+# run_unmodified NAME ARGS...: server through A, client through B; sets unmod_rc.
+unmod_rc=0
+run_unmodified() {
+	local name=$1 server rc_s=0 rc_c=0
+	shift
+	LD_LIBRARY_PATH=$compat DROCE_SOCKET=/run/droce/a.sock timeout "$app_timeout" \
+		"$@" >"$logs/$name-server.log" 2>&1 &
+	server=$!
+	sleep 0.5
+	LD_LIBRARY_PATH=$compat DROCE_SOCKET=/run/droce/b.sock timeout "$app_timeout" \
+		"$@" 127.0.0.1 >"$logs/$name-client.log" 2>&1 || rc_c=$?
+	wait "$server" || rc_s=$?
+	sed "s/^/  $name server| /" "$logs/$name-server.log"
+	sed "s/^/  $name client| /" "$logs/$name-client.log"
+	if ((rc_s != 0 || rc_c != 0)); then
+		echo "  $name: server exit $rc_s, client exit $rc_c"
+		unmod_rc=1
+	fi
+}
+run_unmodified ibv_rc_pingpong ibv_rc_pingpong -g 0 -c
+run_unmodified ibv_srq_pingpong ibv_srq_pingpong -g 0 -c -q 16 -n 200
+
+cat <<EOT
+
+== 5. What the daemons hold now ==
 Every application has exited, so neither daemon holds a client or an object.
 
 \$ $ctl --socket /run/droce/a.sock status
@@ -144,7 +182,7 @@ EOT
 status_a=$("$ctl" --socket /run/droce/a.sock status)
 
 echo
-echo "== 5. Stopping both daemons (SIGTERM: clients told, hugepage files and sockets removed) =="
+echo "== 6. Stopping both daemons (SIGTERM: clients told, hugepage files and sockets removed) =="
 stop_daemons
 left=$(ls /run/droce/a.sock /run/droce/b.sock 2>/dev/null || true)
 
@@ -157,11 +195,14 @@ fail() {
 ((pp_rc == 0 && pps_rc == 0)) || fail "RC ping-pong: client exit $pp_rc, server exit $pps_rc"
 ((srq_rc == 0 && srq_clients_rc == 0)) ||
 	fail "SRQ server: server exit $srq_rc, a client exited $srq_clients_rc"
+((unmod_rc == 0)) || fail "an unmodified ibv_*_pingpong failed (see its output above)"
 grep -q '^qps=0$' <<<"$status_a" || fail "droced A still holds QPs after the programs ended"
 [[ -z $left ]] || fail "control sockets left behind: $left"
 $ok || exit 1
 cat <<EOT
-quickstart: OK. RoCEv2 traffic ran between two droced over memif: an RC ping-pong and an
-SRQ server with $clients clients, every byte checked. Next: doc/getting-started.md (running
-droced and your own programs), ./devtools/run-tests.sh (every test suite).
+quickstart: OK. RoCEv2 traffic ran between two droced over memif: an RC ping-pong, an SRQ
+server with $clients clients, and Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong,
+every byte checked. Next: doc/getting-started.md (running droced and your own programs),
+doc/unmodified-programs.md (any ibverbs program on droce), ./devtools/run-tests.sh (every
+test suite).
 EOT

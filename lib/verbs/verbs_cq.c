@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -20,16 +22,34 @@
 
 /* ---- Fast path (the application thread; owns the CQ's consumer index under lock) ---- */
 
+/*
+ * A program that polls an empty CQ in a loop (ibv_rc_pingpong, perftest) keeps its CPU
+ * while the engine that would fill the CQ may be waiting for one: on a machine with
+ * fewer CPUs than busy threads, the scheduler lets a woken engine preempt a spinning
+ * poller only after its wake-up granularity (about 1 ms). So after poll_yield empty polls
+ * in a row the poller yields: nearly free when nothing else is runnable on its CPU, and
+ * the engine's turn when it is. DROCE_POLL_YIELD sets the count (0: never yield).
+ */
 int
 verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct dv_cq *cq = to_dcq(ibcq);
+	uint32_t every;
 	int n;
 
 	pthread_spin_lock(&cq->lock);
 	n = droce_shm_poll_cq(&cq->view, num_entries, wc);
 	pthread_spin_unlock(&cq->lock);
-	return n;
+	if (n != 0) {
+		cq->empty_polls = 0;
+		return n;
+	}
+	every = to_dctx(ibcq->context)->poll_yield;
+	if (every != 0 && ++cq->empty_polls >= every) {
+		cq->empty_polls = 0;
+		sched_yield();
+	}
+	return 0;
 }
 
 int
@@ -165,9 +185,9 @@ log2_of(uint32_t pow2)
 	return k;
 }
 
-VERBS_EXPORT struct ibv_cq *
-ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-	      struct ibv_comp_channel *channel, int comp_vector)
+static struct dv_cq *
+cq_create(struct ibv_context *context, int cqe, void *cq_context,
+	  struct ibv_comp_channel *channel, int comp_vector)
 {
 	unsigned int nfds = 0;
 	struct droce_proto_req req = { .op = DROCE_OP_CREATE_CQ };
@@ -176,8 +196,6 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	struct dv_cq *cq;
 	int ret;
 
-	if (context == NULL)
-		return verbs_err_null(EINVAL);
 	c = to_dctx(context);
 	if (cqe < 1 || (uint32_t)cqe > c->limits.max_cqe || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors ||
@@ -231,7 +249,177 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	cq->next = c->cqs;
 	c->cqs = cq;
 	pthread_mutex_unlock(&c->obj_lock);
-	return &cq->ibcq;
+	return cq;
+}
+
+VERBS_EXPORT struct ibv_cq *
+ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+	      struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct dv_cq *cq;
+
+	if (context == NULL)
+		return verbs_err_null(EINVAL);
+	cq = cq_create(context, cqe, cq_context, channel, comp_vector);
+	return cq != NULL ? &cq->ibcq : NULL;
+}
+
+/*
+ * ---- Extended CQ (ibv_create_cq_ex(3)): the ibv_start_poll / next_poll / end_poll
+ * iterator and the ibv_wc_read_* accessors, over the same ring as ibv_poll_cq. Each step
+ * takes one entry into cq->cur; the accessors read it. The fields droce can supply are
+ * those of struct ibv_wc; anything else (timestamps, VLAN, flow tag, tag matching) is
+ * refused at creation with EOPNOTSUPP, so no accessor is ever asked for a value it lacks.
+ */
+
+#define CQ_EX_WC_FLAGS	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			 IBV_WC_EX_WITH_DLID_PATH_BITS)
+/* Single-threaded use needs no promise from droce: the CQ locks either way. */
+#define CQ_EX_CREATE_FLAGS	IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+
+static inline struct dv_cq *
+to_dcq_ex(struct ibv_cq_ex *ex)
+{
+	return dv_container_of(ex, struct dv_cq, ibcq_ex);
+}
+
+/* 0 with the next entry current, or ENOENT when the CQ is empty. */
+static int
+cq_ex_step(struct ibv_cq_ex *ex)
+{
+	struct dv_cq *cq = to_dcq_ex(ex);
+	int n = verbs_cq_poll(&cq->ibcq, 1, &cq->cur);
+
+	if (n <= 0)
+		return n == 0 ? ENOENT : EINVAL;
+	ex->wr_id = cq->cur.wr_id;
+	ex->status = cq->cur.status;
+	return 0;
+}
+
+static int
+cq_ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	if (attr == NULL || attr->comp_mask != 0)
+		return EINVAL;
+	return cq_ex_step(ex);
+}
+
+static int
+cq_ex_next_poll(struct ibv_cq_ex *ex)
+{
+	return cq_ex_step(ex);
+}
+
+static void
+cq_ex_end_poll(struct ibv_cq_ex *ex)
+{
+	(void)ex;
+}
+
+static enum ibv_wc_opcode
+cq_ex_read_opcode(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.opcode;
+}
+
+static uint32_t
+cq_ex_read_vendor_err(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.vendor_err;
+}
+
+static uint32_t
+cq_ex_read_byte_len(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.byte_len;
+}
+
+static __be32
+cq_ex_read_imm_data(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.imm_data;
+}
+
+static uint32_t
+cq_ex_read_qp_num(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.qp_num;
+}
+
+static uint32_t
+cq_ex_read_src_qp(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.src_qp;
+}
+
+static unsigned int
+cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.wc_flags;
+}
+
+static uint32_t
+cq_ex_read_slid(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.slid;
+}
+
+static uint8_t
+cq_ex_read_sl(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.sl;
+}
+
+static uint8_t
+cq_ex_read_dlid_path_bits(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur.dlid_path_bits;
+}
+
+/* context->create_cq_ex, reached through the inline ibv_create_cq_ex(). */
+struct ibv_cq_ex *
+verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *ex;
+	struct dv_cq *cq;
+
+	if (context == NULL || attr == NULL)
+		return verbs_err_null(EINVAL);
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD))
+		return verbs_err_null(EINVAL);
+	/* A CQ in a parent domain (MASK_PD) needs parent domains: droce has none. */
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		return verbs_err_null(EOPNOTSUPP);
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)CQ_EX_CREATE_FLAGS))
+		return verbs_err_null(EOPNOTSUPP);
+	if (attr->wc_flags & ~(uint64_t)CQ_EX_WC_FLAGS)
+		return verbs_err_null(EOPNOTSUPP);
+	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX)
+		return verbs_err_null(EINVAL);
+	cq = cq_create(context, (int)attr->cqe, attr->cq_context, attr->channel,
+		       (int)attr->comp_vector);
+	if (cq == NULL)
+		return NULL;
+	ex = &cq->ibcq_ex;
+	ex->start_poll = cq_ex_start_poll;
+	ex->next_poll = cq_ex_next_poll;
+	ex->end_poll = cq_ex_end_poll;
+	ex->read_opcode = cq_ex_read_opcode;
+	ex->read_vendor_err = cq_ex_read_vendor_err;
+	ex->read_wc_flags = cq_ex_read_wc_flags;
+	ex->read_byte_len = cq_ex_read_byte_len;
+	ex->read_imm_data = cq_ex_read_imm_data;
+	ex->read_qp_num = cq_ex_read_qp_num;
+	ex->read_src_qp = cq_ex_read_src_qp;
+	ex->read_slid = cq_ex_read_slid;
+	ex->read_sl = cq_ex_read_sl;
+	ex->read_dlid_path_bits = cq_ex_read_dlid_path_bits;
+	return ex;
 }
 
 /* The ring cannot grow in place: EOPNOTSUPP. */

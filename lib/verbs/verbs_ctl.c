@@ -26,7 +26,10 @@ verbs_socket_path(void)
 	return p != NULL && p[0] != '\0' ? p : DROCE_PROTO_SOCKET_DEFAULT;
 }
 
-/* Silent by default: a verbs library must not write on the application's stderr. */
+/*
+ * Silent by default: a verbs library must not write on the application's stderr, except
+ * through verbs_warn() for a mistake whose errno alone would not explain itself.
+ */
 void
 verbs_debug(const char *fmt, ...)
 {
@@ -35,6 +38,19 @@ verbs_debug(const char *fmt, ...)
 
 	if (d == NULL || strcmp(d, "1") != 0)
 		return;
+	fputs("libdroce: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Always printed, like rdma-core's own "libibverbs: Warning" lines. */
+void
+verbs_warn(const char *fmt, ...)
+{
+	va_list ap;
+
 	fputs("libdroce: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

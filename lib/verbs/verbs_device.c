@@ -130,6 +130,26 @@ ibv_get_device_index(struct ibv_device *device)
 	return (int)to_ddev(device)->port;
 }
 
+/* DROCE_POLL_YIELD: a count of empty polls, or the default when unset or not a number. */
+static uint32_t
+verbs_poll_yield(void)
+{
+	const char *v = getenv(VERBS_POLL_YIELD_ENV);
+	unsigned long n;
+	char *end;
+
+	if (v == NULL || v[0] == '\0')
+		return VERBS_POLL_YIELD_DEFAULT;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > UINT32_MAX) {
+		verbs_warn("%s=%s is not a count: using %u", VERBS_POLL_YIELD_ENV, v,
+			   VERBS_POLL_YIELD_DEFAULT);
+		return VERBS_POLL_YIELD_DEFAULT;
+	}
+	return (uint32_t)n;
+}
+
 /* Checks HELLO's answer before anything in it is used as an offset or a count. */
 static int
 hello_check(const struct droce_proto_resp *r, unsigned int nfds)
@@ -208,8 +228,14 @@ ibv_open_device(struct ibv_device *device)
 	c->nb_engines = resp.hello.nb_engines;
 	c->port = resp.hello.port;
 	c->limits = resp.hello.limits;
-	c->nb_gids = resp.hello.nb_gids;
-	memcpy(c->gids, resp.hello.gids, sizeof(c->gids));
+	/*
+	 * The GID table has a fixed length with droced's GIDs first and empty entries after
+	 * them, as on a NIC whose table outgrows its addresses: a program scanning it meets
+	 * empty entries (ENODATA from ibv_query_gid_ex) as it would there.
+	 */
+	c->poll_yield = verbs_poll_yield();
+	c->nb_gids = VERBS_GID_TBL_LEN;
+	memcpy(c->gids, resp.hello.gids, resp.hello.nb_gids * sizeof(c->gids[0]));
 	pthread_mutex_init(&c->ctl_lock, NULL);
 	pthread_mutex_init(&c->ev_lock, NULL);
 	pthread_mutex_init(&c->obj_lock, NULL);
@@ -219,6 +245,7 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.query_port = verbs_query_port;
 	c->vctx.query_device_ex = verbs_query_device_ex;
 	c->vctx.create_qp_ex = verbs_qp_create_ex;
+	c->vctx.create_cq_ex = verbs_cq_create_ex;
 	c->vctx.context.device = device;
 	c->vctx.context.cmd_fd = sock;
 	c->vctx.context.async_fd = fds[1];
@@ -277,6 +304,7 @@ device_attr_fill(const struct dv_context *c, struct ibv_device_attr *a)
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", VERBS_FW_VER);
 	a->node_guid = c->port.node_guid;
 	a->sys_image_guid = c->port.node_guid;
+	a->vendor_id = VERBS_VENDOR_ID;
 	a->max_mr_size = l->max_mr_size;
 	a->page_size_cap = (uint64_t)sysconf(_SC_PAGESIZE);
 	a->max_qp = (int)l->max_qp;
@@ -322,6 +350,8 @@ verbs_query_device_ex(struct ibv_context *context, const struct ibv_query_device
 		return verbs_err(EINVAL);
 	memset(&a, 0, sizeof(a));
 	device_attr_fill(to_dctx(context), &a.orig_attr);
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	if (attr_size > sizeof(a))
 		memset((uint8_t *)attr + sizeof(a), 0, attr_size - sizeof(a));

@@ -36,9 +36,19 @@
 #define VERBS_PORT_NUM		1
 #define VERBS_DEV_PREFIX	"droce"
 #define VERBS_FW_VER		"droce"
+/*
+ * IEEE OUI 0xFFFFFF: no vendor. Not 0, which rdma-core's tests take for an unset value;
+ * programs that key on vendor IDs (perftest) then use their generic paths.
+ */
+#define VERBS_VENDOR_ID		0xFFFFFF
+/* Length of every port's GID table (droced fills the first entries). */
+#define VERBS_GID_TBL_LEN	DROCE_PROTO_MAX_GIDS
 #define VERBS_SYSFS_CLASS	"/sys/class/infiniband/"
 #define VERBS_DEV_DIR		"/dev/infiniband/"
 #define VERBS_DEBUG_ENV		"DROCE_DEBUG"
+#define VERBS_POLL_YIELD_ENV	"DROCE_POLL_YIELD"
+/* Empty polls in a row before ibv_poll_cq yields its CPU (about 5 us of spinning). */
+#define VERBS_POLL_YIELD_DEFAULT	256
 /* The IB spec's largest message (and so the largest MR a WR can address): 2^31 bytes. */
 #define VERBS_MAX_MSG_SZ	(1u << 31)
 /* The default P_Key (full member), the only entry of the P_Key table. */
@@ -86,7 +96,8 @@ struct dv_context {
 	uint32_t nb_engines;
 	struct droce_proto_port_info port;
 	struct droce_proto_limits limits;
-	uint32_t nb_gids;
+	uint32_t poll_yield;			/* empty polls before a yield; 0: never */
+	uint32_t nb_gids;			/* table length: VERBS_GID_TBL_LEN */
 	struct droce_proto_gid gids[DROCE_PROTO_MAX_GIDS];
 	/* Event handle -> object: lists of the live CQs, SRQs and QPs. */
 	pthread_mutex_t obj_lock;
@@ -103,8 +114,18 @@ struct dv_context {
 };
 
 struct dv_cq {
-	struct ibv_cq ibcq;
+	/*
+	 * struct ibv_cq_ex begins with struct ibv_cq's fields (rdma-core's
+	 * ibv_cq_ex_to_cq() is a cast): every CQ is both, ex is only used by a CQ made
+	 * with ibv_create_cq_ex.
+	 */
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex;
+	};
 	pthread_spinlock_t lock;
+	struct ibv_wc cur;			/* ibv_start_poll/next_poll's current entry */
+	uint32_t empty_polls;			/* in a row, for the poll yield */
 	struct droce_shm_client_cq view;
 	int efd;				/* notification fd with a channel, else -1 */
 	uint32_t comp_reported;			/* events handed out by ibv_get_cq_event */
@@ -209,6 +230,7 @@ int verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int 
 		   unsigned int nfds, struct droce_proto_resp *resp);
 const char *verbs_socket_path(void);
 void verbs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void verbs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* verbs_device.c */
 void verbs_device_put(struct dv_device *d);
@@ -223,6 +245,8 @@ bool verbs_ah_check(void *arg, uint32_t ah);
 /* verbs_cq.c */
 int verbs_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int verbs_cq_req_notify(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *verbs_cq_create_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
 
 /* verbs_qp.c */
 int verbs_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);

@@ -677,9 +677,16 @@ qp_attr_to_shm(const struct ibv_qp_attr *a, int mask, struct droce_shm_qp_attr *
 	if ((mask & IBV_QP_PATH_MTU) &&
 	    ((uint32_t)a->path_mtu < IBV_MTU_256 || (uint32_t)a->path_mtu > IBV_MTU_4096))
 		return EINVAL;
-	/* RoCE addresses by GRH only: an AV without one cannot reach anything. */
-	if ((mask & IBV_QP_AV) && !a->ah_attr.is_global)
+	/*
+	 * RoCE addresses by GRH only: an AV without one cannot reach anything. Programs
+	 * written for InfiniBand (ibv_rc_pingpong without -g) pass a LID instead; say how
+	 * to fix it, since EINVAL alone does not.
+	 */
+	if ((mask & IBV_QP_AV) && !a->ah_attr.is_global) {
+		verbs_warn("modify_qp: the address has no GRH (ah_attr.is_global = 0), which "
+			   "RoCE needs: pass a GID index (ibv_*_pingpong -g 0, perftest -x 0)");
 		return EINVAL;
+	}
 	memset(s, 0, sizeof(*s));
 	s->mask = (uint32_t)mask;
 	s->qkey = a->qkey;

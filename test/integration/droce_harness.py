@@ -161,7 +161,8 @@ def ctl(droce_ctl, daemon, what="status"):
 class App:
     """An application process run through a daemon (DROCE_SOCKET), with a hard timeout."""
 
-    def __init__(self, argv, daemon, timeout=120, name=None, netns=None):
+    def __init__(self, argv, daemon, timeout=120, name=None, netns=None, env=None):
+        """env: variables added to the daemon's (LD_LIBRARY_PATH for unmodified programs)."""
         self.name = name or os.path.basename(argv[0])
         cmd = ["timeout", "--kill-after=5", str(timeout)] + list(argv)
         if netns:
@@ -170,7 +171,8 @@ class App:
         # pipe, and text() can be read while it runs.
         self.out = tempfile.TemporaryFile(mode="w+", dir=daemon.work.path)
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
-                                     text=True, env=daemon.env(), start_new_session=True)
+                                     text=True, env=dict(daemon.env(), **(env or {})),
+                                     start_new_session=True)
         self.output = None
 
     def text(self):
@@ -196,11 +198,11 @@ class App:
 
 
 def run_pair(server_argv, client_argv, srv_daemon, cli_daemon, timeout=120,
-             srv_netns=None, cli_netns=None, start_delay=0.3):
+             srv_netns=None, cli_netns=None, start_delay=0.3, env=None):
     """Runs a server and a client; raises unless both exit 0. Returns their outputs."""
-    srv = App(server_argv, srv_daemon, timeout, "server", srv_netns)
+    srv = App(server_argv, srv_daemon, timeout, "server", srv_netns, env)
     time.sleep(start_delay)
-    cli = App(client_argv, cli_daemon, timeout, "client", cli_netns)
+    cli = App(client_argv, cli_daemon, timeout, "client", cli_netns, env)
     rc_c = cli.wait()
     if rc_c != 0:
         srv.stop()
@@ -352,6 +354,25 @@ def expect_idle(droce_ctl, daemon):
                                    "mr_bytes") + ENGINE_OBJECTS if st.get(k) != "0"}
     check(not busy, "droced %s not idle: %s" % (daemon.name, busy))
     return st
+
+
+def run_cases(cases, only):
+    """Runs the named functions (name, fn) of one fixture, each reported on a line, going on
+    after a failure; raises TestFailure naming the ones that failed. only: names to run
+    (all when empty)."""
+    failed = []
+    for name, fn in cases:
+        if only and name not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            fn()
+            log("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
+        except TestFailure as e:
+            failed.append(name)
+            log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
+    if failed:
+        raise TestFailure("failed: " + " ".join(failed))
 
 
 def main(cases, argv=None):

@@ -336,7 +336,7 @@ DROCE_TEST(queries_answer_from_hello)
 	CHECK(ctx->async_fd >= 0);
 	CHECK_EQ_I64(ibv_query_device(ctx, &da), 0);
 	CHECK_EQ_STR(da.fw_ver, "droce");
-	CHECK_EQ_U64(da.vendor_id, 0);
+	CHECK_EQ_U64(da.vendor_id, 0xFFFFFF);
 	CHECK_EQ_U64(da.phys_port_cnt, 1);
 	CHECK_EQ_I64(da.max_qp_wr, FAKE_MAX_QP_WR);
 	CHECK_EQ_I64(da.max_cqe, FAKE_MAX_CQE);
@@ -351,7 +351,8 @@ DROCE_TEST(queries_answer_from_hello)
 	CHECK_EQ_I64(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
 	CHECK_EQ_I64(pa.active_mtu, IBV_MTU_1024);
 	CHECK_EQ_I64(pa.lid, 0);
-	CHECK_EQ_I64(pa.gid_tbl_len, 2);
+	/* A fixed-length table (VERBS_GID_TBL_LEN): droced's 2 entries, then empty ones. */
+	CHECK_EQ_I64(pa.gid_tbl_len, 16);
 	CHECK_EQ_I64(pa.pkey_tbl_len, 1);
 	CHECK_EQ_I64(ibv_query_port(ctx, 0, &pa), EINVAL);
 	CHECK_EQ_I64(ibv_query_port(ctx, 2, &pa), EINVAL);
@@ -359,14 +360,20 @@ DROCE_TEST(queries_answer_from_hello)
 	CHECK_EQ_I64(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	CHECK_EQ_U64(gid.raw[10], 0xFF);
 	CHECK_EQ_U64(gid.raw[12], 10);
-	CHECK_EQ_I64(ibv_query_gid(ctx, 1, 2, &gid), -1);
+	/* An empty entry reads as the zero GID; past the table: EINVAL. */
+	CHECK_EQ_I64(ibv_query_gid(ctx, 1, 2, &gid), 0);
+	CHECK_EQ_U64(gid.raw[10], 0);
+	CHECK_EQ_U64(gid.raw[12], 0);
+	CHECK_EQ_I64(ibv_query_gid(ctx, 1, 16, &gid), -1);
 	CHECK_EQ_I64(errno, EINVAL);
 	CHECK_EQ_I64(ibv_query_gid(ctx, 2, 0, &gid), -1);
 	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 0, &ge, 0), 0);
 	CHECK_EQ_I64(ge.gid_type, IBV_GID_TYPE_ROCE_V2);
 	CHECK_EQ_I64(ge.port_num, 1);
 	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 1, &ge, 0), ENODATA);
-	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 2, &ge, 0), EINVAL);
+	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 2, &ge, 0), ENODATA);
+	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 15, &ge, 0), ENODATA);
+	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 16, &ge, 0), EINVAL);
 	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 0, 0, &ge, 0), EINVAL);
 	CHECK_EQ_I64(ibv_query_gid_ex(ctx, 1, 0, &ge, 1), EINVAL);
 	CHECK_EQ_I64(ibv_query_gid_table(ctx, &ge, 1, 0), 1);
