@@ -128,6 +128,10 @@ for item in items:
             extra = "" if result in ("OK", "SKIP", "FAIL") else " (%s)" % result
             lines.append("%s %s %s%s" % (verdict, os.path.basename(build_dir),
                                          display_name(t["name"], suites_of), extra))
+            # A test's own counts (rdma-core's suite): its "summary: " lines, shown under it.
+            for out_line in (t.get("stdout") or "").splitlines():
+                if out_line.startswith("summary: "):
+                    lines.append("    " + out_line[len("summary: "):])
 
 for line in lines:
     print(line)

@@ -119,7 +119,10 @@ def t_srq_16():
 
 
 def t_srq_events():
-    pingpong("ibv_srq_pingpong", ["-e", "-q", "4"], iters=200)
+    # -e with the default 16 QPs on the SRQ.
+    srv, cli, n_srv, n_cli = pingpong("ibv_srq_pingpong", ["-e"], iters=100)
+    check(n_srv == 16 and n_cli == 16, "want 16 remote addresses, got %d / %d" %
+          (n_srv, n_cli))
 
 
 def t_ud():
