@@ -146,6 +146,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(resp_out_of_seq, "requests beyond the expected PSN (dropped)") \
 	X(rd_resp_sent, "READ response packets sent") \
 	X(rd_replay, "duplicate READ requests answered again") \
+	X(atomic_exec, "atomic requests executed") \
+	X(atomic_replay, "duplicate atomic requests answered from the saved value") \
 	X(ack_sent, "ACKs sent") \
 	X(nak_seq_sent, "PSN sequence error NAKs sent") \
 	X(nak_rnr_sent, "RNR NAKs sent") \

@@ -5,6 +5,7 @@
  * order; a READ retires once its whole response is in. Runs on the QP's engine.
  */
 #include <errno.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 
@@ -46,20 +47,21 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
 
 		if (w->status != DROCE_SHM_WC_SUCCESS || droce_psn_gt(last, ack))
 			break;
-		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ && w->rd_got != w->npkts)
+		if (swqe_rd_atomic(w) && w->rd_got != w->npkts)
 			break;
 		qp->req.cons++;
 	}
 	/*
-	 * An ACK acknowledges no READ response that did not come: an ACK beyond what the
-	 * oldest READ received means the rest of its response was lost (an implied NAK, as
-	 * rxe treats it): ask again from the first packet missing.
+	 * An ACK acknowledges no READ or atomic response that did not come: an ACK beyond
+	 * what the oldest READ received means the rest of its response was lost (an implied
+	 * NAK, as rxe treats it): ask again from the first packet missing. An atomic asked
+	 * again is a duplicate the responder answers from its saved value.
 	 */
 	if (qp->req.cons != qp->req.fetch) {
 		const struct engine_swqe *w = qp_swqe(qp, qp->req.cons);
 		uint32_t got = droce_psn_add(w->first_psn, w->rd_got);
 
-		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ && w->status == DROCE_SHM_WC_SUCCESS &&
+		if (swqe_rd_atomic(w) && w->status == DROCE_SHM_WC_SUCCESS &&
 		    droce_psn_gt(una, got)) {
 			una = got;
 			implied_nak = true;
@@ -208,6 +210,77 @@ comp_read_resp(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	comp_retire(qp, psn);
 }
 
+/*
+ * An ATOMIC ACKNOWLEDGE (9.4.5): the original value for the atomic at its PSN, written
+ * into the WQE's 8-byte local buffer in host byte order. Like a READ response it
+ * acknowledges every request before it; a second answer to the same atomic is stale.
+ */
+static void
+comp_atomic_ack(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
+	const struct droce_atmack *ack = droce_pkt_atmack(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	const struct droce_shm_sge *sge;
+	struct engine_swqe *w = NULL;
+	uint8_t val[ENGINE_ATOMIC_LEN];
+	uint64_t orig;
+	uint32_t i, done;
+
+	if (aeth == NULL || ack == NULL ||
+	    (droce_aeth_syndrome(aeth) & DROCE_AETH_TYPE_MASK) != DROCE_AETH_ACK) {
+		ENGINE_STAT(e, rx_bad_opcode);
+		return;
+	}
+	if (droce_psn_dist(qp->req.una, psn) >= droce_psn_dist(qp->req.una, qp->req.psn_max)) {
+		ENGINE_STAT(e, ack_stale);	/* before una (a duplicate), or never asked */
+		return;
+	}
+	for (i = qp->req.cons; i != qp->req.fetch; i++) {
+		struct engine_swqe *x = qp_swqe(qp, i);
+
+		if (droce_psn_dist(x->first_psn, psn) < x->npkts) {
+			w = x;
+			break;
+		}
+	}
+	if (w == NULL || !swqe_rd_atomic(w) || w->wc_opcode == DROCE_SHM_WC_RDMA_READ ||
+	    w->status != DROCE_SHM_WC_SUCCESS) {
+		ENGINE_STAT(e, rx_bad_opcode);
+		return;
+	}
+	comp_retire(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	if (qp->state == DROCE_SHM_QPS_ERR || qp_swqe(qp, qp->req.cons) != w)
+		return;		/* an earlier READ lost part of its response: it goes first */
+	if (w->rd_got != 0) {
+		ENGINE_STAT(e, ack_stale);
+		return;
+	}
+	ENGINE_STAT(e, ack_rcvd);
+	orig = droce_atmack_orig(ack);
+	memcpy(val, &orig, sizeof(val));
+	sge = (const void *)(w->wqe + 1);
+	for (i = 0, done = 0; i < w->wqe->num_sge && done < sizeof(val); i++) {
+		uint32_t n = RTE_MIN(sge[i].length, (uint32_t)sizeof(val) - done);
+		uint8_t *dst;
+
+		if (n == 0)
+			continue;
+		dst = mr_resolve(qp->dom, sge[i].lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
+				 sge[i].addr, n);
+		if (dst == NULL) {
+			comp_fail(qp, DROCE_SHM_WC_LOC_PROT_ERR);
+			return;
+		}
+		memcpy(dst, val + done, n);
+		done += n;
+	}
+	w->rd_got = 1;
+	qp->req.rd_resume = false;
+	comp_retire(qp, psn);
+}
+
 void
 comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	const struct droce_wire_seg *segs, unsigned int nseg)
@@ -225,8 +298,11 @@ comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 		comp_read_resp(qp, pkt, segs, nseg);
 		return;
 	}
+	if (pkt->info->flags & DROCE_OPF_ATOMIC_ACK) {
+		comp_atomic_ack(qp, pkt);
+		return;
+	}
 	if (aeth == NULL || !(pkt->info->flags & DROCE_OPF_ACK)) {
-		/* Atomic ACKs: droce sends no atomics yet. */
 		ENGINE_STAT(e, rx_bad_opcode);
 		return;
 	}

@@ -35,6 +35,7 @@ extern int droce_engine_logtype;
 #define ENGINE_IDLE_LOOPS	1024
 #define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
 #define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
+#define ENGINE_ATOMIC_LEN	8	/* an atomic's operands, target and local buffer (9.4.5) */
 /* Responder resources kept per QP: max_dest_rd_atomic's largest value, a power of two. */
 #define ENGINE_RD_RES		DROCE_ENGINE_MAX_RD_ATOMIC
 
@@ -151,10 +152,14 @@ struct engine_rwqe {
 int engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w);
 
 /*
- * A READ the responder accepted (its responder resources): the request as it came, and
- * where its response stands. A duplicate request re-arms the response from its PSN.
+ * A READ or atomic the responder accepted (its responder resources, shared by both as
+ * max_dest_rd_atomic counts them): the request as it came, and where its response stands.
+ * A duplicate request re-arms the response from its PSN; an atomic's keeps the original
+ * value, so that a duplicate is answered without executing it again (IB 9.7.5.1.2).
  */
 struct engine_rd_res {
+	bool atomic;		/* an atomic: one ATOMIC ACKNOWLEDGE carrying orig */
+	uint64_t orig;		/* atomic: the target's value before the operation */
 	uint32_t first_psn;	/* of the original request */
 	uint32_t npkts;		/* PSNs it spans */
 	uint64_t va;		/* the original RETH */
@@ -172,7 +177,7 @@ struct engine_rd_res {
 struct engine_swqe {
 	uint32_t first_psn;
 	uint32_t npkts;		/* PSNs it spans (a READ: its response packets) */
-	uint32_t rd_got;	/* READ: response packets placed, in order */
+	uint32_t rd_got;	/* READ/atomic: response packets placed, in order */
 	uint32_t len;
 	uint8_t status;		/* enum droce_shm_wc_status, for a WQE failed at fetch */
 	uint8_t wc_opcode;
@@ -270,6 +275,14 @@ struct droce_qp {
 		bool ack_deferred;	/* an ACK waits behind READ responses */
 	} resp;
 };
+
+/* A READ or an atomic: answered by response packets, counted by max_rd_atomic. */
+static inline bool
+swqe_rd_atomic(const struct engine_swqe *w)
+{
+	return w->wc_opcode == DROCE_SHM_WC_RDMA_READ || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
+	       w->wc_opcode == DROCE_SHM_WC_FETCH_ADD;
+}
 
 /* The engine's private copy of slot i of the send ring. */
 static inline struct engine_swqe *

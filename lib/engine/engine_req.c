@@ -58,6 +58,12 @@ req_validate(struct droce_qp *qp, struct engine_swqe *w)
 		/* RC only, into SGEs (libdroce drops INLINE: the buffer is a destination). */
 		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_ATOMIC_CMP_AND_SWP:
+	case DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD:
+		/* RC only (IB 9.4.5), its 8-byte original value into the SGEs. */
+		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
+			break;
 		/* fall through */
 	default:
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
@@ -75,6 +81,10 @@ req_validate(struct droce_qp *qp, struct engine_swqe *w)
 			len += sge[i].length;
 	}
 	if (len > (1ull << 31))
+		return DROCE_SHM_WC_LOC_LEN_ERR;
+	/* An atomic's local buffer holds exactly the 64-bit original value (IB 9.4.5). */
+	if ((s->opcode == DROCE_SHM_WR_ATOMIC_CMP_AND_SWP ||
+	     s->opcode == DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD) && len != ENGINE_ATOMIC_LEN)
 		return DROCE_SHM_WC_LOC_LEN_ERR;
 	if (qp->type == DROCE_SHM_QPT_UD) {
 		uint32_t ah = s->ud.ah;
@@ -111,11 +121,16 @@ req_fetch(struct droce_qp *qp)
 			       w->wqe->opcode == DROCE_SHM_WR_RDMA_WRITE_WITH_IMM ?
 			       DROCE_SHM_WC_RDMA_WRITE :
 			       w->wqe->opcode == DROCE_SHM_WR_RDMA_READ ?
-			       DROCE_SHM_WC_RDMA_READ : DROCE_SHM_WC_SEND;
+			       DROCE_SHM_WC_RDMA_READ :
+			       w->wqe->opcode == DROCE_SHM_WR_ATOMIC_CMP_AND_SWP ?
+			       DROCE_SHM_WC_COMP_SWAP :
+			       w->wqe->opcode == DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD ?
+			       DROCE_SHM_WC_FETCH_ADD : DROCE_SHM_WC_SEND;
 		w->status = req_validate(qp, w);
 		w->first_psn = qp->req.next_psn;
 		/* A READ takes one PSN per response packet, as a SEND one per packet. */
-		if (qp->type == DROCE_SHM_QPT_UD)
+		if (qp->type == DROCE_SHM_QPT_UD || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
+		    w->wc_opcode == DROCE_SHM_WC_FETCH_ADD)
 			w->npkts = 1;
 		else
 			w->npkts = w->len == 0 ? 1 : (w->len + qp->mtu - 1) / qp->mtu;
@@ -258,26 +273,65 @@ req_read_packet(struct droce_qp *qp, struct engine_swqe *w)
 	return 0;
 }
 
-/* READs sent and not retired: those between cons and cur. */
+/*
+ * The atomic request of the WQE at cur (IB 9.4.5): one PSN, AtomicETH, AckReq always
+ * (the responder answers every atomic). 0, or -EAGAIN (no mbuf).
+ */
+static int
+req_atomic_packet(struct droce_qp *qp, struct engine_swqe *w)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_shm_swqe *s = w->wqe;
+	bool cas = w->wc_opcode == DROCE_SHM_WC_COMP_SWAP;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = cas ? DROCE_OP_RC_COMPARE_SWAP : DROCE_OP_RC_FETCH_ADD;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.psn = qp->req.psn;
+	h.dqpn = qp->dest_qpn;
+	h.ackreq = true;
+	h.atomic.va = s->atomic.remote_addr;
+	h.atomic.rkey = s->atomic.rkey;
+	/* Compare and Swap: swap data and compare data; Fetch and Add: the add data. */
+	h.atomic.swap_add = cas ? s->atomic.swap : s->atomic.compare_add;
+	h.atomic.compare = cas ? s->atomic.compare_add : 0;
+	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
+		return -EAGAIN;
+	engine_pkt_finish(e, &qp->tmpl, m);
+	ENGINE_STAT(e, req_pkts);
+	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
+		ENGINE_STAT(e, req_retransmit);
+	qp->req.psn = droce_psn_add(qp->req.psn, 1);
+	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+	qp->req.since_ackreq = 0;
+	qp->req.cur++;
+	qp->req.cur_off = 0;
+	return 0;
+}
+
+/* READs and atomics sent and not retired: those between cons and cur. */
 static uint32_t
 req_reads_out(const struct droce_qp *qp)
 {
 	uint32_t i, n = 0;
 
 	for (i = qp->req.cons; i != qp->req.cur; i++)
-		n += qp_swqe(qp, i)->wc_opcode == DROCE_SHM_WC_RDMA_READ;
+		n += swqe_rd_atomic(qp_swqe(qp, i));
 	return n;
 }
 
 /*
- * May the WQE at cur start now? A READ waits while max_rd_atomic READs are out (at least
- * one may always be), a fenced WQE while any READ is (IBV_SEND_FENCE). The
+ * May the WQE at cur start now? A READ or atomic waits while max_rd_atomic of them are
+ * out (at least one may always be), a fenced WQE while any is (IBV_SEND_FENCE). The
  * completer puts the QP back on the active list as WQEs retire.
  */
 static bool
 req_may_start(const struct droce_qp *qp, const struct engine_swqe *w)
 {
-	bool read = w->wc_opcode == DROCE_SHM_WC_RDMA_READ;
+	bool read = swqe_rd_atomic(w);
 	bool fence = (w->wqe->flags & DROCE_SHM_SEND_FENCE) != 0;
 	uint32_t out;
 
@@ -411,8 +465,9 @@ req_send(struct droce_qp *qp, unsigned int budget)
 		}
 		if (qp->req.cur_off == 0 && !req_may_start(qp, w))
 			return n;
-		if (w->wc_opcode == DROCE_SHM_WC_RDMA_READ) {
-			if (req_read_packet(qp, w) != 0)
+		if (swqe_rd_atomic(w)) {
+			if ((w->wc_opcode == DROCE_SHM_WC_RDMA_READ ? req_read_packet(qp, w) :
+			     req_atomic_packet(qp, w)) != 0)
 				break;
 			n++;
 			if (qp->ack_timeout_tsc != 0 && qp->req.ack_deadline == 0) {

@@ -206,6 +206,18 @@ resp_schedule_ack(struct droce_qp *qp, uint32_t psn)
 static void
 resp_nak(struct droce_qp *qp, uint8_t code)
 {
+	unsigned int room = engine_tx_room(qp->engine);
+
+	/*
+	 * The NAK acknowledges every request before it, so the READ and atomic responses
+	 * still owed go out first (as many as the tx buffer takes): else the requester
+	 * would see the NAK before the answers of the earlier requests and fail them.
+	 */
+	if (resp_rd_pending(qp) && room > 1) {
+		resp_read_send(qp, room - 1);
+		if (qp->state == DROCE_SHM_QPS_ERR)
+			return;		/* a READ's region went away: that NAK went out */
+	}
 	ENGINE_STAT(qp->engine, nak_err_sent);
 	resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
 }
@@ -414,7 +426,7 @@ resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 			break;
 		r = NULL;
 	}
-	if (r == NULL)
+	if (r == NULL || r->atomic)
 		return;
 	d = droce_psn_dist(r->first_psn, psn);
 	off = d * qp->mtu;
@@ -428,6 +440,106 @@ resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	if ((int32_t)(qp->resp.rd_send - j) > 0)
 		qp->resp.rd_send = j;
 	qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+/* ---- Atomics (RC, IB 9.4.5) ---- */
+
+/*
+ * An in-sequence COMPARE SWAP or FETCH ADD. Checked as rxe does: the QP must allow
+ * remote atomics (else invalid request), the R_Key must grant remote atomic access on the
+ * 8 bytes (else remote access error), the address must be 8-byte aligned (else invalid
+ * request); each refusal NAKs and moves the QP to ERR. It executes at once, atomically
+ * with respect to the CPU and every other engine: a 64-bit __atomic operation on the
+ * target in host byte order, as Linux rxe does. The original value is kept in a
+ * responder resource (shared with READs) so that a duplicate is answered, never
+ * executed again; the ATOMIC ACKNOWLEDGE goes out from the transmit stage in order
+ * with READ responses.
+ */
+static void
+resp_rc_atomic(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_atmeth *ath = droce_pkt_atmeth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint64_t va = droce_atmeth_va(ath);
+	uint64_t swap_add = droce_atmeth_swap_add(ath);
+	uint32_t limit = resp_rd_limit(qp);
+	struct engine_rd_res *r;
+	uint64_t *target, orig;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
+		resp_nak(qp, DROCE_NAK_INVALID_REQ);
+		qp_to_error(qp);
+		return;
+	}
+	target = (uint64_t *)mr_resolve(qp->dom, droce_atmeth_rkey(ath), qp->pd,
+					IBV_ACCESS_REMOTE_ATOMIC, va, ENGINE_ATOMIC_LEN);
+	if (target == NULL) {
+		resp_nak(qp, DROCE_NAK_REMOTE_ACCESS);
+		qp_to_error(qp);
+		return;
+	}
+	/* Misaligned: invalid request (9.4.5); the host address shares va's alignment. */
+	if ((va & (ENGINE_ATOMIC_LEN - 1)) != 0 ||
+	    ((uintptr_t)target & (ENGINE_ATOMIC_LEN - 1)) != 0) {
+		resp_nak(qp, DROCE_NAK_INVALID_REQ);
+		qp_to_error(qp);
+		return;
+	}
+	if (droce_bth_opcode(droce_pkt_bth(pkt)) == DROCE_OP_RC_COMPARE_SWAP) {
+		orig = droce_atmeth_compare(ath);
+		/* On a mismatch orig becomes the value found: either way the original. */
+		__atomic_compare_exchange_n(target, &orig, swap_add, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(target, swap_add, __ATOMIC_SEQ_CST);
+	}
+	ENGINE_STAT(qp->engine, atomic_exec);
+	if (qp->resp.rd_head - qp->resp.rd_send >= limit)
+		qp->resp.rd_send = qp->resp.rd_head - limit + 1;
+	r = &qp->resp.rd[qp->resp.rd_head++ & (ENGINE_RD_RES - 1)];
+	memset(r, 0, sizeof(*r));
+	r->atomic = true;
+	r->orig = orig;
+	r->first_psn = r->start_psn = r->psn = psn;
+	r->npkts = 1;
+	r->left = 1;
+	r->va = va;
+	r->rkey = droce_atmeth_rkey(ath);
+	qp->resp.epsn = droce_psn_add(psn, 1);
+	qp->resp.nak_sent = false;
+	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
+	qp_list_add(qp, QP_ON_ACTIVE);
+}
+
+/*
+ * A duplicate atomic (9.7.5.1.2: never executed again): answered with the saved original
+ * value if one of the last max_dest_rd_atomic resources is this atomic. One that is no
+ * longer kept is dropped, as rxe does: the requester never has more than max_rd_atomic
+ * unanswered, so only a stale copy of an answered atomic can miss.
+ */
+static void
+resp_atomic_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_atmeth *ath = droce_pkt_atmeth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint32_t limit = resp_rd_limit(qp);
+	struct engine_rd_res *r;
+	uint32_t k, j;
+
+	for (k = 1; k <= limit; k++) {
+		j = qp->resp.rd_head - k;
+		r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
+		if (r->atomic && r->first_psn == psn && r->va == droce_atmeth_va(ath) &&
+		    r->rkey == droce_atmeth_rkey(ath)) {
+			ENGINE_STAT(qp->engine, atomic_replay);
+			r->start_psn = r->psn = psn;
+			r->left = 1;
+			if ((int32_t)(qp->resp.rd_send - j) > 0)
+				qp->resp.rd_send = j;
+			qp_list_add(qp, QP_ON_ACTIVE);
+			return;
+		}
+	}
 }
 
 /*
@@ -446,6 +558,23 @@ resp_read_packet(struct droce_qp *qp, struct engine_rd_res *r)
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
+	if (r->atomic) {
+		/* The one answer of an atomic: AETH and the original value (9.3.6). */
+		memset(&h, 0, sizeof(h));
+		h.opcode = DROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
+		h.pkey = DROCE_PKEY_DEFAULT;
+		h.dqpn = qp->dest_qpn;
+		h.psn = r->psn;
+		h.aeth.syndrome = DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID;
+		h.aeth.msn = qp->resp.msn;
+		h.atomic_ack_orig = r->orig;
+		if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
+			return -EAGAIN;
+		engine_pkt_finish(e, &qp->tmpl, m);
+		ENGINE_STAT(e, rd_resp_sent);
+		r->left = 0;
+		return 0;
+	}
 	if (plen != 0) {
 		src = mr_resolve(qp->dom, r->rkey, qp->pd, IBV_ACCESS_REMOTE_READ,
 				 r->va + r->off, plen);
@@ -590,6 +719,10 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 			resp_read_dup(qp, pkt);
 			return;
 		}
+		if (flags & DROCE_OPF_ATOMIC) {
+			resp_atomic_dup(qp, pkt);
+			return;
+		}
 		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
 		return;
 	}
@@ -610,7 +743,7 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		return;
 	}
 	/* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */
-	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ)) ||
+	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)) ||
 	    !resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		resp_nak(qp, DROCE_NAK_INVALID_REQ);
@@ -627,6 +760,10 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	}
 	if (flags & DROCE_OPF_READ) {
 		resp_rc_read(qp, pkt);
+		return;
+	}
+	if (flags & DROCE_OPF_ATOMIC) {
+		resp_rc_atomic(qp, pkt);
 		return;
 	}
 	if (!qp->resp.have_wqe) {

@@ -68,6 +68,8 @@
 
 /* The IB spec's largest message: 2^31 bytes. */
 #define MAX_MSG_LEN	(1ull << 31)
+/* Operand and result of an atomic (IB 9.4.5). */
+#define ATOMIC_LEN	8
 
 /* Bit of opcode op in an OPS_* mask; 0 for values outside the enum. */
 static inline uint32_t
@@ -141,6 +143,9 @@ send_wr_check(const struct droce_shm_client_qp *qp, const struct ibv_send_wr *wr
 			total += sge->length;
 		}
 		if (total > MAX_MSG_LEN)
+			return EINVAL;
+		/* An atomic's local buffer is its 8-byte original value (rxe checks the same). */
+		if ((bit & OPS_ATOMIC) && total != ATOMIC_LEN)
 			return EINVAL;
 	}
 	if (qp->qp_type == DROCE_SHM_QPT_UD &&

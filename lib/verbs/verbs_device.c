@@ -320,7 +320,7 @@ device_attr_fill(const struct dv_context *c, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = (int)l->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = (int)l->max_qp_rd_atom;
 	a->max_res_rd_atom = (int)(l->max_qp_rd_atom * l->max_qp);
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = (int)l->max_ah;
 	a->max_srq = (int)l->max_srq;
 	a->max_srq_wr = (int)l->max_srq_wr;

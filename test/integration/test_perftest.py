@@ -115,6 +115,15 @@ def t_read_lat():
     perftest("ib_read_lat", ["-a"], 100, ALL_SIZES)
 
 
+def t_atomic_bw():
+    # 8-byte FETCH_ADD by default; perftest's -a means nothing for atomics.
+    perftest("ib_atomic_bw", [], 1000, [8])
+
+
+def t_atomic_lat():
+    perftest("ib_atomic_lat", [], 1000, [8])
+
+
 def t_idle():
     for d in (pair.a, pair.b):
         expect_idle(BIN["droce_ctl"], d)
@@ -132,6 +141,8 @@ CASE_LIST = [
     ("write_lat", t_write_lat),
     ("read_bw", t_read_bw),
     ("read_lat", t_read_lat),
+    ("atomic_bw", t_atomic_bw),
+    ("atomic_lat", t_atomic_lat),
     ("idle", t_idle),
 ]
 

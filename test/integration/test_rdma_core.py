@@ -26,7 +26,7 @@ from droce_harness import (App, Daemon, TestFailure, Workdir, check, expect_idle
 
 RDMA_CORE_TESTS = "/usr/share/doc/rdma-core/tests"
 MODULES = ["device", "pd", "cq", "cq_events", "addr", "qp", "qpex", "cqex", "mr",
-           "relaxed_ordering", "fork"]
+           "relaxed_ordering", "fork", "atomic"]
 # What a skip may say. rdma-core turns EOPNOTSUPP from a verb into these messages; the
 # dma-buf tests skip before any verb when no GPU render node can export a buffer.
 SKIP_REASONS = [

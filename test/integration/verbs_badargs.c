@@ -1012,14 +1012,14 @@ r_create_qp_ex_rx_hash(struct fx *f)
 }
 
 static long
-r_create_qp_ex_send_ops_atomic(struct fx *f)
+r_create_qp_ex_send_ops_local_inv(struct fx *f)
 {
 	struct ibv_qp_init_attr_ex ia;
 
-	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no atomics yet). */
+	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no LOCAL_INV yet). */
 	qiax_default(f, &ia);
 	ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV;
 	return create_qp_ex_row(f, &ia);
 }
 
@@ -1382,16 +1382,31 @@ r_post_send_huge_len(struct fx *f)
 }
 
 static long
-r_post_send_atomic(struct fx *f)
+r_post_send_local_inv(struct fx *f)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
 	/* An opcode the QP type allows but droce does not implement: EOPNOTSUPP. */
-	send_wr(f, &wr, &sge, 8);
+	send_wr(f, &wr, &sge, 0);
+	wr.num_sge = 0;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = f->mr->rkey;
+	return post_send(f, f->qp_a, &wr);
+}
+
+static long
+r_post_send_atomic_len(struct fx *f)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	/* An atomic's local buffer is exactly 8 bytes (rxe's validate_send_wr: EINVAL). */
+	send_wr(f, &wr, &sge, 4);
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.remote_addr = (uintptr_t)f->buf;
 	wr.wr.atomic.rkey = f->mr->rkey;
+	wr.wr.atomic.compare_add = 1;
 	return post_send(f, f->qp_a, &wr);
 }
 
@@ -1712,7 +1727,7 @@ static const struct row rows[] = {
 	ROW(r_create_qp_no_recv_cq, 0, EINVAL, 0),
 	ROW(r_create_qp_ex_create_flags, 0, EOPNOTSUPP, 0),
 	ROW(r_create_qp_ex_rx_hash, 0, EOPNOTSUPP, 0),
-	ROW(r_create_qp_ex_send_ops_atomic, 0, EOPNOTSUPP, 0),
+	ROW(r_create_qp_ex_send_ops_local_inv, 0, EOPNOTSUPP, 0),
 	/* QP modify */
 	ROW(r_modify_reset_to_rtr, EINVAL, ERR_ANY, 0),
 	ROW(r_modify_reset_to_rts, EINVAL, ERR_ANY, 0),
@@ -1746,7 +1761,8 @@ static const struct row rows[] = {
 	ROW(r_post_send_lkey, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_outside_mr, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_huge_len, EINVAL, ERR_ANY, 0),
-	ROW(r_post_send_atomic, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_post_send_local_inv, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_post_send_atomic_len, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_bogus_opcode, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_ud_rdma_write, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_ud_sges, EINVAL, ERR_ANY, 0),
@@ -1773,7 +1789,8 @@ is_post_row(long (*fn)(struct fx *))
 	return fn == r_post_send_reset || fn == r_post_send_init || fn == r_post_send_sges ||
 	       fn == r_post_send_lkey || fn == r_post_send_outside_mr ||
 	       fn == r_post_send_huge_len ||
-	       fn == r_post_send_atomic || fn == r_post_send_bogus_opcode ||
+	       fn == r_post_send_local_inv || fn == r_post_send_atomic_len ||
+	       fn == r_post_send_bogus_opcode ||
 	       fn == r_post_send_ud_rdma_write || fn == r_post_send_ud_sges ||
 	       fn == r_post_send_inline_long || fn == r_post_send_second_bad ||
 	       fn == r_post_recv_sges || fn == r_post_recv_lkey || fn == r_post_recv_reset ||

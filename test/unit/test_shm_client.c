@@ -345,14 +345,22 @@ DROCE_TEST(send_every_rc_opcode_fields)
 	};
 	const unsigned int n = sizeof(ops) / sizeof(ops[0]);
 	struct ibv_send_wr wr[sizeof(ops) / sizeof(ops[0])], *bad = NULL;
+	struct ibv_sge atomic_sge;
 	struct fake f;
 	unsigned int i;
 
 	fake_init(&f, DROCE_SHM_QPT_RC, DROCE_SHM_QPS_RTS, false);
+	/* An atomic's local buffer is exactly its 8-byte result. */
+	atomic_sge = f.sge[0];
+	atomic_sge.length = 8;
 	for (i = 0; i < n; i++) {
 		base_wr(&f, &wr[i], 0x1111000000000000ull + i);
 		wr[i].opcode = ops[i];
 		wr[i].num_sge = (int)(i % (MAX_SGE + 1));
+		if (ops[i] == IBV_WR_ATOMIC_CMP_AND_SWP || ops[i] == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			wr[i].sg_list = &atomic_sge;
+			wr[i].num_sge = 1;
+		}
 		wr[i].send_flags = (unsigned int)i & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
 						      IBV_SEND_SOLICITED);
 		wr[i].imm_data = 0xA1B2C3D4 + i;

@@ -341,7 +341,7 @@ DROCE_TEST(queries_answer_from_hello)
 	CHECK_EQ_I64(da.max_qp_wr, FAKE_MAX_QP_WR);
 	CHECK_EQ_I64(da.max_cqe, FAKE_MAX_CQE);
 	CHECK_EQ_I64(da.max_pkeys, 1);
-	CHECK_EQ_I64(da.atomic_cap, IBV_ATOMIC_NONE);
+	CHECK_EQ_I64(da.atomic_cap, IBV_ATOMIC_HCA);
 	CHECK_EQ_U64(da.node_guid, 0x0100FEFF00000002ull);
 	CHECK_EQ_I64(ibv_query_device_ex(ctx, NULL, &dax), 0);
 	CHECK_EQ_I64(dax.orig_attr.max_qp_wr, FAKE_MAX_QP_WR);
