@@ -27,9 +27,8 @@
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
 #define DROCE_ENGINE_MAX_GIDS	16
 /*
- * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts: READs a requester keeps
- * out and READs a responder keeps for replay. Atomics are not implemented yet (posting
- * them: EOPNOTSUPP).
+ * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts: READs and atomics a
+ * requester keeps out, and those a responder keeps for replay.
  */
 #define DROCE_ENGINE_MAX_RD_ATOMIC	16
 

@@ -796,6 +796,21 @@ tc_srq_recv(struct tc_srq *srq, uint64_t wr_id, const struct tc_mr *mr, uint64_t
 }
 
 int
+tc_post_one(struct tc_qp *qp, struct ibv_send_wr *wr, const struct tc_mr *mr, uint64_t off,
+	    uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(mr->buf + off), .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr *bad;
+
+	wr->sg_list = &sge;
+	wr->num_sge = 1;
+	wr->next = NULL;
+	return tc_post_send(qp, wr, &bad);
+}
+
+int
 tc_poll(struct tc_cq *cq, int n, struct ibv_wc *wc)
 {
 	return droce_shm_poll_cq(&cq->view, n, wc);

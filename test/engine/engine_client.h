@@ -163,6 +163,12 @@ int tc_send(struct tc_qp *qp, uint64_t wr_id, const struct tc_mr *mr, uint64_t o
 	    uint32_t len, unsigned int flags);
 int tc_recv(struct tc_qp *qp, uint64_t wr_id, const struct tc_mr *mr, uint64_t off,
 	    uint32_t len);
+/*
+ * Posts wr (its opcode, flags and remote fields already set) with one SGE: mr[off, off + len).
+ * wr->sg_list, num_sge and next are set here.
+ */
+int tc_post_one(struct tc_qp *qp, struct ibv_send_wr *wr, const struct tc_mr *mr, uint64_t off,
+		uint32_t len);
 int tc_srq_recv(struct tc_srq *srq, uint64_t wr_id, const struct tc_mr *mr, uint64_t off,
 		uint32_t len);
 

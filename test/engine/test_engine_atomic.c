@@ -99,23 +99,13 @@ post_atomic_len(struct env *env, uint64_t wr_id, enum ibv_wr_opcode op, uint64_t
 		uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap,
 		unsigned int flags)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)(env->res->buf + loff), .length = len,
-		.lkey = env->res->lkey,
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .opcode = op, .send_flags = flags,
+		.wr.atomic = { .remote_addr = raddr, .rkey = rkey, .compare_add = compare_add,
+			       .swap = swap },
 	};
-	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	wr.wr.atomic.remote_addr = raddr;
-	wr.wr.atomic.rkey = rkey;
-	wr.wr.atomic.compare_add = compare_add;
-	wr.wr.atomic.swap = swap;
-	return tc_post_send(env->qa, &wr, &bad);
+	return tc_post_one(env->qa, &wr, env->res, loff, len);
 }
 
 static int

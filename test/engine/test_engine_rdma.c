@@ -107,22 +107,12 @@ static int
 post_write(struct env *env, uint64_t wr_id, enum ibv_wr_opcode op, uint64_t soff, uint32_t len,
 	   uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned int flags)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)(env->src->buf + soff), .length = len,
-		.lkey = env->src->lkey,
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .opcode = op, .send_flags = flags, .imm_data = htobe32(imm),
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
-	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	wr.imm_data = htobe32(imm);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return tc_post_send(env->qa, &wr, &bad);
+	return tc_post_one(env->qa, &wr, env->src, soff, len);
 }
 
 static int
@@ -615,21 +605,12 @@ static int
 post_read(struct env *env, uint64_t wr_id, uint64_t loff, uint32_t len, uint64_t raddr,
 	  uint32_t rkey, unsigned int flags)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)(env->src->buf + loff), .length = len,
-		.lkey = env->src->lkey,
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .opcode = IBV_WR_RDMA_READ, .send_flags = flags,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
-	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = flags;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return tc_post_send(env->qa, &wr, &bad);
+	return tc_post_one(env->qa, &wr, env->src, loff, len);
 }
 
 /* b's dst holds a pattern to read; a's src is FILL. */

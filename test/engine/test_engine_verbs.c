@@ -1003,7 +1003,7 @@ static const struct send_case rc_send_cases[] = {
 	{ "too many SGEs", EINVAL, spoil_nsge },
 	{ "inline too long", EINVAL, spoil_inline },
 	{ "opcode out of range", EINVAL, spoil_opcode },
-	/* Allowed on RC, not implemented yet. */
+	/* Allowed on RC, but not in the QP's supported_wr (tc_qp_create advertises SENDs). */
 	{ "RDMA WRITE", EOPNOTSUPP, spoil_write },
 	{ "RDMA READ", EOPNOTSUPP, spoil_read },
 	{ "atomic", EOPNOTSUPP, spoil_atomic },
@@ -1017,6 +1017,7 @@ static const struct send_case uc_send_cases[] = {
 	{ "RDMA READ", EINVAL, spoil_read },
 	{ "atomic", EINVAL, spoil_atomic },
 	{ "SEND with invalidate", EINVAL, spoil_inv },
+	/* Allowed on UC, but not in the QP's supported_wr. */
 	{ "RDMA WRITE", EOPNOTSUPP, spoil_write },
 };
 
