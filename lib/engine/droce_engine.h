@@ -234,7 +234,8 @@ struct droce_cq *droce_cq_create(struct droce_domain *dom, const struct droce_cq
 int droce_cq_destroy(struct droce_cq *cq);
 /*
  * After IBV_EVENT_CQ_ERR (overrun): moves every QP that uses cq to ERR, as the control
- * path must (11.4.2.1: the CQ's QPs go to error). Returns how many it moved.
+ * path must (11.4.2.1: the CQ's QPs go to error), and raises IBV_EVENT_QP_FATAL for each.
+ * Returns how many it moved.
  */
 int droce_cq_error_qps(struct droce_cq *cq);
 bool droce_cq_in_error(const struct droce_cq *cq);

@@ -347,8 +347,12 @@ droce_cq_error_qps(struct droce_cq *cq)
 	for (q = 0; q < dev->max_qps; q++) {
 		struct droce_qp *qp = dev->qps[q];
 
-		if (qp != NULL && (qp->scq == cq || qp->rcq == cq) && droce_qp_modify(qp, &attr) == 0)
+		if (qp != NULL && (qp->scq == cq || qp->rcq == cq) &&
+		    droce_qp_modify(qp, &attr) == 0) {
+			/* The local work queue catastrophic error of each (11.6.3.1). */
+			engine_event(qp->dom, DROCE_EVENT_QP_FATAL, qp->qpn);
 			n++;
+		}
 	}
 	return n;
 }

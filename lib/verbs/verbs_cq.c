@@ -15,10 +15,14 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include "verbs_loc.h"
+
+/* Ready CQs looked at by one ibv_get_cq_event (it reports one of them). */
+#define VERBS_CHANNEL_BATCH	16
 
 /* ---- Fast path (the application thread; owns the CQ's consumer index under lock) ---- */
 
@@ -39,6 +43,17 @@ verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	pthread_spin_lock(&cq->lock);
 	n = droce_shm_poll_cq(&cq->view, num_entries, wc);
+	/* droced is gone: after its last completions come the flushes (verbs_fatal.c). */
+	if (n >= 0 && n < num_entries && cq->flush_next != cq->flush_len) {
+		uint32_t k = cq->flush_len - cq->flush_next;
+
+		if (k > (uint32_t)(num_entries - n))
+			k = (uint32_t)(num_entries - n);
+
+		memcpy(&wc[n], &cq->flush[cq->flush_next], k * sizeof(*wc));
+		cq->flush_next += k;
+		n += (int)k;
+	}
 	pthread_spin_unlock(&cq->lock);
 	if (n != 0) {
 		cq->empty_polls = 0;
@@ -99,14 +114,42 @@ ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-/* ibv_get_cq_event(3): 0, or -1 with errno (EAGAIN on a non-blocking channel). */
+/*
+ * Takes what is pending on the CQ's notification pipe: true when that is a notification,
+ * false when droced is gone (end of file), which is then reported once per CQ so that its
+ * owner polls the flushed work requests.
+ */
+static bool
+cq_event_take(struct dv_cq *dcq)
+{
+	struct dv_context *c = to_dctx(dcq->ibcq.context);
+	uint8_t buf[64];
+	ssize_t r;
+
+	/* Non-blocking read end: several notifications pending make one event. */
+	do
+		r = read(dcq->efd, buf, sizeof(buf));
+	while (r == (ssize_t)sizeof(buf));
+	if (r != 0)
+		return true;
+	verbs_fatal(c);
+	pthread_spin_lock(&dcq->lock);
+	r = !dcq->fatal_woken;
+	dcq->fatal_woken = true;
+	pthread_spin_unlock(&dcq->lock);
+	return r != 0;
+}
+
+/*
+ * ibv_get_cq_event(3): 0, or -1 with errno: EAGAIN on a non-blocking channel with
+ * nothing pending; EIO once droced is gone and every CQ of the channel has reported it.
+ */
 VERBS_EXPORT int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
-	struct epoll_event ev;
-	struct dv_cq *dcq;
-	uint8_t buf[64];
-	int flags, n;
+	struct epoll_event ev[VERBS_CHANNEL_BATCH];
+	struct dv_cq *dcq = NULL;
+	int flags, i, n;
 
 	if (channel == NULL || cq == NULL || cq_context == NULL) {
 		errno = EINVAL;
@@ -115,17 +158,21 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq
 	flags = fcntl(channel->fd, F_GETFL);
 	if (flags < 0)
 		return -1;
-	n = epoll_wait(channel->fd, &ev, 1, (flags & O_NONBLOCK) ? 0 : -1);
+	n = epoll_wait(channel->fd, ev, VERBS_CHANNEL_BATCH, (flags & O_NONBLOCK) ? 0 : -1);
 	if (n < 0)
 		return -1;
 	if (n == 0) {
 		errno = EAGAIN;
 		return -1;
 	}
-	dcq = ev.data.ptr;
-	/* Non-blocking read end: several notifications pending make one event. */
-	while (read(dcq->efd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
-		;
+	/* Level-triggered: CQs not taken now are returned by the next call. */
+	for (i = 0; i < n && dcq == NULL; i++)
+		if (cq_event_take(ev[i].data.ptr))
+			dcq = ev[i].data.ptr;
+	if (dcq == NULL) {
+		errno = EIO;
+		return -1;
+	}
 	pthread_mutex_lock(&dcq->ibcq.mutex);
 	dcq->comp_reported++;
 	pthread_mutex_unlock(&dcq->ibcq.mutex);
@@ -158,6 +205,7 @@ cq_list_del(struct dv_context *c, struct dv_cq *cq)
 			*pp = cq->next;
 			break;
 		}
+	verbs_async_forget(c);
 	pthread_mutex_unlock(&c->obj_lock);
 }
 
@@ -169,6 +217,7 @@ cq_free(struct dv_cq *cq)
 		close(cq->efd);
 		__atomic_sub_fetch(&cq->ibcq.channel->refcnt, 1, __ATOMIC_ACQ_REL);
 	}
+	free(cq->flush);
 	pthread_spin_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->ibcq.mutex);
 	pthread_cond_destroy(&cq->ibcq.cond);

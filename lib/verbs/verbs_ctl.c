@@ -131,19 +131,62 @@ verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *
 	return 0;
 }
 
+/*
+ * With droced gone (verbs_fatal.c) a verb has no one to ask: destroying succeeds, as
+ * there is nothing left to tear down but libdroce's own memory (so a program can clean
+ * up and exit, as after a NIC's fatal error); everything else fails with EIO.
+ */
+static int
+ctl_dead(struct dv_context *c, const struct droce_proto_req *req)
+{
+	verbs_fatal(c);
+	switch (req->op) {
+	case DROCE_OP_DEALLOC_PD:
+	case DROCE_OP_DEREG_MR:
+	case DROCE_OP_DESTROY_CQ:
+	case DROCE_OP_DESTROY_SRQ:
+	case DROCE_OP_DESTROY_QP:
+	case DROCE_OP_DESTROY_AH:
+		return 0;
+	default:
+		return EIO;
+	}
+}
+
+/* The transport's verdict on droced: these mean the other end of the socket is gone. */
+static bool
+ctl_lost(int ret)
+{
+	return ret == ECONNRESET || ret == EPIPE || ret == ENOTCONN;
+}
+
+static int
+ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
+	 unsigned int nfds, struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+	 unsigned int *nrfds)
+{
+	int ret;
+
+	if (nrfds != NULL)
+		*nrfds = 0;
+	if (verbs_dead(c))
+		return ctl_dead(c, req);
+	pthread_mutex_lock(&c->ctl_lock);
+	ret = verbs_sock_call(c->sock, ++c->seq, req, fds, nfds, resp, rfds, max_rfds, nrfds);
+	pthread_mutex_unlock(&c->ctl_lock);
+	if (ctl_lost(ret))
+		ret = ctl_dead(c, req);
+	if (ret != 0)
+		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
+	return ret;
+}
+
 int
 verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
 		   struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
 		   unsigned int *nrfds)
 {
-	int ret;
-
-	pthread_mutex_lock(&c->ctl_lock);
-	ret = verbs_sock_call(c->sock, ++c->seq, req, NULL, 0, resp, rfds, max_rfds, nrfds);
-	pthread_mutex_unlock(&c->ctl_lock);
-	if (ret != 0)
-		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
-	return ret;
+	return ctl_call(c, req, NULL, 0, resp, rfds, max_rfds, nrfds);
 }
 
 /* A round trip on a context's socket that returns no descriptors. */
@@ -151,12 +194,5 @@ int
 verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
 	       unsigned int nfds, struct droce_proto_resp *resp)
 {
-	int ret;
-
-	pthread_mutex_lock(&c->ctl_lock);
-	ret = verbs_sock_call(c->sock, ++c->seq, req, fds, nfds, resp, NULL, 0, NULL);
-	pthread_mutex_unlock(&c->ctl_lock);
-	if (ret != 0)
-		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
-	return ret;
+	return ctl_call(c, req, fds, nfds, resp, NULL, 0, NULL);
 }

@@ -10,9 +10,11 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -218,6 +220,19 @@ ibv_open_device(struct ibv_device *device)
 		err = ENOMEM;
 		goto fail;
 	}
+	/*
+	 * The application's async_fd is libdroce's own eventfd (verbs_async.c); droced's
+	 * pipe is read by the watcher, without blocking.
+	 */
+	c->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
+	if (c->vctx.context.async_fd < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0) {
+		err = errno;
+		if (c->vctx.context.async_fd >= 0)
+			close(c->vctx.context.async_fd);
+		free(c);
+		munmap(region, resp.hello.region_size);
+		goto fail;
+	}
 	__atomic_add_fetch(&d->refcnt, 1, __ATOMIC_ACQ_REL);
 	c->dev = d;
 	c->sock = sock;
@@ -248,7 +263,7 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.create_cq_ex = verbs_cq_create_ex;
 	c->vctx.context.device = device;
 	c->vctx.context.cmd_fd = sock;
-	c->vctx.context.async_fd = fds[1];
+	c->ev_pipe = fds[1];
 	c->vctx.context.num_comp_vectors = 1;
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
@@ -257,6 +272,20 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.context.ops.post_send = verbs_qp_post_send;
 	c->vctx.context.ops.post_recv = verbs_qp_post_recv;
 	c->vctx.context.ops.post_srq_recv = verbs_srq_post_recv;
+	err = verbs_watch_start(c);
+	if (err != 0) {
+		verbs_debug("open %s: watcher thread: %s", device->name, strerror(err));
+		close(c->vctx.context.async_fd);
+		pthread_mutex_destroy(&c->ctl_lock);
+		pthread_mutex_destroy(&c->ev_lock);
+		pthread_mutex_destroy(&c->obj_lock);
+		pthread_rwlock_destroy(&c->key_lock);
+		pthread_mutex_destroy(&c->vctx.context.mutex);
+		munmap(c->region, c->region_size);
+		verbs_device_put(d);
+		free(c);
+		goto fail;
+	}
 	return &c->vctx.context;
 
 fail:
@@ -280,7 +309,9 @@ ibv_close_device(struct ibv_context *context)
 	if (context == NULL)
 		return verbs_err(EINVAL);
 	c = to_dctx(context);
+	verbs_watch_stop(c);
 	close(c->sock);
+	close(c->ev_pipe);
 	close(context->async_fd);
 	munmap(c->region, c->region_size);
 	pthread_mutex_destroy(&c->ctl_lock);

@@ -7,11 +7,12 @@
  * with the to_d*() helpers), the per-context tables the fast path consults, and the
  * helpers shared between the files of lib/verbs, grouped by the file that defines them.
  *
- * Locks, outermost first: dv_context.ctl_lock (one control round trip at a time),
- * dv_context.obj_lock (the lists that map event handles to objects), dv_context.key_lock
- * (MR and AH tables, read by every post), then each object's own spinlock (its rings).
- * None is held while another of a lower rank is taken, except key_lock under a ring lock
- * (the post path's lkey and AH checks).
+ * Locks, outermost first: dv_context.fatal_lock (verbs_fatal, once), ctl_lock (one control
+ * round trip at a time), obj_lock (the lists that map event handles to objects), ev_lock
+ * (the async event queue), key_lock (MR and AH tables, read by every post), then each
+ * object's own spinlock (its rings). None is held while another of a lower rank is taken,
+ * except key_lock under a ring lock (the post path's lkey and AH checks); a QP's ring lock
+ * and a CQ's lock are never held together.
  */
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -61,6 +63,8 @@
 /* The 40-byte area before a UD receive's payload (IB spec 11.4.1.2, RoCEv2 annex A17.4.5.1). */
 #define VERBS_GRH_LEN		40
 #define VERBS_IPV4_HDR_LEN	20
+/* libdroce's async event queue: droced's ring, and room for the events libdroce raises. */
+#define VERBS_EVQ_LEN		(DROCE_PROTO_EVENT_RING + 16)
 
 /* ibv_query_gid_type()'s numbering (rdma-core's enum ibv_gid_type_sysfs, infiniband/driver.h). */
 #define VERBS_GID_TYPE_SYSFS_IB_ROCE_V1	0
@@ -91,8 +95,24 @@ struct dv_context {
 	pthread_mutex_t ctl_lock;
 	uint8_t *region;
 	uint64_t region_size;
+	/*
+	 * Async events (verbs_async.c): droced's ring and notification pipe, and the queue
+	 * behind context->async_fd (an eventfd set exactly while the queue is non-empty).
+	 */
 	struct droce_proto_event_ring *evring;
-	pthread_mutex_t ev_lock;		/* consumer of evring */
+	int ev_pipe;
+	pthread_mutex_t ev_lock;		/* the queue, and consumer of evring */
+	struct droce_proto_event evq[VERBS_EVQ_LEN];
+	uint32_t evq_prod, evq_cons;
+	bool evq_signalled;
+	bool fatal_queued;			/* an IBV_EVENT_DEVICE_FATAL was queued */
+	/* The watcher thread and droced's death (verbs_fatal.c). */
+	pthread_t watcher;
+	pid_t watcher_pid;
+	int watch_stop;				/* eventfd: ibv_close_device stops the watcher */
+	pthread_mutex_t fatal_lock;
+	int dead;				/* atomic: droced is gone, posts refused */
+	int fatal_done;				/* atomic: flushed, DEVICE_FATAL queued */
 	uint32_t nb_engines;
 	struct droce_proto_port_info port;
 	struct droce_proto_limits limits;
@@ -130,6 +150,10 @@ struct dv_cq {
 	int efd;				/* notification fd with a channel, else -1 */
 	uint32_t comp_reported;			/* events handed out by ibv_get_cq_event */
 	uint32_t async_reported;
+	/* After droced died: flushed WRs, handed out after the ring (verbs_fatal.c). */
+	struct ibv_wc *flush;
+	uint32_t flush_len, flush_next;
+	bool fatal_woken;			/* ibv_get_cq_event reported the death */
 	struct dv_cq *next;
 };
 
@@ -210,6 +234,20 @@ verbs_err_null(int err)
 	return NULL;
 }
 
+/* Is droced gone (verbs_fatal.c)? */
+static inline bool
+verbs_dead(struct dv_context *c)
+{
+	return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Has verbs_fatal finished: every flush written, IBV_EVENT_DEVICE_FATAL queued? */
+static inline bool
+verbs_fatal_done(struct dv_context *c)
+{
+	return __atomic_load_n(&c->fatal_done, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Is [off, off + len) inside the context's region? */
 static inline bool
 verbs_region_ok(const struct dv_context *c, uint64_t off, uint64_t len)
@@ -231,6 +269,16 @@ int verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int 
 const char *verbs_socket_path(void);
 void verbs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void verbs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* verbs_async.c */
+void verbs_async_pull(struct dv_context *c);
+void verbs_async_fatal(struct dv_context *c);
+void verbs_async_forget(struct dv_context *c);
+
+/* verbs_fatal.c */
+void verbs_fatal(struct dv_context *c);
+int verbs_watch_start(struct dv_context *c);
+void verbs_watch_stop(struct dv_context *c);
 
 /* verbs_device.c */
 void verbs_device_put(struct dv_device *d);

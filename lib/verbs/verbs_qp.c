@@ -36,7 +36,13 @@ verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	int ret;
 
 	pthread_spin_lock(&qp->sq_lock);
-	ret = droce_shm_post_send(&qp->view, wr, &bad);
+	/* Checked under the ring lock: verbs_fatal flushes what got in before. */
+	if (verbs_dead(to_dctx(ibqp->context))) {
+		bad = wr;
+		ret = EIO;
+	} else {
+		ret = droce_shm_post_send(&qp->view, wr, &bad);
+	}
 	pthread_spin_unlock(&qp->sq_lock);
 	if (bad_wr != NULL)
 		*bad_wr = bad;
@@ -51,7 +57,12 @@ verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	int ret;
 
 	pthread_spin_lock(&qp->rq_lock);
-	ret = droce_shm_post_recv(&qp->view, wr, &bad);
+	if (verbs_dead(to_dctx(ibqp->context))) {
+		bad = wr;
+		ret = EIO;
+	} else {
+		ret = droce_shm_post_recv(&qp->view, wr, &bad);
+	}
 	pthread_spin_unlock(&qp->rq_lock);
 	if (bad_wr != NULL)
 		*bad_wr = bad;
@@ -601,6 +612,7 @@ qp_list_del(struct dv_context *c, struct dv_qp *qp)
 			*pp = qp->next;
 			break;
 		}
+	verbs_async_forget(c);
 	pthread_mutex_unlock(&c->obj_lock);
 }
 

@@ -20,7 +20,12 @@ verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_re
 	int ret;
 
 	pthread_spin_lock(&srq->lock);
-	ret = droce_shm_post_srq_recv(&srq->view, wr, &bad);
+	if (verbs_dead(to_dctx(ibsrq->context))) {
+		bad = wr;
+		ret = EIO;
+	} else {
+		ret = droce_shm_post_srq_recv(&srq->view, wr, &bad);
+	}
 	pthread_spin_unlock(&srq->lock);
 	if (bad_wr != NULL)
 		*bad_wr = bad;
@@ -166,6 +171,7 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 			*pp = srq->next;
 			break;
 		}
+	verbs_async_forget(c);
 	pthread_mutex_unlock(&c->obj_lock);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != srq->async_reported)

@@ -130,6 +130,18 @@ class Daemon:
             check(not left, "droced %s left behind: %s" % (self.name, " ".join(left)))
         return rc
 
+    def kill9(self):
+        """SIGKILL droced (a crash: nothing of its own clean-up runs). Returns the
+        CLOCK_MONOTONIC time of the kill, comparable with what the applications print."""
+        check(self.proc is not None and self.proc.poll() is None,
+              "droced %s is not running" % self.name)
+        at = time.monotonic()
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.out.close()
+        self.proc = None
+        return at
+
     def leftovers(self):
         left = glob.glob("/dev/hugepages/%s*" % self.prefix)
         for p in ("/var/run/dpdk/%s" % self.prefix, self.socket):
