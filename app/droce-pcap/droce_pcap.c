@@ -178,12 +178,17 @@ frame_handle(int dlt, const struct pcap_pkthdr *h, const uint8_t *data,
 		return;
 	}
 	c->roce++;
-	if (fr.result == DROCE_WIRE_OK)
+	if (fr.result == DROCE_WIRE_OK) {
 		c->ok++;
-	else if (fr.result == DROCE_WIRE_BAD_ICRC)
+		fr.icrc = DROCE_WIRE_ICRC_OK;
+	} else if (fr.result == DROCE_WIRE_BAD_ICRC) {
 		c->bad_icrc++;
-	else
+		fr.icrc = DROCE_WIRE_ICRC_BAD;
+	} else {
+		/* Damaged on the way (bad ICRC) or built wrong (good ICRC)? Check it too. */
 		c->malformed++;
+		fr.icrc = droce_wire_malformed_icrc(&v.seg, 1, &pkt);
+	}
 	fr.number = c->packets;
 	fr.caplen = h->caplen;
 	fr.len = h->len;

@@ -253,9 +253,14 @@ json_frame(FILE *out, const struct pcap_frame *fr)
 	if (pkt->layers & DROCE_WIRE_HAVE_ALL) {
 		json_ext(&j, pkt);
 		json_uint(&j, "payload_len", pkt->payload_len);
+	}
+	/* Checked for every fully parsed packet, and for a malformed one when it can be. */
+	if (fr->icrc == DROCE_WIRE_ICRC_OK || fr->icrc == DROCE_WIRE_ICRC_BAD) {
 		json_icrc(&j, "icrc", pkt->icrc);
 		json_icrc(&j, "icrc_expected", pkt->icrc_calc);
-		json_bool(&j, "icrc_ok", pkt->icrc == pkt->icrc_calc);
+		json_bool(&j, "icrc_ok", fr->icrc == DROCE_WIRE_ICRC_OK);
+	} else {
+		json_str(&j, "icrc_na", droce_wire_icrc_status_str(fr->icrc));
 	}
 	if (fr->caplen < fr->len) {
 		json_uint(&j, "caplen", fr->caplen);

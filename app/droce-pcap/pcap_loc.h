@@ -24,6 +24,11 @@ struct pcap_frame {
 	uint32_t caplen;	/* bytes in the capture */
 	uint32_t len;		/* bytes on the wire; more than caplen if the snap length cut it */
 	enum droce_wire_result result;
+	/*
+	 * The ICRC: OK or BAD (pkt->icrc, icrc_calc), for a fully parsed packet and for a
+	 * malformed one whose ICRC could be located; otherwise why it could not be.
+	 */
+	enum droce_wire_icrc_status icrc;
 	const struct droce_wire_pkt *pkt;
 };
 

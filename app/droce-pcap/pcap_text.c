@@ -116,6 +116,24 @@ text_ext(FILE *out, const struct droce_wire_pkt *pkt)
 			droce_feth_plt(feth));
 }
 
+/* "icrc=ok", "icrc=BAD(expected XXXXXXXX)" or "icrc=n/a(<why>)" */
+static void
+text_icrc(FILE *out, const struct pcap_frame *fr)
+{
+	switch (fr->icrc) {
+	case DROCE_WIRE_ICRC_OK:
+		fputs(" icrc=ok", out);
+		break;
+	case DROCE_WIRE_ICRC_BAD:
+		fprintf(out, " icrc=BAD(expected %08" PRIX32 ")",
+			droce_icrc_wire_hex(fr->pkt->icrc_calc));
+		break;
+	default:
+		fprintf(out, " icrc=n/a(%s)", droce_wire_icrc_status_str(fr->icrc));
+		break;
+	}
+}
+
 static void
 text_frame(FILE *out, const struct pcap_frame *fr)
 {
@@ -130,12 +148,8 @@ text_frame(FILE *out, const struct pcap_frame *fr)
 	} else {
 		text_ext(out, pkt);
 		fprintf(out, " payload=%" PRIu32, pkt->payload_len);
-		if (fr->result == DROCE_WIRE_OK)
-			fputs(" icrc=ok", out);
-		else
-			fprintf(out, " icrc=BAD(expected %08" PRIX32 ")",
-				droce_icrc_wire_hex(pkt->icrc_calc));
 	}
+	text_icrc(out, fr);
 	if (fr->caplen < fr->len)
 		fprintf(out, " truncated by the capture (caplen %" PRIu32 " < len %" PRIu32 ")",
 			fr->caplen, fr->len);

@@ -257,6 +257,55 @@ enum droce_wire_parse_flag {
 enum droce_wire_result droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg,
 					uint32_t flags, struct droce_wire_pkt *pkt);
 
+/*
+ * Reads the ICRC field at pkt->icrc_off into pkt->icrc and computes pkt->icrc_calc over
+ * the packet whose IP header starts at pkt->l3_off; true when the two are equal. The
+ * IP, UDP and BTH headers must lie in segs[0], icrc_off must be at or after the end of
+ * the BTH and the segments must hold icrc_off + 4 bytes: the caller has located the
+ * headers. droce_wire_parse() ends with it; droce_wire_malformed_icrc() uses it too.
+ */
+bool droce_wire_icrc_check(const struct droce_wire_seg *segs, unsigned int nseg,
+			   struct droce_wire_pkt *pkt);
+
+/*
+ * The ICRC verdict of a packet the parser rejected as malformed: X(name, description).
+ * OK and BAD say it was checked; the others say why it could not be.
+ */
+#define DROCE_WIRE_ICRC_STATUS_LIST(X) \
+	X(OK, "ICRC matches") \
+	X(BAD, "ICRC does not match") \
+	X(NOT_ROCE, "not known to be RoCEv2") \
+	X(CUT, "frame ends before the ICRC") \
+	X(NO_ROOM, "IP and UDP lengths leave no room for a BTH and an ICRC") \
+	X(HDR_SPLIT, "headers not all in the first segment")
+
+enum droce_wire_icrc_status {
+#define DROCE_WIRE_ICRC_STATUS_ENUM(name, desc) DROCE_WIRE_ICRC_##name,
+	DROCE_WIRE_ICRC_STATUS_LIST(DROCE_WIRE_ICRC_STATUS_ENUM)
+#undef DROCE_WIRE_ICRC_STATUS_ENUM
+	DROCE_WIRE_ICRC_STATUS_COUNT
+};
+
+/*
+ * Checks the ICRC of a packet droce_wire_parse() rejected as malformed (a result neither
+ * foreign, OK nor BAD_ICRC), with pkt as the parser left it, so that a reader can tell a
+ * packet damaged on the way (bad ICRC) from one its sender built wrong (good ICRC).
+ * The ICRC is the last 4 bytes of the IP packet by its IP length or, when that length
+ * runs past the frame or leaves no room for a BTH and an ICRC, of the UDP datagram by
+ * its UDP length. Returns DROCE_WIRE_ICRC_OK or _BAD with pkt->icrc_off, icrc and
+ * icrc_calc set (nothing else in pkt changes), or why the ICRC cannot be computed:
+ * NOT_ROCE (pkt lacks DROCE_WIRE_HAVE_L4: the parser never saw UDP port 4791), CUT (a
+ * length runs past the end of the frame), NO_ROOM (both lengths too short), HDR_SPLIT
+ * (IP, UDP and BTH not all in segs[0]). Not for the receive path: the engine drops
+ * malformed packets unchecked. Safe on any bytes.
+ */
+enum droce_wire_icrc_status droce_wire_malformed_icrc(const struct droce_wire_seg *segs,
+							unsigned int nseg,
+							struct droce_wire_pkt *pkt);
+
+/* "ICRC matches", "frame ends before the ICRC" and the like; "unknown" out of range. */
+const char *droce_wire_icrc_status_str(enum droce_wire_icrc_status s);
+
 /* "bad ICRC" and the like; "unknown" for a value out of range. */
 const char *droce_wire_result_str(enum droce_wire_result r);
 /* "BAD_ICRC" and the like. */

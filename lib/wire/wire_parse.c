@@ -47,6 +47,18 @@ droce_wire_result_is_foreign(enum droce_wire_result r)
 	return (unsigned int)r < DROCE_WIRE_RESULT_COUNT && result_foreign[r];
 }
 
+static const char *const icrc_status_desc[DROCE_WIRE_ICRC_STATUS_COUNT] = {
+#define ICRC_STATUS_DESC(name, desc) [DROCE_WIRE_ICRC_##name] = desc,
+	DROCE_WIRE_ICRC_STATUS_LIST(ICRC_STATUS_DESC)
+#undef ICRC_STATUS_DESC
+};
+
+const char *
+droce_wire_icrc_status_str(enum droce_wire_icrc_status s)
+{
+	return (unsigned int)s < DROCE_WIRE_ICRC_STATUS_COUNT ? icrc_status_desc[s] : "unknown";
+}
+
 /* Copies len bytes at offset off of the segment list; false if they are not all there. */
 static bool
 segs_copy(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t off, void *dst,
@@ -85,6 +97,26 @@ droce_wire_payload_copy(const struct droce_wire_pkt *pkt, const struct droce_wir
 	if (n > cap)
 		n = cap;
 	return segs_copy(segs, nseg, pkt->payload_off + offset, dst, n) ? n : 0;
+}
+
+/* The four ICRC bytes at off, least significant first; the segments must hold them. */
+static uint32_t
+icrc_read(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t off)
+{
+	uint8_t b[DROCE_ICRC_LEN];
+
+	segs_copy(segs, nseg, off, b, sizeof(b));
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[3] << 24;
+}
+
+bool
+droce_wire_icrc_check(const struct droce_wire_seg *segs, unsigned int nseg,
+		      struct droce_wire_pkt *pkt)
+{
+	pkt->icrc = icrc_read(segs, nseg, pkt->icrc_off);
+	pkt->icrc_calc = droce_icrc_calc(segs, nseg, pkt->l3_off, pkt->icrc_off);
+	return pkt->icrc_calc == pkt->icrc;
 }
 
 /*
@@ -177,24 +209,28 @@ parse_to_udp_port(const uint8_t *p, uint32_t seg0_len, uint32_t total, uint32_t 
 	return DROCE_WIRE_OK;
 }
 
+/* Where the IP packet ends by its length field, checked against nothing. */
+static uint32_t
+ip_end_stated(const uint8_t *p, const struct droce_wire_pkt *pkt)
+{
+	const uint8_t *l3 = p + pkt->l3_off;
+
+	if (pkt->ip_version == 4)
+		return pkt->l3_off + droce_ipv4_total_len((const struct droce_ipv4_hdr *)l3);
+	return pkt->l4_off + droce_ipv6_payload_len((const struct droce_ipv6_hdr *)l3);
+}
+
 /* IP checksum and lengths, UDP length; sets *ip_end, the end of the IP packet. */
 static enum droce_wire_result
 check_ip_udp(const uint8_t *p, uint32_t total, const struct droce_wire_pkt *pkt,
 	     uint32_t *ip_end)
 {
-	const uint8_t *l3 = p + pkt->l3_off;
 	uint32_t end;
 
-	if (pkt->ip_version == 4) {
-		const struct droce_ipv4_hdr *ip = (const void *)l3;
-		uint32_t ihl = pkt->l4_off - pkt->l3_off;
-
-		if (!wire_ipv4_csum_ok(ip, ihl))
-			return DROCE_WIRE_BAD_IP_CSUM;
-		end = pkt->l3_off + droce_ipv4_total_len(ip);
-	} else {
-		end = pkt->l4_off + droce_ipv6_payload_len((const void *)l3);
-	}
+	if (pkt->ip_version == 4 &&
+	    !wire_ipv4_csum_ok(p + pkt->l3_off, pkt->l4_off - pkt->l3_off))
+		return DROCE_WIRE_BAD_IP_CSUM;
+	end = ip_end_stated(p, pkt);
 	/* The frame may be longer (Ethernet pads to 60 bytes), never shorter. */
 	if (end < pkt->l4_off + (uint32_t)DROCE_UDP_HLEN || end > total)
 		return DROCE_WIRE_BAD_IP_LEN;
@@ -213,7 +249,6 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 	enum droce_wire_result r;
 	uint32_t seg0_len, total, ip_end, hdrs_end, data_len, icrc_off;
 	const uint8_t *p;
-	uint8_t icrc[DROCE_ICRC_LEN];
 	unsigned int i;
 
 	memset(pkt, 0, sizeof(*pkt));
@@ -269,13 +304,51 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 	pkt->payload_off = hdrs_end;
 	pkt->icrc_off = icrc_off;
 	pkt->len = ip_end;
-	/* ip_end <= total was checked, so the four ICRC bytes are there. */
-	segs_copy(segs, nseg, icrc_off, icrc, sizeof(icrc));
-	pkt->icrc = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 | (uint32_t)icrc[2] << 16 |
-		    (uint32_t)icrc[3] << 24;
 	pkt->layers |= DROCE_WIRE_HAVE_ALL;
-	if (flags & DROCE_WIRE_PARSE_NO_ICRC)
+	/* ip_end <= total was checked, so the four ICRC bytes are there. */
+	if (flags & DROCE_WIRE_PARSE_NO_ICRC) {
+		pkt->icrc = icrc_read(segs, nseg, icrc_off);
 		return DROCE_WIRE_OK;
-	pkt->icrc_calc = droce_icrc_calc(segs, nseg, pkt->l3_off, icrc_off);
-	return pkt->icrc_calc == pkt->icrc ? DROCE_WIRE_OK : DROCE_WIRE_BAD_ICRC;
+	}
+	return droce_wire_icrc_check(segs, nseg, pkt) ? DROCE_WIRE_OK : DROCE_WIRE_BAD_ICRC;
+}
+
+enum droce_wire_icrc_status
+droce_wire_malformed_icrc(const struct droce_wire_seg *segs, unsigned int nseg,
+			  struct droce_wire_pkt *pkt)
+{
+	uint32_t seg0_len, total, need, ip_end, udp_end = 0, end;
+	bool udp_known;
+	const uint8_t *p;
+	unsigned int i;
+
+	/* HAVE_L4: the IP header is in segs[0], and the UDP port said RoCEv2. */
+	if (nseg == 0 || !(pkt->layers & DROCE_WIRE_HAVE_L4))
+		return DROCE_WIRE_ICRC_NOT_ROCE;
+	p = segs[0].data;
+	seg0_len = segs[0].len;
+	total = 0;
+	for (i = 0; i < nseg; i++)
+		total += segs[i].len;
+
+	/* The packet's end: by the IP length, else by the UDP length (if it was read). */
+	need = pkt->l4_off + (uint32_t)(DROCE_UDP_HLEN + DROCE_BTH_LEN + DROCE_ICRC_LEN);
+	ip_end = ip_end_stated(p, pkt);
+	udp_known = seg0_len >= pkt->l4_off + (uint32_t)DROCE_UDP_HLEN;
+	if (udp_known)
+		udp_end = pkt->l4_off +
+			  droce_udp_len((const struct droce_udp_hdr *)(p + pkt->l4_off));
+	if (ip_end >= need && ip_end <= total)
+		end = ip_end;
+	else if (udp_known && udp_end >= need && udp_end <= total)
+		end = udp_end;
+	else if (ip_end > total || udp_end > total)
+		return DROCE_WIRE_ICRC_CUT;
+	else
+		return DROCE_WIRE_ICRC_NO_ROOM;
+	if (seg0_len < need - DROCE_ICRC_LEN)
+		return DROCE_WIRE_ICRC_HDR_SPLIT;
+
+	pkt->icrc_off = end - DROCE_ICRC_LEN;
+	return droce_wire_icrc_check(segs, nseg, pkt) ? DROCE_WIRE_ICRC_OK : DROCE_WIRE_ICRC_BAD;
 }

@@ -149,6 +149,25 @@ check_layers(enum droce_wire_result r, const struct droce_wire_pkt *pkt,
 		CHECK(pkt->layers & DROCE_WIRE_HAVE_L4);
 }
 
+/*
+ * The ICRC of a malformed packet (droce-pcap): safe on any bytes, changes nothing but
+ * the ICRC fields, and when it says OK or BAD the stored and computed values say so too.
+ */
+static void
+check_malformed_icrc(const struct droce_wire_pkt *pkt, const struct droce_wire_seg *segs,
+		     unsigned int nseg)
+{
+	struct droce_wire_pkt m = *pkt;
+	enum droce_wire_icrc_status s = droce_wire_malformed_icrc(segs, nseg, &m);
+
+	CHECK((unsigned int)s < DROCE_WIRE_ICRC_STATUS_COUNT);
+	CHECK(m.layers == pkt->layers && m.l3_off == pkt->l3_off && m.l4_off == pkt->l4_off);
+	if (s == DROCE_WIRE_ICRC_OK || s == DROCE_WIRE_ICRC_BAD)
+		CHECK((m.icrc == m.icrc_calc) == (s == DROCE_WIRE_ICRC_OK));
+	else
+		CHECK(m.icrc_off == pkt->icrc_off);
+}
+
 /* The opcode row agrees with the BTH and with itself. */
 static void
 check_info(const struct droce_wire_pkt *pkt)
@@ -473,6 +492,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	r = droce_wire_parse(segs, in.nseg, in.parse_flags, &pkt);
 	check_layers(r, &pkt, &in, segs);
+	if (r != DROCE_WIRE_OK && r != DROCE_WIRE_BAD_ICRC && !droce_wire_result_is_foreign(r))
+		check_malformed_icrc(&pkt, segs, in.nseg);
 	if (r == DROCE_WIRE_OK || r == DROCE_WIRE_BAD_ICRC) {
 		check_view(r, &pkt, &in, segs);
 		read_fields(&pkt, &in);

@@ -11,6 +11,7 @@ from scapy's RoCE layer (IPv4) and from Python's zlib (IPv4 and IPv6; the two mu
 agree), and tshark's InfiniBand dissector cross-checks the decoded fields.
 """
 
+import copy
 import ipaddress
 import json
 import os
@@ -23,7 +24,7 @@ import zlib
 
 from scapy.all import (ARP, ICMPv6EchoRequest, IP, IPv6, TCP, UDP, CookedLinux,
                        CookedLinuxV2, Dot1Q, Ether, Raw, RawPcapNgWriter,
-                       RawPcapWriter, conf)
+                       RawPcapWriter, conf, raw)
 from scapy.contrib.roce import BTH
 
 conf.verb = 0
@@ -31,6 +32,7 @@ conf.verb = 0
 DROCE_PCAP = None       # set from argv in main
 TIMEOUT = 60            # seconds, per droce-pcap or tshark run
 ROCE_PORT = 4791
+DROCE_UDP_HLEN = 8
 
 # pcap link types (LINKTYPE_* of the pcap file format).
 LT_ETHERNET = 1
@@ -78,7 +80,7 @@ class Roce:
                  reth=None, aeth=None, deth=None, imm=None, ieth=None, atomic=None,
                  atomic_ack=None, feth=None, cnp=False, src="192.0.2.1",
                  dst="192.0.2.2", sport=0xC001, vlan=None, tos=0, ttl=64, flow=0,
-                 pad=None):
+                 pad=None, tver=0):
         self.name = name        # the opcode's name in the IB spec, as droce prints it
         self.opcode = opcode
         self.payload = payload
@@ -98,6 +100,7 @@ class Roce:
         self.vlan = vlan                # (vid, pcp) for an 802.1Q tag on Ethernet
         self.tos, self.ttl, self.flow = tos, ttl, flow
         self.pad = (-len(payload)) % 4 if pad is None else pad
+        self.tver = tver                # BTH.TVer: anything but 0 is malformed
         self.icrc = None                # the four ICRC bytes, from build()
 
     def ext_bytes(self):
@@ -137,7 +140,7 @@ class Roce:
             fields.update(ip_fields)
             ip = IP(**fields)
         bth = BTH(opcode=self.opcode, solicited=int(self.se), migreq=int(self.mig),
-                  padcount=self.pad, pkey=self.pkey, fecn=int(self.fecn),
+                  padcount=self.pad, version=self.tver, pkey=self.pkey, fecn=int(self.fecn),
                   becn=int(self.becn), dqpn=self.dqpn, ackreq=int(self.ackreq),
                   psn=self.psn, icrc=icrc)
         return (ip / UDP(sport=self.sport, dport=ROCE_PORT, chksum=0) / bth /
@@ -250,7 +253,7 @@ class Roce:
     def json_bth(self):
         return {"opcode": self.opcode, "opcode_name": self.name, "se": self.se,
                 "mig": self.mig, "ackreq": self.ackreq, "fecn": self.fecn,
-                "becn": self.becn, "pad": self.pad, "tver": 0, "pkey": self.pkey,
+                "becn": self.becn, "pad": self.pad, "tver": self.tver, "pkey": self.pkey,
                 "dqpn": self.dqpn, "psn": self.psn}
 
     def json_aeth(self):
@@ -293,6 +296,37 @@ class Roce:
         o["icrc_expected"] = expected if bad else self.icrc_hex()
         o["icrc_ok"] = not bad
         return o
+
+
+# What droce-pcap says of the ICRC of a malformed packet (the parser stopped before it):
+# ("ok", icrc hex), ("bad", received hex, expected hex) or ("na", why it cannot tell).
+NA_CUT = ("na", "frame ends before the ICRC")
+NA_NO_ROOM = ("na", "IP and UDP lengths leave no room for a BTH and an ICRC")
+
+
+def malformed_lines(p, number, link, error_name, error_str, icrc, ports=True, bth=True,
+                    caplen=None, wirelen=None):
+    """The text line and JSON object of a malformed packet p: what the parser got to
+    (ports, BTH), the reason, then the ICRC verdict icrc (see NA_CUT)."""
+    line = [str(number)] + p.addr_tokens(link, ports)
+    obj = p.json_head(number, link, error_name, error_str, ports)
+    if bth:
+        line += p.bth_tokens()
+        obj.update(p.json_bth())
+    line.append(f"MALFORMED({error_str})")
+    if icrc[0] == "ok":
+        line.append("icrc=ok")
+        obj.update(icrc=icrc[1], icrc_expected=icrc[1], icrc_ok=True)
+    elif icrc[0] == "bad":
+        line.append(f"icrc=BAD(expected {icrc[2]})")
+        obj.update(icrc=icrc[1], icrc_expected=icrc[2], icrc_ok=False)
+    else:
+        line.append(f"icrc=n/a({icrc[1]})")
+        obj["icrc_na"] = icrc[1]
+    if caplen is not None:
+        line.append(f"truncated by the capture (caplen {caplen} < len {wirelen})")
+        obj.update(caplen=caplen, wire_len=wirelen)
+    return " ".join(line), obj
 
 
 def summary_text(c):
@@ -666,18 +700,8 @@ class VerdictTest(DroceTest):
                        moved.json(2, LT_ETHERNET, received=self.victim.icrc_hex(),
                                   expected=moved.icrc_hex()), malformed=False)
 
-    def malformed(self, p, number, error_name, error_str, ports=True, bth=True,
-                  caplen=None, wirelen=None):
-        line = [str(number)] + p.addr_tokens(LT_ETHERNET, ports)
-        obj = p.json_head(number, LT_ETHERNET, error_name, error_str, ports)
-        if bth:
-            line += p.bth_tokens()
-            obj.update(p.json_bth())
-        line.append(f"MALFORMED({error_str})")
-        if caplen is not None:
-            line.append(f"truncated by the capture (caplen {caplen} < len {wirelen})")
-            obj.update(caplen=caplen, wire_len=wirelen)
-        return " ".join(line), obj
+    def malformed(self, p, number, error_name, error_str, icrc, **kw):
+        return malformed_lines(p, number, LT_ETHERNET, error_name, error_str, icrc, **kw)
 
     def test_truncated_by_snaplen(self):
         """The snap length cut the payload: the IP length says more than is there."""
@@ -686,7 +710,7 @@ class VerdictTest(DroceTest):
         path = self.path("snaplen.pcap")
         write_pcap(path, LT_ETHERNET, [self.good.frame(LT_ETHERNET), (frame[:cut], len(frame)),
                                        self.good.frame(LT_ETHERNET)])
-        line, obj = self.malformed(self.victim, 2, "BAD_IP_LEN", "bad IP length",
+        line, obj = self.malformed(self.victim, 2, "BAD_IP_LEN", "bad IP length", NA_CUT,
                                    bth=False, caplen=cut, wirelen=len(frame))
         self.check_bad(path, line, obj, malformed=True)
 
@@ -696,7 +720,7 @@ class VerdictTest(DroceTest):
         cut = 14 + 20 + 6
         path = self.capture("headers.pcap", frame[:cut])
         line, obj = self.malformed(self.victim, 2, "TRUNCATED",
-                                   "frame ends inside the RoCEv2 headers", bth=False)
+                                   "frame ends inside the RoCEv2 headers", NA_CUT, bth=False)
         self.check_bad(path, line, obj, malformed=True)
 
     def test_runt_before_port_is_other(self):
@@ -708,34 +732,42 @@ class VerdictTest(DroceTest):
             self.check_output(path, t1 + t3, j1 + j3, counts(3, 2, 2))
 
     def test_bad_ip_length(self):
+        """The IP length changed after the ICRC was computed: the ICRC, found by the UDP
+        length, covers the IP length and no longer matches."""
         l3 = self.victim.l3(icrc=self.victim.icrc_int())
         l3[IP].len = len(l3) + 4               # scapy recomputes the header checksum
         frame = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / l3)
+        want = icrc_zlib(bytes(l3)).hex().upper()
+        self.assertNotEqual(want, self.victim.icrc_hex())
         path = self.capture("iplen.pcap", frame)
-        line, obj = self.malformed(self.victim, 2, "BAD_IP_LEN", "bad IP length", bth=False)
+        line, obj = self.malformed(self.victim, 2, "BAD_IP_LEN", "bad IP length",
+                                   ("bad", self.victim.icrc_hex(), want), bth=False)
         self.check_bad(path, line, obj, malformed=True)
 
     def test_bad_udp_length(self):
         l3 = self.victim.l3(icrc=self.victim.icrc_int())
         l3[UDP].len = len(l3[UDP]) - 4
         frame = bytes(Ether() / l3)
+        want = icrc_zlib(bytes(l3)).hex().upper()
         path = self.capture("udplen.pcap", frame)
         line, obj = self.malformed(self.victim, 2, "BAD_UDP_LEN", "bad UDP length",
-                                   bth=False)
+                                   ("bad", self.victim.icrc_hex(), want), bth=False)
         self.check_bad(path, line, obj, malformed=True)
 
     def test_unknown_opcode(self):
         """The BTH was read, so its fields are shown, with the opcode as a number."""
         p = Roce(None, 0x1E, b"abcd", dqpn=0x00ABCD, psn=77, se=True).build()
         path = self.capture("opcode.pcap", p.frame(LT_ETHERNET))
-        line, obj = self.malformed(p, 2, "UNKNOWN_OPCODE", "unknown opcode")
+        line, obj = self.malformed(p, 2, "UNKNOWN_OPCODE", "unknown opcode",
+                                   ("ok", p.icrc_hex()))
         self.check_bad(path, line, obj, malformed=True)
 
     def test_bad_pad(self):
         """A pad count on a FIRST packet, which never pads (IB spec 9.2.4)."""
         p = Roce("RC_SEND_FIRST", 0x00, b"ab", pad=2, psn=5).build()
         path = self.capture("pad.pcap", p.frame(LT_ETHERNET))
-        line, obj = self.malformed(p, 2, "BAD_PAD", "pad count not allowed for this packet")
+        line, obj = self.malformed(p, 2, "BAD_PAD", "pad count not allowed for this packet",
+                                   ("ok", p.icrc_hex()))
         self.check_bad(path, line, obj, malformed=True)
 
     def test_many_bad(self):
@@ -764,6 +796,167 @@ class VerdictTest(DroceTest):
         self.assertIn(path, r.stderr)
         self.assertEqual(r.stdout.splitlines(),
                          [self.good.text(1, LT_ETHERNET), summary_text(counts(1, 1, 1))])
+
+
+class MalformedIcrcTest(DroceTest):
+    """A malformed packet's ICRC is checked too, so a reader can tell a packet its sender
+    built wrong (good ICRC) from one damaged on the way (bad ICRC). Each kind of
+    malformed packet is sent three times: with the ICRC of its bytes, with that ICRC
+    damaged, and with a covered byte (the P_Key) changed after the ICRC was computed.
+    Expected ICRCs come from zlib and, for IPv4, from scapy too."""
+
+    def cases(self, ipv6):
+        """(Roce, IP fields, change to the scapy packet, result, reason, BTH read)."""
+        def tver(l3):
+            l3[BTH].version = 3
+
+        def udp_len(l3):
+            l3[UDP].len = len(raw(l3[UDP])) - 4
+
+        def ip_len(l3):
+            # Past the end of the frame: the UDP length (right) places the ICRC.
+            if ipv6:
+                l3[IPv6].plen = len(raw(l3[UDP])) + 4
+            else:
+                l3[IP].len = len(raw(l3)) + 4
+
+        def ip_csum(l3):
+            l3[IP].chksum = IP(raw(l3)).chksum ^ 0x5A5A
+
+        c = [
+            (Roce("RC_SEND_FIRST", 0x00, b"ab", pad=2, psn=5), {}, None, "BAD_PAD",
+             "pad count not allowed for this packet", True),
+            (Roce(None, 0x1E, b"abcd", dqpn=0x00ABCD, psn=77, se=True), {}, None,
+             "UNKNOWN_OPCODE", "unknown opcode", True),
+            (Roce("RC_SEND_ONLY", 0x04, b"tver", tver=3, psn=6), {}, None, "BAD_TVER",
+             "BTH transport version is not 0", True),
+            (Roce("RC_SEND_ONLY", 0x04, b"abcde", pad=0, psn=7), {}, None, "BAD_PAD_ALIGN",
+             "payload and pad not a multiple of 4 bytes", True),
+            (Roce("RC_ACKNOWLEDGE", 0x11, b"four", aeth=(0x1F, 1), psn=8), {}, None,
+             "BAD_PAYLOAD_LEN", "payload length not allowed for this opcode", True),
+            # An RDMA WRITE ONLY without its RETH: nothing but the BTH and the ICRC.
+            (Roce("RC_RDMA_WRITE_ONLY", 0x0A, b"", psn=9), {}, None, "SHORT_FOR_OPCODE",
+             "too short for the opcode's headers", True),
+            (Roce("RC_SEND_ONLY", 0x04, b"udp length", psn=10), {}, udp_len, "BAD_UDP_LEN",
+             "bad UDP length", False),
+            (Roce("RC_SEND_ONLY", 0x04, b"IP length", psn=11), {}, ip_len, "BAD_IP_LEN",
+             "bad IP length", False),
+        ]
+        if not ipv6:
+            c.append((Roce("RC_SEND_ONLY", 0x04, b"checksum", psn=12), {}, ip_csum,
+                      "BAD_IP_CSUM", "bad IPv4 header checksum", False))
+        for p, *_ in c:
+            if ipv6:
+                p.src, p.dst, p.ipv6 = "2001:db8::1", "2001:db8::2", True
+                p.vlan, p.flow = (7, 1), 0x12345
+        return c
+
+    @staticmethod
+    def l3_bytes(p, ip_fields, change, icrc):
+        l3 = p.l3(icrc=icrc, **ip_fields)
+        if change is not None:
+            change(l3)
+        return bytes(l3)
+
+    def right_icrc(self, p, ip_fields, change):
+        """The ICRC the malformed packet's bytes call for, by zlib and (IPv4) scapy."""
+        by_zlib = icrc_zlib(self.l3_bytes(p, ip_fields, change, 0))
+        if not p.ipv6:
+            by_scapy = self.l3_bytes(p, ip_fields, change, None)[-4:]
+            self.assertEqual(by_scapy, by_zlib, f"{p.name}: scapy and zlib disagree")
+        return by_zlib
+
+    @staticmethod
+    def link_frame(p, link, l3):
+        """l3 (bytes from the IP header on) behind the link-layer header of link."""
+        if link == LT_RAW:
+            return l3
+        proto = 0x86DD if p.ipv6 else 0x0800
+        eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        if p.vlan is None:
+            eth.type = proto
+        else:
+            eth = eth / Dot1Q(vlan=p.vlan[0], prio=p.vlan[1], type=proto)
+        return bytes(eth) + l3
+
+    def check_cases(self, ipv6, link):
+        good = Roce("RC_SEND_ONLY", 0x04, b"good", psn=1).build()
+        frames = [good.frame(link)]
+        text, objs = [good.text(1, link)], [good.json(1, link)]
+        for p, ip_fields, change, result, reason, bth in self.cases(ipv6):
+            right = self.right_icrc(p, ip_fields, change)
+            l3 = self.l3_bytes(p, ip_fields, change, 0)[:-4]
+            damaged_icrc = bytes([right[0], right[1], right[2], right[3] ^ 0x80])
+            # The P_Key changed on the way: the ICRC no longer covers these bytes.
+            moved = copy.copy(p)
+            moved.pkey ^= 0x0001
+            moved_right = self.right_icrc(moved, ip_fields, change)
+            self.assertNotEqual(moved_right, right)
+            for q, tail, verdict in [
+                    (p, right, ("ok", right.hex().upper())),
+                    (p, damaged_icrc, ("bad", damaged_icrc.hex().upper(),
+                                       right.hex().upper())),
+                    (moved, right, ("bad", right.hex().upper(),
+                                    moved_right.hex().upper()))]:
+                n = len(frames) + 1
+                body = self.l3_bytes(q, ip_fields, change, 0)[:-4]
+                self.assertEqual(len(body), len(l3))
+                frames.append(self.link_frame(q, link, body + tail))
+                line, obj = malformed_lines(q, n, link, result, reason, verdict, bth=bth)
+                text.append(line)
+                objs.append(obj)
+        path = self.path(f"malformed-v{6 if ipv6 else 4}-{link}.pcap")
+        write_pcap(path, link, frames)
+        n = len(frames)
+        self.check_output(path, text, objs, counts(n, n, 1, malformed=n - 1), bad=True)
+
+    def test_ipv4_ethernet(self):
+        self.check_cases(False, LT_ETHERNET)
+
+    def test_ipv6_vlan(self):
+        self.check_cases(True, LT_ETHERNET)
+
+    def test_raw_ip(self):
+        """No Ethernet header in front: lib/wire masks the headers another way."""
+        self.check_cases(False, LT_RAW)
+        self.check_cases(True, LT_RAW)
+
+    def test_not_computable(self):
+        """n/a, with the reason: lengths past the end of the frame, or too short."""
+        for ipv6 in (False, True):
+            p = Roce("RC_SEND_ONLY", 0x04, b"n/a", psn=13)
+            if ipv6:
+                p.src, p.dst, p.ipv6 = "2001:db8::1", "2001:db8::2", True
+
+            def past_end(l3):
+                l3[UDP].len = len(raw(l3[UDP])) + 4
+                if ipv6:
+                    l3[IPv6].plen = len(raw(l3[UDP])) + 4
+                else:
+                    l3[IP].len = len(raw(l3)) + 4
+
+            def no_room(l3):
+                # IP and UDP agree on a datagram of 8 bytes after the UDP header.
+                l3[UDP].len = DROCE_UDP_HLEN + 8
+                if ipv6:
+                    l3[IPv6].plen = DROCE_UDP_HLEN + 8
+                else:
+                    l3[IP].len = 20 + DROCE_UDP_HLEN + 8
+
+            frames, text, objs = [], [], []
+            for n, (change, result, reason, na) in enumerate([
+                    (past_end, "BAD_IP_LEN", "bad IP length", NA_CUT),
+                    (no_room, "SHORT_FOR_OPCODE", "too short for the opcode's headers",
+                     NA_NO_ROOM)], 1):
+                frames.append(self.link_frame(p, LT_ETHERNET,
+                                              self.l3_bytes(p, {}, change, 0)))
+                line, obj = malformed_lines(p, n, LT_ETHERNET, result, reason, na,
+                                            bth=False)
+                text.append(line)
+                objs.append(obj)
+            path = self.path(f"na-v{6 if ipv6 else 4}.pcap")
+            write_pcap(path, LT_ETHERNET, frames)
+            self.check_output(path, text, objs, counts(2, 2, 0, malformed=2), bad=True)
 
 
 class UsageTest(DroceTest):
