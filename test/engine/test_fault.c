@@ -577,6 +577,9 @@ DROCE_TEST(bad_args_are_refused_naming_the_key)
 	check_refused(args, EINVAL, "'reorder'");
 	snprintf(args, sizeof(args), "port=%s,bogus=1", env.port_name);
 	check_refused(args, EINVAL, "bogus");
+	/* An rx callback cannot fault transmission: that is the vdev's. */
+	snprintf(args, sizeof(args), "port=%s,tx_drop=1000", env.port_name);
+	check_refused(args, EINVAL, "'tx_drop'");
 	CHECK(rte_eth_dev_start(env.port_id) == 0);
 	env_close(&env);
 }

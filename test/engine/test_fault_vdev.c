@@ -497,6 +497,75 @@ DROCE_TEST(vdev_and_library_form_agree)
 }
 
 /* The index of xstat name among names[0..n), or n. */
+static int xstat_index(const struct rte_eth_xstat_name *names, int n, const char *name);
+
+/* The value of xstat name of port (which must have it). */
+static uint64_t
+xstat_value(uint16_t port, const char *name)
+{
+	struct rte_eth_xstat_name names[XSTATS_MAX];
+	struct rte_eth_xstat xs[XSTATS_MAX];
+	int n = rte_eth_xstats_get_names(port, names, XSTATS_MAX), i;
+
+	CHECK(n > 0 && n <= (int)XSTATS_MAX);
+	CHECK_EQ_I64(rte_eth_xstats_get(port, xs, XSTATS_MAX), n);
+	i = xstat_index(names, n, name);
+	droce_test_ctx("xstat %s", name);
+	CHECK(i < n);
+	droce_test_ctx("%s", "");
+	return xs[i].value;
+}
+
+/*
+ * tx_drop: what the port sends is lost at the rate asked, in order otherwise, and the
+ * sender is told every packet went (as a lossy link would); the dropped mbufs are freed.
+ */
+DROCE_TEST(tx_drop_through_the_vdev)
+{
+	uint64_t *tx_tsc = droce_test_malloc(NB_PKTS * sizeof(*tx_tsc));
+	struct droce_fault_stats st;
+	struct vdev_run run = { 0 };
+	struct vdev_env env;
+	uint64_t passed, dropped;
+	uint32_t seq = 0, i;
+
+	env_open(&env, 1, "tx_drop=100000,seed=4");
+	run.seq = droce_test_malloc(NB_PKTS * sizeof(run.seq[0]));
+	run.bit_errors = droce_test_malloc(NB_PKTS * sizeof(run.bit_errors[0]));
+	run.latency = droce_test_malloc(NB_PKTS * sizeof(run.latency[0]));
+	while (seq < NB_PKTS) {
+		struct rte_mbuf *pkts[TX_BURST];
+		uint32_t burst = RTE_MIN(TX_BURST, NB_PKTS - seq);
+
+		CHECK(rte_pktmbuf_alloc_bulk(env.mp, pkts, burst) == 0);
+		for (i = 0; i < burst; i++) {
+			pkt_fill((uint8_t *)rte_pktmbuf_append(pkts[i], PKT_LEN), seq + i);
+			pkts[i]->hash.usr = seq + i;
+			tx_tsc[seq + i] = rte_rdtsc();
+		}
+		CHECK_EQ_U64(rte_eth_tx_burst(env.port, 0, pkts, (uint16_t)burst), burst);
+		seq += burst;
+		rx_all(&env, 0, &run, NB_PKTS, tx_tsc);
+	}
+	rx_all(&env, 0, &run, NB_PKTS, tx_tsc);
+	passed = xstat_value(env.port, XSTAT_PREFIX "tx_passed");
+	dropped = xstat_value(env.port, XSTAT_PREFIX "tx_dropped");
+	check_binomial(dropped, NB_PKTS, RATE_10PCT);
+	CHECK_EQ_U64(passed + dropped, NB_PKTS);
+	CHECK_EQ_U64(run.nb_out, passed);
+	for (i = 1; i < run.nb_out; i++)
+		CHECK(run.seq[i] > run.seq[i - 1]);
+	CHECK_EQ_U64(sum_bit_errors(&run), 0);
+	/* The receive side saw no fault of its own. */
+	CHECK(droce_fault_stats_get(droce_fault_from_port(env.port), -1, &st) == 0);
+	CHECK_EQ_U64(st.received, passed);
+	CHECK_EQ_U64(st.dropped, 0);
+	CHECK(rte_eth_xstats_reset(env.port) == 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "tx_dropped"), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "tx_passed"), 0);
+	env_close(&env);
+}
+
 static int
 xstat_index(const struct rte_eth_xstat_name *names, int n, const char *name)
 {
@@ -619,6 +688,8 @@ DROCE_TEST(bad_devargs_are_refused)
 	check_refused(&env, args, "bogus");
 	snprintf(args, sizeof(args), "port=%s,seed=1,seed=2", env.ring_name);
 	check_refused(&env, args, "'seed'");
+	snprintf(args, sizeof(args), "port=%s,tx_drop=1000001", env.ring_name);
+	check_refused(&env, args, "'tx_drop'");
 	/* A port is wrapped once: a second net_fault cannot take it. */
 	CHECK(env_vdev_init(&env, "") == 0);
 	env_ring(&other, 1);

@@ -8,7 +8,8 @@
  * configured rates before the application sees them. The same seed and the same packets
  * in the same order give the same decisions. Two forms share one engine: the net_fault
  * vdev (--vdev=net_fault0,port=net_ring0,drop=10000), a port of its own wrapping another,
- * and droce_fault_attach(), rx callbacks on an existing port. See doc/drivers/fault.md.
+ * and droce_fault_attach(), rx callbacks on an existing port. The vdev also drops what its
+ * port sends (tx_drop=PPM). See doc/drivers/fault.md.
  */
 
 #include <stdint.h>

@@ -16,10 +16,11 @@
 #define FAULT_KEY_DELAY "delay"
 #define FAULT_KEY_DELAY_US "delay_us"
 #define FAULT_KEY_REORDER "reorder"
+#define FAULT_KEY_TX_DROP "tx_drop"
 
 static const char *const fault_keys[] = {
 	FAULT_KEY_PORT, FAULT_KEY_SEED, FAULT_KEY_DROP, FAULT_KEY_DUP, FAULT_KEY_CORRUPT,
-	FAULT_KEY_DELAY, FAULT_KEY_DELAY_US, FAULT_KEY_REORDER, NULL,
+	FAULT_KEY_DELAY, FAULT_KEY_DELAY_US, FAULT_KEY_REORDER, FAULT_KEY_TX_DROP, NULL,
 };
 
 struct fault_u64_arg {
@@ -107,7 +108,8 @@ fault_args_parse(const char *args, struct fault_cfg *cfg)
 	kv = rte_kvargs_parse(args, fault_keys);
 	if (kv == NULL) {
 		FAULT_LOG(ERR, "cannot parse '%s': unknown key or bad syntax "
-			  "(keys: port, seed, drop, dup, corrupt, delay, delay_us, reorder)\n",
+			  "(keys: port, seed, drop, dup, corrupt, delay, delay_us, reorder, "
+			  "tx_drop)\n",
 			  args);
 		return -EINVAL;
 	}
@@ -126,6 +128,8 @@ fault_args_parse(const char *args, struct fault_cfg *cfg)
 		ret = fault_get_u64(kv, FAULT_KEY_DELAY_US, &cfg->delay_us, FAULT_MAX_DELAY_US);
 	if (ret == 0)
 		ret = fault_get_ppm(kv, FAULT_KEY_REORDER, &cfg->reorder);
+	if (ret == 0)
+		ret = fault_get_ppm(kv, FAULT_KEY_TX_DROP, &cfg->tx_drop);
 	rte_kvargs_free(kv);
 	return ret;
 }

@@ -44,6 +44,12 @@ droce_fault_attach(const char *args)
 	int ret;
 
 	ret = fault_new(args, &f);
+	/* An rx callback cannot fault what the port sends; the vdev's own tx burst can. */
+	if (ret == 0 && f->cfg.tx_drop != 0) {
+		FAULT_LOG(ERR, "key 'tx_drop': only the net_fault vdev faults transmission\n");
+		fault_free(f);
+		ret = -EINVAL;
+	}
 	if (ret == 0) {
 		ret = rte_eth_dev_info_get(f->cfg.port_id, &info);
 		if (ret != 0)

@@ -2,6 +2,7 @@
 #ifndef FAULT_LOC_H
 #define FAULT_LOC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rte_common.h>
@@ -21,6 +22,34 @@
 #define FAULT_MAX_DELAY_US 10000000u
 #define FAULT_US_PER_S 1000000u
 
+/* splitmix64's increment (the golden ratio in 64 bits); also spreads queue ids. */
+#define FAULT_RNG_GAMMA UINT64_C(0x9E3779B97F4A7C15)
+
+/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit draw per call. */
+static inline uint64_t
+fault_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += FAULT_RNG_GAMMA);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) from the draw's high 32 bits (multiply-shift, no modulo bias worth
+ * noticing at these rates). */
+static inline uint32_t
+fault_below(uint64_t r, uint32_t n)
+{
+	return (uint32_t)(((r >> 32) * n) >> 32);
+}
+
+static inline bool
+fault_hit(uint64_t r, uint32_t ppm)
+{
+	return fault_below(r, DROCE_FAULT_PPM) < ppm;
+}
+
 extern int fault_logtype;
 #define FAULT_LOG(level, ...) \
 	rte_log(RTE_LOG_##level, fault_logtype, "droce.fault: " __VA_ARGS__)
@@ -36,6 +65,8 @@ struct fault_cfg {
 	uint32_t delay;
 	uint32_t reorder;
 	uint64_t delay_us;
+	/* What the port sends: the vdev's tx burst only (fault_vdev.c). */
+	uint32_t tx_drop;
 };
 
 struct fault_hold {

@@ -16,8 +16,6 @@
 
 RTE_LOG_REGISTER(fault_logtype, droce.fault, NOTICE);
 
-/* splitmix64's increment (the golden ratio in 64 bits); also spreads queue ids. */
-#define FAULT_RNG_GAMMA UINT64_C(0x9E3779B97F4A7C15)
 #define FAULT_BITS_PER_BYTE 8u
 
 const char *const droce_fault_counter_names[] = {
@@ -39,29 +37,10 @@ struct fault_burst {
 	uint16_t max;
 };
 
-/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit draw per call. */
 static uint64_t
 fault_rand(struct fault_queue *q)
 {
-	uint64_t z = (q->rng += FAULT_RNG_GAMMA);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n) from the draw's high 32 bits (multiply-shift, no modulo bias worth
- * noticing at these rates). */
-static uint32_t
-fault_below(uint64_t r, uint32_t n)
-{
-	return (uint32_t)(((r >> 32) * n) >> 32);
-}
-
-static bool
-fault_hit(uint64_t r, uint32_t ppm)
-{
-	return fault_below(r, DROCE_FAULT_PPM) < ppm;
+	return fault_rng_next(&q->rng);
 }
 
 /* Hands m to the application, or defers it to the next burst when this one is full. */

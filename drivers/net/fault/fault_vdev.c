@@ -28,11 +28,23 @@ struct fault_vdev {
 	uint64_t owner_id;
 };
 
-/* A tx queue: the wrapped port's queue of the same number. */
+/*
+ * A tx queue: the wrapped port's queue of the same number, and the tx_drop fault. The
+ * lcore sending on the queue owns it; the control path reads the counters.
+ */
 struct fault_vdev_txq {
 	uint16_t port_id;
 	uint16_t queue_id;
+	uint32_t tx_drop;		/* ppm */
+	uint64_t rng;
+	uint64_t tx_passed;		/* handed to the wrapped port, which took them */
+	uint64_t tx_dropped;		/* freed by the tx_drop fault, reported as sent */
 };
+
+#define FAULT_TX_XSTATS(X) \
+	X(tx_passed, "packets sent through the wrapped port") \
+	X(tx_dropped, "packets freed by the tx_drop fault (reported to the sender as sent)")
+#define FAULT_NB_TX_XSTATS 2u
 
 static const struct eth_dev_ops fault_vdev_ops;
 
@@ -54,13 +66,39 @@ fault_vdev_rx(void *rxq, struct rte_mbuf **pkts, uint16_t nb_pkts)
 	return fault_rx_burst(q, pkts, n, nb_pkts);
 }
 
-/* tx burst and prepare, run by the lcore sending on this queue: the wrapped port's. */
+/*
+ * tx burst, run by the lcore sending on this queue, which owns t. Without tx_drop it is
+ * the wrapped port's. With it, a dropped packet is freed and counted as sent, as a link
+ * that loses it would; the packets kept go to the wrapped port in runs, and the burst
+ * stops at the first one the port refuses, so what the caller gets back is exactly the
+ * unsent tail of its array (decisions for those are drawn again when they are resent).
+ */
 static uint16_t
 fault_vdev_tx(void *txq, struct rte_mbuf **pkts, uint16_t nb_pkts)
 {
-	const struct fault_vdev_txq *t = txq;
+	struct fault_vdev_txq *t = txq;
+	uint16_t done = 0, run, sent;
 
-	return rte_eth_tx_burst(t->port_id, t->queue_id, pkts, nb_pkts);
+	if (t->tx_drop == 0)
+		return rte_eth_tx_burst(t->port_id, t->queue_id, pkts, nb_pkts);
+	while (done < nb_pkts) {
+		/* Kept packets from done on, up to the next dropped one. */
+		run = 0;
+		while (done + run < nb_pkts && !fault_hit(fault_rng_next(&t->rng), t->tx_drop))
+			run++;
+		sent = run == 0 ? 0 : rte_eth_tx_burst(t->port_id, t->queue_id, &pkts[done],
+							run);
+		t->tx_passed += sent;
+		done += sent;
+		if (sent < run)
+			return done;
+		if (done < nb_pkts) {
+			rte_pktmbuf_free(pkts[done]);
+			t->tx_dropped++;
+			done++;
+		}
+	}
+	return done;
 }
 
 static uint16_t
@@ -227,7 +265,15 @@ fault_vdev_stats_reset(struct rte_eth_dev *dev)
 {
 	struct fault_vdev *fv = dev->data->dev_private;
 
+	uint16_t q;
+
 	fault_stats_reset(fv->f);
+	for (q = 0; q < dev->data->nb_tx_queues; q++) {
+		struct fault_vdev_txq *t = dev->data->tx_queues[q];
+
+		if (t != NULL)
+			t->tx_passed = t->tx_dropped = 0;
+	}
 	return rte_eth_stats_reset(fv->f->cfg.port_id);
 }
 
@@ -239,14 +285,30 @@ fault_vdev_xstats_get(struct rte_eth_dev *dev, struct rte_eth_xstat *xstats, uns
 	struct droce_fault_stats st;
 	unsigned int i = 0;
 
-	if (xstats == NULL || n < DROCE_FAULT_NB_COUNTERS)
-		return (int)DROCE_FAULT_NB_COUNTERS;
+	uint64_t tx_passed = 0, tx_dropped = 0;
+	uint16_t q;
+
+	if (xstats == NULL || n < DROCE_FAULT_NB_COUNTERS + FAULT_NB_TX_XSTATS)
+		return (int)(DROCE_FAULT_NB_COUNTERS + FAULT_NB_TX_XSTATS);
 	droce_fault_stats_get(fv->f, -1, &st);
 #define FAULT_XSTAT(name, desc) \
 	xstats[i] = (struct rte_eth_xstat){ .id = i, .value = st.name }; \
 	i++;
 	DROCE_FAULT_COUNTERS(FAULT_XSTAT)
 #undef FAULT_XSTAT
+	for (q = 0; q < dev->data->nb_tx_queues; q++) {
+		const struct fault_vdev_txq *t = dev->data->tx_queues[q];
+
+		if (t != NULL) {
+			tx_passed += t->tx_passed;
+			tx_dropped += t->tx_dropped;
+		}
+	}
+#define FAULT_TX_XSTAT(name, desc) \
+	xstats[i] = (struct rte_eth_xstat){ .id = i, .value = name }; \
+	i++;
+	FAULT_TX_XSTATS(FAULT_TX_XSTAT)
+#undef FAULT_TX_XSTAT
 	return i;
 }
 
@@ -254,13 +316,21 @@ static int
 fault_vdev_xstats_get_names(struct rte_eth_dev *dev __rte_unused,
 			    struct rte_eth_xstat_name *names, unsigned int size)
 {
+	static const char *const tx_names[] = {
+#define FAULT_TX_NAME(name, desc) #name,
+		FAULT_TX_XSTATS(FAULT_TX_NAME)
+#undef FAULT_TX_NAME
+	};
 	unsigned int i;
 
-	if (names == NULL || size < DROCE_FAULT_NB_COUNTERS)
-		return (int)DROCE_FAULT_NB_COUNTERS;
+	if (names == NULL || size < DROCE_FAULT_NB_COUNTERS + FAULT_NB_TX_XSTATS)
+		return (int)(DROCE_FAULT_NB_COUNTERS + FAULT_NB_TX_XSTATS);
 	for (i = 0; i < DROCE_FAULT_NB_COUNTERS; i++)
 		snprintf(names[i].name, sizeof(names[i].name), FAULT_XSTAT_PREFIX "%s",
 			 droce_fault_counter_names[i]);
+	for (; i < DROCE_FAULT_NB_COUNTERS + FAULT_NB_TX_XSTATS; i++)
+		snprintf(names[i].name, sizeof(names[i].name), FAULT_XSTAT_PREFIX "%s",
+			 tx_names[i - DROCE_FAULT_NB_COUNTERS]);
 	return i;
 }
 
@@ -292,6 +362,7 @@ static int
 fault_vdev_tx_queue_setup(struct rte_eth_dev *dev, uint16_t queue, uint16_t nb_desc,
 			  unsigned int socket, const struct rte_eth_txconf *conf)
 {
+	struct fault_vdev *fv = dev->data->dev_private;
 	struct fault_vdev_txq *t;
 	int ret;
 
@@ -303,6 +374,9 @@ fault_vdev_tx_queue_setup(struct rte_eth_dev *dev, uint16_t queue, uint16_t nb_d
 		return -ENOMEM;
 	t->port_id = fault_vdev_port(dev);
 	t->queue_id = queue;
+	t->tx_drop = fv->f->cfg.tx_drop;
+	/* A stream of its own, apart from the rx queues' (fault_queue_setup). */
+	t->rng = ~fv->f->cfg.seed ^ ((uint64_t)(queue + 1) * FAULT_RNG_GAMMA);
 	dev->data->tx_queues[queue] = t;
 	return 0;
 }
@@ -436,4 +510,4 @@ static struct rte_vdev_driver fault_vdev_driver = {
 RTE_PMD_REGISTER_VDEV(net_fault, fault_vdev_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_fault,
 	"port=<ethdev name> seed=<u64> drop=<ppm> dup=<ppm> corrupt=<ppm> delay=<ppm> "
-	"delay_us=<us> reorder=<ppm>");
+	"delay_us=<us> reorder=<ppm> tx_drop=<ppm>");
