@@ -405,7 +405,8 @@ limits_fill(struct droce_proto_limits *l)
 	l->max_srq_wr = cl->max_wr;
 	l->max_srq_sge = DROCE_SHM_MAX_SGE;
 	l->max_ah = cl->max_ahs;
-	l->max_qp_rd_atom = DROCE_ENGINE_MAX_RD_ATOMIC;
+	l->max_qp_rd_atom = DROCE_ENGINE_MAX_DEST_RD_ATOMIC;
+	l->max_qp_init_rd_atom = DROCE_ENGINE_MAX_INIT_RD_ATOMIC;
 }
 
 static int
@@ -1104,21 +1105,22 @@ park(struct droced_client *c, const struct droce_proto_req *req, const uint8_t d
 static int
 op_modify_qp(struct droced_client *c, const struct droce_proto_req *req)
 {
-	const struct droce_shm_qp_attr *attr = &req->modify_qp.attr;
+	struct droce_shm_qp_attr attr = req->modify_qp.attr;
 	struct droced_qp *qp = table_get(&c->qps, req->modify_qp.handle);
 	int rc;
 
 	if (qp == NULL)
 		return -EINVAL;
 	/* The engine refuses a non-global AV by itself; only a GID needs a neighbour. */
-	if ((attr->mask & DROCE_SHM_QP_AV) && attr->ah.is_global) {
-		rc = droced_neigh_ensure(c->port, attr->ah.dgid);
+	if ((attr.mask & DROCE_SHM_QP_AV) && attr.ah.is_global) {
+		rc = droced_neigh_ensure(c->port, attr.ah.dgid);
 		if (rc == -EAGAIN)
-			return park(c, req, attr->ah.dgid);
+			return park(c, req, attr.ah.dgid);
 		if (rc != 0)
 			return rc;
+		droced_route_av(&attr.ah);
 	}
-	return droce_qp_modify(qp->qp, attr);
+	return droce_qp_modify(qp->qp, &attr);
 }
 
 static int
@@ -1160,22 +1162,23 @@ static int
 op_create_ah(struct droced_client *c, const struct droce_proto_req *req,
 	     struct droce_proto_resp *resp)
 {
-	const struct droce_shm_ah_attr *attr = &req->create_ah.attr;
+	struct droce_shm_ah_attr attr = req->create_ah.attr;
 	struct droced_pd *pd = pd_get(c, req->create_ah.pd);
 	uint32_t ahn;
 	int rc;
 
-	if (pd == NULL || !attr->is_global)
+	if (pd == NULL || !attr.is_global)
 		return -EINVAL;
 	if (c->nb_ahs >= droced.cfg.limits.max_ahs)
 		return -ENOMEM;
-	rc = droced_neigh_ensure(c->port, attr->dgid);
+	rc = droced_neigh_ensure(c->port, attr.dgid);
 	if (rc == -EAGAIN)
-		return park(c, req, attr->dgid);
+		return park(c, req, attr.dgid);
 	if (rc != 0)
 		return rc;
+	droced_route_av(&attr);
 	/* Any engine of the port builds the same headers: they share its MAC and GIDs. */
-	rc = droce_ah_create(c->dom, c->port->engines[0], req->create_ah.pd, attr, &ahn);
+	rc = droce_ah_create(c->dom, c->port->engines[0], req->create_ah.pd, &attr, &ahn);
 	if (rc != 0)
 		return rc;
 	c->ah_pd[ahn] = req->create_ah.pd + 1;

@@ -54,6 +54,12 @@ extern int droced_logtype;
 #define DROCED_PAGE		4096u
 /* enum ibv_event_type IBV_EVENT_DEVICE_FATAL: droced is going away. */
 #define DROCED_EVENT_DEVICE_FATAL	8
+/*
+ * The hop limit of a RoCEv2 packet to a unicast GID: the route's, as Linux's RDMA core
+ * sets it (ib_resolve_unicast_gid_dmac() replaces the caller's hop_limit with the route's,
+ * net.ipv4.ip_default_ttl or the IPv6 default, 64). droced has no routing table.
+ */
+#define DROCED_ROUTE_HOP_LIMIT	64
 
 /* ---- droced_main.c ---- */
 
@@ -135,6 +141,8 @@ uint8_t droced_mtu_enum(uint32_t mtu);
  * droced_client_resolved), -EHOSTUNREACH (cannot be resolved).
  */
 int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
+/* The address vector as the wire will carry it (the route's hop limit, see above). */
+void droced_route_av(struct droce_shm_ah_attr *ah);
 
 /* ---- droced_ctl.c ---- */
 

@@ -384,6 +384,25 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	return 0;
 }
 
+/* A multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
+static bool
+gid_is_multicast(const uint8_t gid[16])
+{
+	static const uint8_t v4_mapped[12] = { [10] = 0xFF, [11] = 0xFF };
+
+	if (gid[0] == 0xFF)
+		return true;
+	return memcmp(gid, v4_mapped, sizeof(v4_mapped)) == 0 && (gid[12] & 0xF0) == 0xE0;
+}
+
+void
+droced_route_av(struct droce_shm_ah_attr *ah)
+{
+	/* Linux keeps the caller's hop limit only for multicast (and RoCE v1, not ours). */
+	if (ah->is_global && !gid_is_multicast(ah->dgid))
+		ah->hop_limit = DROCED_ROUTE_HOP_LIMIT;
+}
+
 void
 droced_port_info(const struct droced_port *p, struct droce_proto_port_info *info)
 {

@@ -27,10 +27,17 @@
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
 #define DROCE_ENGINE_MAX_GIDS	16
 /*
- * The largest max_rd_atomic / max_dest_rd_atomic a modify accepts: READs and atomics a
- * requester keeps out, and those a responder keeps for replay.
+ * The largest max_dest_rd_atomic a modify accepts: the READs and atomics a responder keeps
+ * for replay (ibv_device_attr.max_qp_rd_atom).
  */
-#define DROCE_ENGINE_MAX_RD_ATOMIC	16
+#define DROCE_ENGINE_MAX_DEST_RD_ATOMIC	16
+/*
+ * The largest max_rd_atomic: READs and atomics a requester keeps out at once
+ * (max_qp_init_rd_atom). It costs nothing (the send queue holds them), and it is Linux
+ * soft-RoCE's: perftest before 4.5-0.20 sets max_rd_atomic to the peer's
+ * max_qp_rd_atom, 128 when the peer is rxe (doc/interop.md).
+ */
+#define DROCE_ENGINE_MAX_INIT_RD_ATOMIC	128
 
 struct droce_dev;
 struct droce_engine;

@@ -37,7 +37,7 @@ extern int droce_engine_logtype;
 #define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
 #define ENGINE_ATOMIC_LEN	8	/* an atomic's operands, target and local buffer (9.4.5) */
 /* Responder resources kept per QP: max_dest_rd_atomic's largest value, a power of two. */
-#define ENGINE_RD_RES		DROCE_ENGINE_MAX_RD_ATOMIC
+#define ENGINE_RD_RES		DROCE_ENGINE_MAX_DEST_RD_ATOMIC
 
 /* ---- Memory regions and address handles (engine_mr.c) ---- */
 

@@ -212,7 +212,8 @@ qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
 {
 	struct droce_engine *e = qp->engine;
 	struct droce_shm_qp_limits lim = {
-		.max_rd_atomic = DROCE_ENGINE_MAX_RD_ATOMIC,
+		.max_rd_atomic = DROCE_ENGINE_MAX_INIT_RD_ATOMIC,
+		.max_dest_rd_atomic = DROCE_ENGINE_MAX_DEST_RD_ATOMIC,
 		.phys_port_cnt = 1,
 		.pkey_tbl_len = 1,
 		.gid_tbl_len = (uint16_t)e->nb_gids,

@@ -109,7 +109,8 @@ _Static_assert(sizeof(struct droce_shm_qp_attr) == 68, "qp attr");
 
 /* What the device supports, for the value checks of a modify. */
 struct droce_shm_qp_limits {
-	uint8_t max_rd_atomic;		/* largest max_rd_atomic / max_dest_rd_atomic */
+	uint8_t max_rd_atomic;		/* largest max_rd_atomic (as initiator) */
+	uint8_t max_dest_rd_atomic;	/* largest max_dest_rd_atomic (as responder) */
 	uint8_t phys_port_cnt;		/* ports are 1..phys_port_cnt */
 	uint16_t pkey_tbl_len;
 	uint16_t gid_tbl_len;

@@ -100,7 +100,8 @@ struct droce_proto_limits {
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
 	uint32_t max_ah;
-	uint32_t max_qp_rd_atom;	/* 0 until RDMA READ/atomics exist */
+	uint32_t max_qp_rd_atom;	/* as responder: largest max_dest_rd_atomic */
+	uint32_t max_qp_init_rd_atom;	/* as initiator: largest max_rd_atomic */
 };
 
 struct droce_proto_gid {

@@ -251,7 +251,7 @@ check_values(uint32_t mask, const struct droce_shm_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & M(MAX_QP_RD_ATOMIC)) && attr->max_rd_atomic > lim->max_rd_atomic)
 		return -EINVAL;
-	if ((mask & M(MAX_DEST_RD_ATOMIC)) && attr->max_dest_rd_atomic > lim->max_rd_atomic)
+	if ((mask & M(MAX_DEST_RD_ATOMIC)) && attr->max_dest_rd_atomic > lim->max_dest_rd_atomic)
 		return -EINVAL;
 	if ((mask & M(ACCESS_FLAGS)) && (attr->qp_access_flags & ~(uint32_t)KNOWN_ACCESS) != 0)
 		return -EINVAL;

@@ -349,7 +349,7 @@ device_attr_fill(const struct dv_context *c, struct ibv_device_attr *a)
 	a->max_mr = (int)l->max_mr;
 	a->max_pd = (int)l->max_pd;
 	a->max_qp_rd_atom = (int)l->max_qp_rd_atom;
-	a->max_qp_init_rd_atom = (int)l->max_qp_rd_atom;
+	a->max_qp_init_rd_atom = (int)l->max_qp_init_rd_atom;
 	a->max_res_rd_atom = (int)(l->max_qp_rd_atom * l->max_qp);
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = (int)l->max_ah;

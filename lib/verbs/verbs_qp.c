@@ -739,8 +739,10 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 	ret = qp_attr_to_shm(attr, attr_mask, &req.modify_qp.attr);
 	if (ret != 0)
 		return verbs_err(ret);
-	lim.max_rd_atomic = c->limits.max_qp_rd_atom > UINT8_MAX ? UINT8_MAX :
-			    (uint8_t)c->limits.max_qp_rd_atom;
+	lim.max_rd_atomic = c->limits.max_qp_init_rd_atom > UINT8_MAX ? UINT8_MAX :
+			    (uint8_t)c->limits.max_qp_init_rd_atom;
+	lim.max_dest_rd_atomic = c->limits.max_qp_rd_atom > UINT8_MAX ? UINT8_MAX :
+				 (uint8_t)c->limits.max_qp_rd_atom;
 	lim.phys_port_cnt = 1;
 	lim.pkey_tbl_len = 1;
 	lim.gid_tbl_len = (uint16_t)c->nb_gids;

@@ -56,7 +56,8 @@
 #define BAD_RETRY	8
 #define BAD_PSN		(1u << 24)
 #define BAD_FLOW	(1u << 20)
-#define BAD_RD_ATOMIC	17		/* the engine's limit is 16 */
+#define BAD_DEST_RD_ATOMIC	17	/* the responder keeps 16 */
+#define BAD_RD_ATOMIC	129		/* a requester keeps 128 out */
 #define BAD_SGID	2		/* the GID table has 2 entries */
 #define BAD_ACCESS	(1u << 4)	/* IBV_ACCESS_MW_BIND: not a QP access flag */
 /* Mask bits rdma-core reserves (21..24) or does not define (26..31). */
@@ -558,7 +559,7 @@ modify_init_state(struct tc_qp *x, const struct tc_qp *peer)
 		a.min_rnr_timer = BAD_TIMER;
 		modify_bad(x, &a, -EINVAL, "min_rnr_timer 32");
 		a = attr_rtr(type, peer, PSN_B);
-		a.max_dest_rd_atomic = BAD_RD_ATOMIC;
+		a.max_dest_rd_atomic = BAD_DEST_RD_ATOMIC;
 		modify_bad(x, &a, -EINVAL, "max_dest_rd_atomic 17");
 	}
 	a = attr_rtr(type, peer, PSN_B);
@@ -645,7 +646,7 @@ modify_up(struct tc_qp *x, const struct tc_qp *peer)
 		modify_bad(x, &a, -EINVAL, "rnr_retry 8");
 		a = attr_rts(type, PSN_A);
 		a.max_rd_atomic = BAD_RD_ATOMIC;
-		modify_bad(x, &a, -EINVAL, "max_rd_atomic 17");
+		modify_bad(x, &a, -EINVAL, "max_rd_atomic 129");
 	}
 	/* CUR_STATE is optional into RTS and must name the state the QP is in. */
 	a = attr_rts(type, PSN_A);
@@ -1784,6 +1785,19 @@ cq_overrun_case(struct tc_host *ha, struct tc_host *hb)
 	CHECK_EQ_U64(tc_qp_state(y0.qp), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_qp_state(y1.qp), DROCE_SHM_QPS_RTS);
 	CHECK_EQ_I64(droce_cq_error_qps(small->cq), 2);
+	/* 11.6.3.1: each of them reports its local work queue catastrophic error. */
+	{
+		bool fatal0 = false, fatal1 = false;
+
+		for (i = 0; i < 2; i++) {
+			CHECK_EQ_I64(tc_event(hb, &ev, WAIT_MS), 1);
+			CHECK_EQ_U64(ev.type, DROCE_EVENT_QP_FATAL);
+			CHECK(ev.handle == y0.qp->qpn || ev.handle == y1.qp->qpn);
+			fatal0 |= ev.handle == y0.qp->qpn;
+			fatal1 |= ev.handle == y1.qp->qpn;
+		}
+		CHECK(fatal0 && fatal1);
+	}
 	CHECK_EQ_U64(tc_qp_state(y0.qp), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_qp_state(y1.qp), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_qp_state(y2.qp), DROCE_SHM_QPS_RTS);

@@ -144,7 +144,8 @@ spec_row(const char *type, unsigned int cur, unsigned int next)
 }
 
 static const struct droce_shm_qp_limits test_lim = {
-	.max_rd_atomic = 16,
+	.max_rd_atomic = 128,
+	.max_dest_rd_atomic = 16,
 	.phys_port_cnt = 2,
 	.pkey_tbl_len = 4,
 	.gid_tbl_len = 16,
@@ -423,7 +424,8 @@ DROCE_TEST(qp_cur_state)
  * transition needs anyway plus this one) and its valid range [lo, hi]; lim_hi names a
  * limit that replaces hi.
  */
-enum lim_field { LIM_NONE, LIM_PORT, LIM_PORT_AV, LIM_PKEY, LIM_GID, LIM_RD_ATOMIC };
+enum lim_field { LIM_NONE, LIM_PORT, LIM_PORT_AV, LIM_PKEY, LIM_GID, LIM_RD_ATOMIC,
+		 LIM_DEST_RD_ATOMIC };
 
 static const struct value_case {
 	const char *name;
@@ -456,7 +458,7 @@ static const struct value_case {
 	{ "max_rd_atomic", FIELD(max_rd_atomic), RC_SQD, DROCE_SHM_QP_MAX_QP_RD_ATOMIC, 0, 0,
 	  LIM_RD_ATOMIC },
 	{ "max_dest_rd_atomic", FIELD(max_dest_rd_atomic), RC_SQD,
-	  DROCE_SHM_QP_MAX_DEST_RD_ATOMIC, 0, 0, LIM_RD_ATOMIC },
+	  DROCE_SHM_QP_MAX_DEST_RD_ATOMIC, 0, 0, LIM_DEST_RD_ATOMIC },
 	{ "ah.is_global", FIELD(ah.is_global), RC_SQD, DROCE_SHM_QP_AV, 1, 1, LIM_NONE },
 	{ "ah.sgid_index", FIELD(ah.sgid_index), RC_SQD, DROCE_SHM_QP_AV, 0, 0, LIM_GID },
 	{ "ah.port_num", FIELD(ah.port_num), RC_SQD, DROCE_SHM_QP_AV, 0, 0, LIM_PORT_AV },
@@ -497,8 +499,9 @@ check_value(const struct value_case *c, const struct droce_shm_qp_limits *lim, u
 {
 	struct droce_shm_qp_attr a;
 
-	droce_test_ctx("%s = %" PRIu64 " (limits rd_atomic %u ports %u pkeys %u gids %u)",
+	droce_test_ctx("%s = %" PRIu64 " (limits rd_atomic %u/%u ports %u pkeys %u gids %u)",
 		       c->name, v, (unsigned int)lim->max_rd_atomic,
+		       (unsigned int)lim->max_dest_rd_atomic,
 		       (unsigned int)lim->phys_port_cnt, (unsigned int)lim->pkey_tbl_len,
 		       (unsigned int)lim->gid_tbl_len);
 	good_attr(&a, c->cur, c->next, c->mask);
@@ -519,6 +522,8 @@ case_hi(const struct value_case *c, const struct droce_shm_qp_limits *lim)
 		return lim->gid_tbl_len - 1u;
 	case LIM_RD_ATOMIC:
 		return lim->max_rd_atomic;
+	case LIM_DEST_RD_ATOMIC:
+		return lim->max_dest_rd_atomic;
 	default:
 		return c->hi;
 	}
@@ -550,6 +555,7 @@ DROCE_TEST(qp_value_boundaries)
 {
 	static const struct droce_shm_qp_limits other = {
 		.max_rd_atomic = 1,
+		.max_dest_rd_atomic = 2,
 		.phys_port_cnt = 1,
 		.pkey_tbl_len = 1,
 		.gid_tbl_len = 255,
