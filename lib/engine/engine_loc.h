@@ -256,7 +256,6 @@ struct droce_qp {
 		uint32_t msn;
 		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
-		uint32_t oos_psn;	/* the last PSN of the episode seen */
 		bool in_msg;		/* between FIRST and LAST */
 		bool in_write;		/* ... of an RDMA WRITE (else of a SEND) */
 		bool have_wqe;

@@ -645,7 +645,6 @@ resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
 {
 	ENGINE_STAT(qp->engine, nak_rnr_sent);
 	qp->resp.nak_sent = true;
-	qp->resp.oos_psn = psn;
 	resp_send_aeth(qp, psn, DROCE_AETH_RNR_NAK |
 		       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
 }
@@ -728,18 +727,18 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	}
 	if (d > 0) {
 		/*
-		 * 9.7.5.1.3: one PSN sequence error NAK per episode, then silence. A PSN not
-		 * beyond the last one seen means the requester went back and lost the expected
-		 * packet again: that is a new episode, which gets its NAK (else only the
-		 * requester's timer could end it).
+		 * 9.7.5.1.3: one PSN sequence error NAK per episode, then silence until the
+		 * expected PSN arrives, as Linux's rxe does. When the requester goes back and
+		 * loses the expected packet again, its timer ends the episode: a second NAK
+		 * there reached rxe 6.1 in the middle of its resend, and it stalled for good
+		 * (doc/interop.md).
 		 */
 		ENGINE_STAT(e, resp_out_of_seq);
-		if (!qp->resp.nak_sent || droce_psn_le(psn, qp->resp.oos_psn)) {
+		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
 			ENGINE_STAT(e, nak_seq_sent);
 			resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
 		}
-		qp->resp.oos_psn = psn;
 		return;
 	}
 	/* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */

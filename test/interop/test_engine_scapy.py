@@ -391,6 +391,34 @@ def case_rc_gap(tool, tmp):
     return r
 
 
+def case_rc_gap_lost_again(tool, tmp):
+    """The requester goes back after the NAK and loses the expected packet again: still
+    one NAK for the episode, silence until the expected PSN arrives (as Linux's rxe, whose
+    6.1 requester stalled for good on a second NAK in the middle of its resend), then ACKs
+    and every message delivered once, in order."""
+    p0 = 0x200
+    pl = [payload_of(20 + i, 12) for i in range(3)]
+    inputs = [rc_send(RC_SEND_ONLY, p0 + 1, pl[1], ackreq=True),    # p0 lost: NAK
+              rc_send(RC_SEND_ONLY, p0 + 2, pl[2], ackreq=True),    # silent
+              rc_send(RC_SEND_ONLY, p0 + 1, pl[1], ackreq=True),    # resend, p0 lost again
+              rc_send(RC_SEND_ONLY, p0 + 2, pl[2], ackreq=True),    # silent
+              rc_send(RC_SEND_ONLY, p0, pl[0], ackreq=True),        # the timer's resend
+              rc_send(RC_SEND_ONLY, p0 + 1, pl[1], ackreq=True),
+              rc_send(RC_SEND_ONLY, p0 + 2, pl[2], ackreq=True)]
+    r = Run(tool, tmp, 'rc_gap_lost_again', inputs, ['--rq-psn', p0, '--recvs', 3])
+    check_answer(r, 0, 0, AETH_NAK_PSN_SEQ, 0, p0)
+    for i in (1, 2, 3):
+        r.silent(i)
+    check_answer(r, 4, 0, AETH_ACK_NO_CREDITS, 1, p0)
+    check_answer(r, 5, 0, AETH_ACK_NO_CREDITS, 2, p0 + 1)
+    check_answer(r, 6, 0, AETH_ACK_NO_CREDITS, 3, p0 + 2)
+    r.wcs([recv_wc(0, 4, pl[0]), recv_wc(1, 5, pl[1]), recv_wc(2, 6, pl[2])])
+    r.counters(rx_pkts=7, resp_msgs=3, resp_out_of_seq=4, nak_seq_sent=1, ack_sent=3,
+               resp_dup=0, tx_pkts=4, qp_error=0)
+    r.state('RTR')
+    return r
+
+
 def case_rc_rnr(tool, tmp):
     """No receive WQE: RNR NAK with the QP's min_rnr_timer and the request's PSN
     (9.7.5.2.8), again for the retry, and silence for what lies beyond it."""
@@ -533,7 +561,7 @@ def case_ipv6(tool, tmp):
     return r
 
 
-CASES = [case_rc_acks, case_rc_gap, case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
+CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
          case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6]
 
 
