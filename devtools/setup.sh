@@ -9,6 +9,8 @@
 #   ${DROCE_BUILD_PREFIX:-build}        gcc, defaults
 #   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit and engine tests run here too)
 #   ${DROCE_BUILD_PREFIX:-build}-fuzz   clang, ASan + UBSan, -Dfuzz=true (libFuzzer)
+#   ${DROCE_BUILD_PREFIX:-build}-rxe    the QEMU guest running Linux's soft-RoCE, the rxe
+#                                       suite's peer (test/rxe/build-guest.sh, doc/interop.md)
 #
 # Nothing needs hugepages to build or to run the tests: where they cannot be had (a
 # container without hugetlbfs, a read-only /proc/sys) this prints a note and goes on.
@@ -26,6 +28,7 @@ packages=(
 	gcc libc6-dev clang libclang-rt-14-dev llvm meson ninja-build pkg-config git
 	dpdk-dev libdpdk-dev libibverbs-dev librdmacm-dev libnuma-dev libisal-dev libpcap-dev
 	python3-scapy python3-pyverbs tshark ibverbs-utils perftest iproute2 procps xz-utils
+	qemu-system-x86 cpio binutils iputils-ping
 )
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.
@@ -181,4 +184,9 @@ sanitize=('-Db_sanitize=address,undefined' -Dc_args=-fno-sanitize-recover=all)
 build_dir "$prefix" gcc
 build_dir "$prefix-asan" gcc "${sanitize[@]}"
 build_dir "$prefix-fuzz" clang -Dfuzz=true "${sanitize[@]}"
+# The guest running Linux's soft-RoCE, droce's peer in the rxe suite (test/rxe).
+say "building the soft-RoCE guest in $prefix-rxe"
+run_logged "test/rxe/build-guest.sh $prefix-rxe" timeout "$build_timeout" \
+	test/rxe/build-guest.sh "$prefix-rxe"
+say "$(tail -n 1 "$log")"
 say "done"

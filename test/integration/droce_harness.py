@@ -50,10 +50,10 @@ class Workdir:
 
 class Daemon:
     """One droced. port is the [port] section body (device, addresses); netns runs it in a
-    network namespace."""
+    network namespace; eal: more EAL arguments (a --vdev a device wraps, a -d driver)."""
 
     def __init__(self, droced, work, name, device, ipv4, mtu=4096, lcore=1, idle_sleep_us=50,
-                 netns=None, extra_port="", limits="", asan=False):
+                 netns=None, extra_port="", limits="", asan=False, eal=""):
         self.droced = droced
         self.work = work
         self.name = name
@@ -65,7 +65,8 @@ class Daemon:
         self.proc = None
         self.asan = asan
         with open(self.config, "w") as f:
-            f.write("[eal]\nargs = --file-prefix=%s --no-pci\n\n" % self.prefix)
+            f.write("[eal]\nargs = --file-prefix=%s --no-pci%s\n\n" %
+                    (self.prefix, " " + eal if eal else ""))
             f.write("[port %s]\ndevice = %s\nipv4 = %s\nmtu = %d\n%s\n" %
                     (name, device, ipv4, mtu, extra_port))
             f.write("[engines]\nlcores = %d\nidle_sleep_us = %d\n\n" % (lcore, idle_sleep_us))

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Builds the QEMU guest that runs Linux's soft-RoCE (rdma_rxe) as a peer for droce
+# (test/rxe/rxe_guest.py boots it): Debian 12's kernel and one initramfs holding busybox,
+# rdma-core's ibverbs-utils with the rxe provider, rdmacm-utils, perftest, iproute2's ip,
+# ss and rdma, the modules rxe needs, and test/rxe/guest-init as /init.
+#
+#   test/rxe/build-guest.sh [OUTDIR]      OUTDIR defaults to build-rxe at the top of the tree
+#
+# Writes OUTDIR/vmlinux (the kernel as an uncompressed ELF: QEMU boots it through PVH,
+# which under TCG saves the seconds the kernel would spend un-xz-ing itself),
+# OUTDIR/initramfs.gz and OUTDIR/manifest (kernel release and every package used).
+# Nothing is installed on this machine: the .debs are fetched with apt-get download into
+# OUTDIR/debs and unpacked with dpkg-deb -x. Running it again downloads nothing and
+# rebuilds nothing unless a package version, guest-init or this script changed.
+
+set -euo pipefail
+
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+out=$(readlink -m "${1:-$here/../../build-rxe}")
+
+# Userspace of the guest, with its Depends closure; only the programs named below and the
+# shared libraries they need go into the initramfs.
+top_packages=(busybox-static libibverbs1 ibverbs-providers ibverbs-utils librdmacm1
+	rdmacm-utils perftest iproute2)
+# Loaded in this order with their dependencies first. No modprobe runs in the guest, so
+# crc32_generic is named: rxe asks the crypto API for "crc32" (the ICRC) when the device
+# is made, and without it `rdma link add` fails with ENOENT.
+modules=(virtio_pci virtio_net crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel
+	rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm)
+triplet=x86_64-linux-gnu
+# Hard limits, so an unattended run cannot hang: on the network, and on apt's local cache
+# (its lock can be held by another apt).
+apt_timeout=900
+apt_cache_timeout=120
+
+say() { printf 'build-guest: %s\n' "$*"; }
+die() { printf 'build-guest: ERROR: %s\n' "$*" >&2; exit 1; }
+
+for tool in apt-get apt-cache dpkg-deb readelf cpio gzip xz ldconfig; do
+	command -v "$tool" >/dev/null || die "$tool not found (devtools/setup.sh installs it)"
+done
+mkdir -p "$out/debs"
+
+# A fresh system (a container) has no package lists at all.
+if [[ $(timeout "$apt_cache_timeout" apt-cache policy linux-image-amd64 2>/dev/null) != \
+	*"Candidate: "[0-9]* ]]; then
+	say "apt-get update"
+	timeout "$apt_timeout" apt-get update -qq || die "apt-get update failed"
+fi
+
+# The kernel linux-image-amd64 points at (a security update changes it).
+kpkg=$(timeout "$apt_cache_timeout" apt-cache depends linux-image-amd64 |
+	awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+[[ -n $kpkg ]] || die "cannot tell which kernel linux-image-amd64 depends on"
+
+# "PACKAGE VERSION ARCH" for the kernel and the Depends closure of the userspace: apt
+# simulates installing onto an empty system, so nothing installed here hides a package.
+resolve() {
+	timeout "$apt_cache_timeout" apt-cache show --no-all-versions "$kpkg" |
+		awk -v p="$kpkg" '/^Version:/ { v = $2 } /^Architecture:/ { a = $2 }
+			END { print p, v, a }'
+	timeout "$apt_cache_timeout" apt-get -s -o Dir::State::status=/dev/null \
+		-o APT::Install-Recommends=false install "${top_packages[@]}" |
+		awk '$1 == "Inst" {
+			# Inst PACKAGE (VERSION RELEASE [ARCH]) [BROKEN...]
+			match($0, /\[[a-z0-9]+\]\)/); a = substr($0, RSTART + 1, RLENGTH - 3)
+			v = $3; sub(/^\(/, "", v)
+			print $2, v, a }'
+}
+mapfile -t wanted < <(resolve | LC_ALL=C sort)
+((${#wanted[@]} > ${#top_packages[@]})) || die "apt could not resolve ${top_packages[*]}"
+
+# apt-get download names a file PACKAGE_VERSION_ARCH.deb, with the epoch's colon escaped.
+declare -A deb_of=()
+need=()
+for w in "${wanted[@]}"; do
+	read -r p v a <<<"$w"
+	deb_of[$p]=${p}_${v//:/%3a}_$a.deb
+	[[ -f $out/debs/${deb_of[$p]} ]] || need+=("$p=$v")
+done
+if ((${#need[@]})); then
+	say "downloading ${#need[@]} packages"
+	# As root apt drops to the _apt user, who cannot write into OUTDIR.
+	(cd "$out/debs" && timeout "$apt_timeout" apt-get download -q \
+		-o APT::Sandbox::User=root "${need[@]}") >&2 || die "apt-get download failed"
+fi
+for f in "$out"/debs/*.deb; do
+	# An older version of a package, left by an earlier build.
+	[[ " ${deb_of[*]} " == *" ${f##*/} "* ]] || rm -f "$f"
+done
+
+stamp=$( {
+	printf '%s\n' "${deb_of[@]}" | LC_ALL=C sort
+	cat "$here/guest-init" "$here/build-guest.sh"
+} | sha256sum | cut -d' ' -f1)
+if [[ -f $out/vmlinux && -f $out/initramfs.gz &&
+	$(cat "$out/stamp" 2>/dev/null) == "$stamp" ]]; then
+	say "up to date in $out"
+	exit 0
+fi
+rm -f "$out/stamp"
+
+# Each package in its own tree, so the programs of one package can be named by it. The
+# trees (half a gigabyte, mostly kernel modules) go once the build is done.
+work=$out/work
+rm -rf "$work"
+trap 'rm -rf "$work" "$out"/*.tmp' EXIT
+say "unpacking ${#deb_of[@]} packages"
+for p in "${!deb_of[@]}"; do
+	mkdir -p "$work/pkg/$p"
+	dpkg-deb -x "$out/debs/${deb_of[$p]}" "$work/pkg/$p"
+done
+
+root=$work/root
+libdir=$root/usr/lib/$triplet
+mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,run,root,usr/bin,usr/sbin,lib64} "$libdir/libibverbs"
+# One library directory, reached by both names the programs and ld.so.cache may use.
+ln -s usr/lib "$root/lib"
+
+# Where each shared library lies in the unpacked trees (libc6 is not usr-merged).
+declare -A lib_src=() lib_done=()
+while IFS= read -r f; do
+	lib_src[${f##*/}]=$f
+done < <(find "$work"/pkg/*/{lib,usr/lib}/$triplet -maxdepth 1 -name '*.so*' 2>/dev/null)
+
+add_lib() {
+	local so=$1
+	[[ -z ${lib_done[$so]:-} ]] || return 0
+	lib_done[$so]=1
+	[[ -n ${lib_src[$so]:-} ]] || die "no package holds $so"
+	cp -L "${lib_src[$so]}" "$libdir/$so"
+	add_needed "${lib_src[$so]}"
+}
+add_needed() {
+	local so
+	for so in $(LC_ALL=C readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		add_lib "$so"
+	done
+}
+add_prog() {  # add_prog FILE DIR
+	install -m 755 "$1" "$2/${1##*/}"
+	add_needed "$1"
+}
+
+add_lib ld-linux-x86-64.so.2
+ln -s ../usr/lib/$triplet/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+# glibc dlopens it to unwind a cancelled thread (rping cancels its threads).
+add_lib libgcc_s.so.1
+
+install -m 755 "$work/pkg/busybox-static/bin/busybox" "$root/bin/busybox"
+for a in $("$root/bin/busybox" --list); do
+	[[ $a == busybox ]] || ln -s busybox "$root/bin/$a"
+done
+# perftest's raw_ethernet_* need raw packet QPs, which rxe has not.
+for f in "$work"/pkg/{ibverbs-utils,rdmacm-utils}/usr/bin/* "$work"/pkg/perftest/usr/bin/ib_*; do
+	add_prog "$f" "$root/usr/bin"
+done
+# iproute2's ip besides busybox's, for what busybox's lacks (-json, -details, -stats);
+# ss, to see a server listen before its client starts.
+for f in bin/ip bin/ss usr/bin/rdma; do
+	add_prog "$work/pkg/iproute2/$f" "$root/usr/sbin"
+done
+# The rxe provider only: libibverbs would try and report every other one.
+add_prog "$(echo "$work"/pkg/ibverbs-providers/usr/lib/$triplet/libibverbs/librxe-*.so)" \
+	"$libdir/libibverbs"
+mkdir -p "$root/etc/libibverbs.d"
+cp "$work/pkg/ibverbs-providers/etc/libibverbs.d/rxe.driver" "$root/etc/libibverbs.d/"
+
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
+printf 'root:x:0:\n' >"$root/etc/group"
+printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
+printf 'hosts: files\n' >"$root/etc/nsswitch.conf"
+printf '/usr/lib/%s\n' "$triplet" >"$root/etc/ld.so.conf"
+ldconfig -r "$root"
+
+# The kernel .deb has no modules.dep (depmod runs in its postinst): the order comes from
+# each module's own "depends=" in .modinfo.
+kdir=$work/pkg/$kpkg
+kver=$(ls "$kdir/lib/modules")
+mdir=$kdir/lib/modules/$kver
+declare -A ko_of=() mod_done=()
+while IFS= read -r f; do
+	n=${f##*/}
+	n=${n%.ko}
+	ko_of[${n//-/_}]=$f
+done < <(find "$mdir/kernel" -name '*.ko')
+mod_order=()
+add_module() {
+	local m=${1//-/_} d
+	[[ -z ${mod_done[$m]:-} ]] || return 0
+	mod_done[$m]=1
+	if [[ -z ${ko_of[$m]:-} ]]; then
+		# Built into the kernel: nothing to load.
+		grep -q "/${1}.ko$" "$mdir/modules.builtin" || die "no module $m in $kpkg"
+		return 0
+	fi
+	for d in $(tr '\0' '\n' <"${ko_of[$m]}" | sed -n 's/^depends=//p' | tr , ' '); do
+		add_module "$d"
+	done
+	mod_order+=("$m")
+}
+for m in "${modules[@]}"; do
+	add_module "$m"
+done
+mkdir -p "$root/lib/modules"
+for m in "${mod_order[@]}"; do
+	cp "${ko_of[$m]}" "$root/lib/modules/$m.ko"
+done
+printf '%s\n' "${mod_order[@]}" >"$root/etc/modules"
+
+install -m 755 "$here/guest-init" "$root/init"
+
+say "packing the initramfs"
+(cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
+	cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -n -6 >"$out/initramfs.gz.tmp"
+
+# The ELF inside the bzImage, found through the boot protocol's header (payload_offset,
+# payload_length; Documentation/arch/x86/boot.rst). The payload ends with 4 bytes of
+# size, which xz --single-stream ignores.
+grep -qx 'CONFIG_PVH=y' "$kdir/boot/config-$kver" || die "$kpkg has no PVH entry point"
+bz=$kdir/boot/vmlinuz-$kver
+setup_sects=$(od -An -tu1 -j $((0x1f1)) -N 1 "$bz")
+read -r payload_offset payload_length < <(od -An -tu4 -j $((0x248)) -N 8 "$bz")
+dd if="$bz" iflag=skip_bytes,count_bytes bs=1M status=none \
+	skip=$(((setup_sects + 1) * 512 + payload_offset)) count="$payload_length" |
+	xz -dc --single-stream >"$out/vmlinux.tmp" || die "cannot unpack the kernel (not xz?)"
+[[ $(head -c 4 "$out/vmlinux.tmp" | od -An -c | tr -d ' ') == 177ELF ]] ||
+	die "the kernel's payload is not an ELF"
+
+mv "$out/vmlinux.tmp" "$out/vmlinux"
+mv "$out/initramfs.gz.tmp" "$out/initramfs.gz"
+{
+	echo "kernel $kver"
+	echo "modules ${mod_order[*]}"
+	printf '%s\n' "${wanted[@]}"
+} >"$out/manifest"
+echo "$stamp" >"$out/stamp"
+say "built $out: kernel $kver, initramfs $(du -h "$out/initramfs.gz" | cut -f1)," \
+	"$(find "$root" | wc -l) files"

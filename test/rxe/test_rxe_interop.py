@@ -1,0 +1,492 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""droce against Linux's own RoCEv2: kernel soft-RoCE (rdma_rxe of Debian 12's kernel, with
+rdma-core 44's ibverbs-utils and perftest) in a QEMU guest (rxe_guest.py), and droced on
+the same link through net_af_packet. Every case runs both ways (droce the server and the
+guest the client, then the other way round), each side a stock program: Debian's own
+binaries on droce's side too, through droce's libibverbs.so.1. Each side's exit status and
+output are checked (iterations, bytes, the peer's GID, perftest's result rows).
+
+Then droced is restarted on the net_fault vdev wrapping the same port, losing 5% of what
+it receives and 5% of what it sends, and the RC ping-pongs must still complete: both
+stacks' retransmissions against each other. (UC and UD have no retransmission: a
+ping-pong whose message is lost waits forever, with any stack, so they run lossless.)
+
+Finally the capture of the guest's NIC (every frame both ways) is verified by droce-pcap
+--verify (every RoCEv2 packet well formed, every ICRC right) and by tshark's InfiniBand
+dissector (it decodes as many BTHs, and no frame as malformed), and must hold the opcodes
+each stack sent: SEND, WRITE, READ request and response, atomics, ACKs, UC and UD.
+
+usage: test_rxe_interop.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR FAULT_PMD RXE_DIR [CASE...]
+"""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
+                           expect_idle, log, parse_args)
+from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
+
+BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
+                         "rxe_dir"])
+ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
+# The largest IB MTU both take: the guest's eth0 has MTU 4200, droced's port 4096.
+MTU = 4096
+# 5% each way, in parts per million (drivers/net/fault).
+LOSS_PPM = 50000
+# What a case may take under TCG (QEMU with no KVM runs the guest ~50x slower).
+CASE_TIMEOUT = 180
+TCP_PORT_BASE = 19300
+# Line-buffered output from the programs on droce's side.
+LINEBUF = ["stdbuf", "-oL"]
+
+
+class Bench:
+    """The link, the guest and droced; droced can be restarted with faults."""
+
+    def __init__(self, link, guest, work):
+        self.link = link
+        self.guest = guest
+        self.work = work
+        self.daemon = None
+        self.port = TCP_PORT_BASE
+        self.faults = None
+
+    def start_daemon(self, faults=None):
+        """droced on the link's veth end; faults: net_fault devargs (drop, tx_drop...)."""
+        self.stop_daemon()
+        af_packet = "net_af_packet0,iface=%s%s" % (self.link.droced_if, VETH_DEVARGS)
+        if faults is None:
+            device, eal = af_packet, ""
+        else:
+            check(os.path.exists(BIN["fault_pmd"]), "no net_fault driver at %s (devtools/"
+                  "setup.sh fetches DPDK's driver headers it needs)" % BIN["fault_pmd"])
+            device = "net_fault0,port=net_af_packet0,%s" % faults
+            eal = "-d %s --vdev=%s" % (BIN["fault_pmd"], af_packet)
+        name = "rxe%d" % (0 if faults is None else 1)
+        self.daemon = Daemon(BIN["droced"], self.work, name, device,
+                             "%s/%d" % (self.link.DROCE_IP, self.link.PREFIX), mtu=MTU,
+                             netns=self.link.ns, eal=eal)
+        self.daemon.start()
+        self.faults = faults
+
+    def stop_daemon(self):
+        if self.daemon is not None:
+            d, self.daemon = self.daemon, None
+            d.stop(expect_clean=True)
+
+    def next_port(self):
+        self.port += 1
+        return self.port
+
+
+bench = None
+
+
+def droce_app(argv, name):
+    return App(LINEBUF + argv, bench.daemon, CASE_TIMEOUT, name, netns=bench.link.ns,
+               env=ENV)
+
+
+def wait_listening(where, port, server, timeout=60):
+    """Until a TCP server listens on port: in the guest, or in droced's namespace. server
+    (a guest Job or an App) must not end meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ended = server.done() if where == "guest" else server.proc.poll() is not None
+        if ended:
+            out = server.wait()[1] if where == "guest" else server.text()
+            raise TestFailure("the %s server ended before it listened:\n%s" % (where, out))
+        if where == "guest":
+            rc, out = bench.guest.run("ss -ltn", timeout=30)
+        else:
+            r = subprocess.run(["ip", "netns", "exec", bench.link.ns, "ss", "-ltn"],
+                               capture_output=True, text=True, timeout=30)
+            out = r.stdout
+        if re.search(r":%d\s" % port, out):
+            return
+        check(time.monotonic() < deadline, "no server on %s port %d after %d s" %
+              (where, port, timeout))
+        time.sleep(0.2)
+
+
+class EndRace(TestFailure):
+    """One side did all its iterations and the other failed: the last message's ACK was
+    lost after its receiver had finished and gone, so its sender's retries met no QP (a
+    ping-pong has no end handshake: under loss this happens with any two stacks)."""
+
+
+def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, iters=None):
+    """One exchange: the server side first (listening), then the client. droce_argv and
+    guest_cmd get the server's address appended on the client side. Returns the outputs
+    (droce, guest); raises unless both exit 0 (EndRace when one side did all iters)."""
+    if droce_serves:
+        srv = droce_app(droce_argv, "droce")
+        try:
+            wait_listening("droce", port, srv)
+        except TestFailure:
+            srv.stop()
+            raise
+        job = bench.guest.spawn("%s %s" % (guest_cmd, bench.link.HOST_IP), timeout)
+        rc_g, out_g = job.wait()
+        if rc_g != 0:
+            srv.stop()
+        try:
+            rc_d = srv.wait(timeout)
+        except subprocess.TimeoutExpired:
+            srv.stop()
+            rc_d = srv.wait()
+        out_d = srv.output
+    else:
+        job = bench.guest.spawn(guest_cmd, timeout)
+        try:
+            wait_listening("guest", port, job)
+        except TestFailure:
+            job.kill()
+            raise
+        cli = droce_app(droce_argv + [bench.link.GUEST_IP], "droce")
+        try:
+            rc_d = cli.wait(timeout)
+        except subprocess.TimeoutExpired:
+            cli.stop()
+            rc_d = cli.wait()
+        if rc_d != 0:
+            job.kill()
+        rc_g, out_g = job.wait()
+        out_d = cli.output
+    if iters is not None and (rc_d == 0) != (rc_g == 0):
+        done = re.compile(r"^%d iters in" % iters, re.M)
+        if done.search(out_d if rc_d == 0 else out_g):
+            raise EndRace("%s finished, %s exit %s:\n%s" % (
+                "droce" if rc_d == 0 else "guest", "guest" if rc_d == 0 else "droce",
+                rc_g if rc_d == 0 else rc_d, out_g if rc_d == 0 else out_d))
+    if rc_d != 0 or rc_g != 0:
+        raise TestFailure("droce side exit %s, guest side exit %s\n--- droce (%s):\n%s\n"
+                          "--- guest (%s):\n%s" % (rc_d, rc_g, " ".join(droce_argv), out_d,
+                                                   guest_cmd, out_g))
+    return out_d, out_g
+
+
+def gid_of(ip):
+    return "::ffff:%s" % ip
+
+
+def check_pingpong(out, side, iters, size, peer_ip, nqps=1):
+    """ibv_*_pingpong's report: iterations, bytes and the peer's GID on every QP line."""
+    m = re.search(r"^(\d+) iters in [\d.]+ seconds", out, re.M)
+    check(m is not None and int(m.group(1)) == iters,
+          "%s: want %d iterations:\n%s" % (side, iters, out))
+    m = re.search(r"^(\d+) bytes in [\d.]+ seconds", out, re.M)
+    check(m is not None and int(m.group(1)) == 2 * iters * size,
+          "%s: want %d bytes:\n%s" % (side, 2 * iters * size, out))
+    remote = re.findall(r"remote address:.*GID (\S+)", out)
+    check(len(remote) == nqps and all(g == gid_of(peer_ip) for g in remote),
+          "%s: remote GIDs %s, want %d x %s" % (side, remote, nqps, gid_of(peer_ip)))
+    check("Failed" not in out and "Couldn't" not in out, "%s reported an error:\n%s" %
+          (side, out))
+
+
+# Under loss: an attempt's limit, and how many attempts an end race (EndRace) may take.
+LOSSY_TIMEOUT = 60
+LOSSY_ATTEMPTS = 3
+
+
+def pingpong(prog, size, iters, extra=(), nqps=1, lossy=False):
+    """prog both ways with -c (the program checks every received byte). lossy: an end
+    race is tried again, a few times; any other failure fails at once."""
+    for droce_serves in (True, False):
+        for attempt in range(1, LOSSY_ATTEMPTS + 1 if lossy else 2):
+            port = bench.next_port()
+            opts = ["-p", str(port), "-s", str(size), "-n", str(iters), "-c"] + list(extra)
+            if prog != "ibv_ud_pingpong":
+                opts += ["-m", str(MTU)]
+            droce_argv = [prog, "-d", "droce0", "-g", "0"] + opts
+            guest_cmd = " ".join([prog, "-d", "rxe0", "-g",
+                                  str(bench.guest.info["gid_index"])] + opts)
+            try:
+                out_d, out_g = run_both(droce_argv, guest_cmd, droce_serves, port,
+                                        LOSSY_TIMEOUT if lossy else CASE_TIMEOUT,
+                                        iters if lossy else None)
+                break
+            except EndRace as e:
+                if attempt == LOSSY_ATTEMPTS:
+                    raise
+                log("     %s: end race (the last ACK lost after its receiver finished), "
+                    "attempt %d again: %s" % (prog, attempt, str(e).splitlines()[0]))
+        check_pingpong(out_d, "droce", iters, size, bench.link.GUEST_IP, nqps)
+        check_pingpong(out_g, "guest", iters, size, bench.link.DROCE_IP, nqps)
+        log("     %s -s %d -n %d%s: ok, droce %s" % (
+            prog, size, iters, (" " + " ".join(extra)) if extra else "",
+            "server" if droce_serves else "client"))
+
+
+ERROR_WORDS = re.compile(r"(?i)\b(error|failed|couldn't|unable)\b")
+
+
+def perf_rows(out, ncols):
+    """perftest's result rows: (bytes, iterations, [values])."""
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 + ncols and f[0].isdigit() and f[1].isdigit():
+            try:
+                rows.append((int(f[0]), int(f[1]), [float(x) for x in f[2:]]))
+            except ValueError:
+                pass
+    return rows
+
+
+def perftest(prog, iters, size=None, extra=()):
+    """prog both ways; its measuring side(s) must print a row of iters at size."""
+    ncols = 3 if prog.endswith("_bw") else 7
+    two_sided = prog.startswith("ib_send")
+    for droce_serves in (True, False):
+        port = bench.next_port()
+        opts = ["-p", str(port), "-n", str(iters)] + (["-s", str(size)] if size else [])
+        opts += list(extra)
+        droce_argv = [prog, "-d", "droce0", "-x", "0"] + opts
+        guest_cmd = " ".join([prog, "-d", "rxe0", "-x", str(bench.guest.info["gid_index"])] +
+                             opts)
+        out_d, out_g = run_both(droce_argv, guest_cmd, droce_serves, port)
+        # The client measures; in the SEND tests the server does too.
+        sides = [("droce", out_d), ("guest", out_g)]
+        if not two_sided:
+            sides = [sides[1] if droce_serves else sides[0]]
+        for side, out in sides:
+            bad = [l for l in out.splitlines() if ERROR_WORDS.search(l)]
+            check(not bad, "%s on %s: %s\n%s" % (prog, side, bad, out))
+            rows = perf_rows(out, ncols)
+            check(len(rows) == 1 and rows[0][1] == iters and
+                  (size is None or rows[0][0] == size),
+                  "%s on %s: want one row of %d iterations%s, got %s:\n%s" %
+                  (prog, side, iters, "" if size is None else " at %d B" % size, rows, out))
+            value = rows[0][2][1] if ncols == 3 else rows[0][2][0]
+            check(value > 0, "%s on %s: zero result %s" % (prog, side, rows[0]))
+        log("     %s -n %d%s: ok, droce %s" % (prog, iters,
+                                               "" if size is None else " -s %d" % size,
+                                               "server" if droce_serves else "client"))
+
+
+def t_rc():
+    for size in (1, 4096, 65536):
+        pingpong("ibv_rc_pingpong", size, 50)
+
+
+def t_uc():
+    for size in (1, 4096, 65536):
+        pingpong("ibv_uc_pingpong", size, 50)
+
+
+def t_ud():
+    # A UD message fits one packet: the MTU less nothing (the GRH is the receiver's).
+    for size in (1, 2048, MTU):
+        pingpong("ibv_ud_pingpong", size, 50)
+
+
+def t_srq():
+    for size in (1, 4096, 65536):
+        pingpong("ibv_srq_pingpong", size, 50, extra=["-q", "4"], nqps=4)
+
+
+def t_send_bw():
+    perftest("ib_send_bw", 200, 65536)
+
+
+def t_write_bw():
+    perftest("ib_write_bw", 200, 65536)
+
+
+def t_read_bw():
+    perftest("ib_read_bw", 200, 65536)
+
+
+def t_atomic_bw():
+    perftest("ib_atomic_bw", 500)
+
+
+def t_send_lat():
+    perftest("ib_send_lat", 200, 64)
+
+
+def t_loss():
+    """RC and SRQ ping-pongs with 5% loss each way on droced's port."""
+    bench.start_daemon("drop=%d,tx_drop=%d,seed=%d" % (LOSS_PPM, LOSS_PPM, 11))
+    try:
+        pingpong("ibv_rc_pingpong", 4096, 200, lossy=True)
+        pingpong("ibv_rc_pingpong", 65536, 50, lossy=True)
+        # One QP: with several, ibv_srq_pingpong posts a send whenever its total of send
+        # completions is short of -n, so a late ACK on one QP lets it send one message more
+        # than the peer, which has finished, will ever take (doc/interop.md).
+        pingpong("ibv_srq_pingpong", 4096, 100, extra=["-q", "1"], nqps=1, lossy=True)
+        expect_idle(BIN["droce_ctl"], bench.daemon)
+    finally:
+        bench.start_daemon()
+
+
+# ---- The capture ----
+
+Pkt = collections.namedtuple("Pkt", "src dst opcode dqpn psn")
+
+
+def verify_capture(pcap):
+    """droce-pcap --verify and tshark agree that every RoCEv2 packet is sound; returns the
+    packets (droce-pcap's JSON)."""
+    import json
+
+    r = subprocess.run([BIN["droce_pcap"], "--verify", "--json", pcap], capture_output=True,
+                       text=True, timeout=600)
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    summary = lines[-1].get("summary") if lines else None
+    check(summary is not None, "droce-pcap printed no summary: %s" % r.stderr)
+    bad = [l for l in lines[:-1] if l.get("result") != "OK"]
+    check(r.returncode == 0 and summary["malformed"] == 0 and summary["bad_icrc"] == 0 and
+          not bad, "droce-pcap --verify: exit %d, %s\n%s" % (r.returncode, summary,
+                                                            "\n".join(map(str, bad[:20]))))
+    check(summary["roce"] > 0, "no RoCEv2 packet in the capture: %s" % summary)
+    # rpcordma off: its heuristic takes SEND payloads for RPC-over-RDMA and calls them
+    # malformed.
+    tshark = ["tshark", "--disable-protocol", "rpcordma", "-r", pcap]
+    r = subprocess.run(tshark + ["-Y", "infiniband.bth", "-T", "fields", "-e", "frame.number"],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, "tshark: %s" % r.stderr)
+    n_bth = len(r.stdout.split())
+    check(n_bth == summary["roce"], "tshark decodes %d BTHs, droce-pcap %d RoCEv2 packets" %
+          (n_bth, summary["roce"]))
+    r = subprocess.run(tshark + ["-Y", "_ws.malformed || _ws.expert.severity == error",
+                                 "-T", "fields", "-e", "frame.number"],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0 and r.stdout.split() == [],
+          "tshark finds malformed or erroneous frames: %s %s" % (r.stdout.split()[:20],
+                                                                  r.stderr))
+    log("     capture: %d RoCEv2 packets, droce-pcap and tshark agree, all ICRCs right" %
+        summary["roce"])
+    return [Pkt(l["src"], l["dst"], l["opcode_name"], l["dqpn"], l["psn"]) for l in lines[:-1]]
+
+
+# Header fields both stacks must fill alike, whatever the program asked for: the IPv4
+# TTL is the route's (64) however small the application's hop_limit (ibv_*_pingpong ask
+# for 1; Linux's RDMA core replaces it, and so must droced: doc/interop.md); DSCP/ECN,
+# DF, the UDP checksum (0), the P_Key and the BTH version.
+HEADER_FIELDS = ["ip.ttl", "ip.dsfield", "ip.flags.df", "udp.checksum",
+                 "infiniband.bth.p_key", "infiniband.bth.tver"]
+
+
+def check_headers(pcap):
+    r = subprocess.run(["tshark", "--disable-protocol", "rpcordma", "-r", pcap, "-Y",
+                        "infiniband.bth", "-T", "fields", "-e", "ip.src"] +
+                       [a for f in HEADER_FIELDS for a in ("-e", f)],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, "tshark: %s" % r.stderr)
+    seen = collections.defaultdict(set)
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        seen[f[0]].add(tuple(f[1:]))
+    droce, rxe = seen[bench.link.DROCE_IP], seen[bench.link.GUEST_IP]
+    check(droce and droce == rxe, "header fields %s differ: droce sends %s, Linux %s" %
+          (HEADER_FIELDS, sorted(droce), sorted(rxe)))
+    check(all(v[0] == "64" for v in droce), "TTL not 64: %s" % sorted(droce))
+    log("     headers: droce and Linux send the same %s: %s" % (HEADER_FIELDS, sorted(droce)))
+
+
+# What each stack must have sent at least once (droce-pcap's opcode names).
+OPCODES_EACH_WAY = [
+    "RC_SEND_ONLY", "RC_SEND_FIRST", "RC_SEND_MIDDLE", "RC_SEND_LAST", "RC_ACKNOWLEDGE",
+    "RC_RDMA_WRITE_FIRST", "RC_RDMA_WRITE_LAST", "RC_RDMA_READ_REQUEST",
+    "RC_RDMA_READ_RESPONSE_FIRST", "RC_RDMA_READ_RESPONSE_LAST", "RC_ATOMIC_ACKNOWLEDGE",
+    "UC_SEND_ONLY", "UC_SEND_FIRST", "UD_SEND_ONLY",
+]
+
+
+def check_opcodes(pkts):
+    for src in (bench.link.DROCE_IP, bench.link.GUEST_IP):
+        seen = collections.Counter(p.opcode for p in pkts if p.src == src)
+        missing = [o for o in OPCODES_EACH_WAY if seen[o] == 0]
+        check(not missing, "%s sent none of %s (sent: %s)" % (src, missing, dict(seen)))
+        atomics = seen["RC_COMPARE_SWAP"] + seen["RC_FETCH_ADD"]
+        check(atomics > 0, "%s sent no atomic request" % src)
+
+
+def retransmissions(pkts, src):
+    """Request packets src sent more than once (same QP and PSN): its go-back-N at work."""
+    seen = collections.Counter((p.dqpn, p.psn, p.opcode) for p in pkts
+                               if p.src == src and "ACK" not in p.opcode and
+                               "RESPONSE" not in p.opcode)
+    return sum(n - 1 for n in seen.values() if n > 1)
+
+
+CASE_LIST = [
+    ("rc_pingpong", t_rc),
+    ("uc_pingpong", t_uc),
+    ("ud_pingpong", t_ud),
+    ("srq_pingpong", t_srq),
+    ("send_bw", t_send_bw),
+    ("write_bw", t_write_bw),
+    ("read_bw", t_read_bw),
+    ("atomic_bw", t_atomic_bw),
+    ("send_lat", t_send_lat),
+    ("loss", t_loss),
+]
+
+
+def main():
+    global bench
+    cleanup_on_sigterm()
+    only = CASES
+    failed = []
+    work = Workdir("rxe")
+    pcap = work.file("guest.pcap")
+    t_all = time.monotonic()
+    try:
+        with RxeLink() as link, RxeGuest(link, BIN["rxe_dir"], pcap=pcap) as guest:
+            info = guest.info
+            log("     guest: %s, rxe0 gid[%d] %s, booted in %.1f s (%s)" % (
+                info["ip"], info["gid_index"], info["gid"], info["boot_s"], guest.accel))
+            bench = Bench(link, guest, work)
+            bench.start_daemon()
+            try:
+                for name, fn in CASE_LIST:
+                    if only and name not in only:
+                        continue
+                    t0 = time.monotonic()
+                    try:
+                        fn()
+                        log("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
+                    except Exception as e:  # report and go on with the next case
+                        failed.append(name)
+                        log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
+                expect_idle(BIN["droce_ctl"], bench.daemon)
+            finally:
+                bench.stop_daemon()
+        # The guest is off: its capture is complete.
+        t0 = time.monotonic()
+        try:
+            pkts = verify_capture(pcap)
+            check_headers(pcap)
+            if not only:
+                check_opcodes(pkts)
+                if "loss" not in failed:
+                    for src in (link.DROCE_IP, link.GUEST_IP):
+                        n = retransmissions(pkts, src)
+                        check(n > 0, "%s retransmitted nothing under 5%% loss" % src)
+                        log("     %s retransmitted %d request packets" % (src, n))
+            log("ok   capture (%.1f s)" % (time.monotonic() - t0))
+        except Exception as e:
+            failed.append("capture")
+            log("FAIL capture: %s" % e)
+    except Exception as e:
+        failed.append("bench")
+        log("FAIL set-up: %s" % e)
+    finally:
+        work.close()
+    log("rxe interop: %d failed (%.0f s)" % (len(failed), time.monotonic() - t_all))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
