@@ -22,8 +22,10 @@ usage: test_rxe_interop.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR FAULT_PMD RXE_
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,6 +49,19 @@ TCP_PORT_BASE = 19300
 LINEBUF = ["stdbuf", "-oL"]
 
 
+def private_copy(path):
+    """path copied into a directory no other user can write to, nor any of its parents:
+    EAL refuses to load a plugin (-d) from under a world-writable directory such as /tmp,
+    where a clone of the tree may well be. Returns the copy (its directory is the
+    caller's to remove)."""
+    for base in ("/run", "/var/cache"):
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            d = tempfile.mkdtemp(prefix="droce-pmd-", dir=base)
+            shutil.copy(path, d)
+            return os.path.join(d, os.path.basename(path))
+    raise TestFailure("no directory to load the net_fault driver from (/run, /var/cache)")
+
+
 class Bench:
     """The link, the guest and droced; droced can be restarted with faults."""
 
@@ -57,6 +72,7 @@ class Bench:
         self.daemon = None
         self.port = TCP_PORT_BASE
         self.faults = None
+        self.pmd = None
 
     def start_daemon(self, faults=None):
         """droced on the link's veth end; faults: net_fault devargs (drop, tx_drop...)."""
@@ -68,7 +84,9 @@ class Bench:
             check(os.path.exists(BIN["fault_pmd"]), "no net_fault driver at %s (devtools/"
                   "setup.sh fetches DPDK's driver headers it needs)" % BIN["fault_pmd"])
             device = "net_fault0,port=net_af_packet0,%s" % faults
-            eal = "-d %s --vdev=%s" % (BIN["fault_pmd"], af_packet)
+            if self.pmd is None:
+                self.pmd = private_copy(BIN["fault_pmd"])
+            eal = "-d %s --vdev=%s" % (self.pmd, af_packet)
         name = "rxe%d" % (0 if faults is None else 1)
         self.daemon = Daemon(BIN["droced"], self.work, name, device,
                              "%s/%d" % (self.link.DROCE_IP, self.link.PREFIX), mtu=MTU,
@@ -80,6 +98,13 @@ class Bench:
         if self.daemon is not None:
             d, self.daemon = self.daemon, None
             d.stop(expect_clean=True)
+
+    def close(self):
+        try:
+            self.stop_daemon()
+        finally:
+            if self.pmd is not None:
+                shutil.rmtree(os.path.dirname(self.pmd), ignore_errors=True)
 
     def next_port(self):
         self.port += 1
@@ -193,7 +218,7 @@ def check_pingpong(out, side, iters, size, peer_ip, nqps=1):
 
 
 # Under loss: an attempt's limit, and how many attempts an end race (EndRace) may take.
-LOSSY_TIMEOUT = 60
+LOSSY_TIMEOUT = 30
 LOSSY_ATTEMPTS = 3
 
 
@@ -462,7 +487,7 @@ def main():
                         log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
                 expect_idle(BIN["droce_ctl"], bench.daemon)
             finally:
-                bench.stop_daemon()
+                bench.close()
         # The guest is off: its capture is complete.
         t0 = time.monotonic()
         try:
