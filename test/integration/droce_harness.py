@@ -381,7 +381,7 @@ def run_cases(cases, only):
         try:
             fn()
             log("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
-        except TestFailure as e:
+        except Exception as e:  # report and go on with the next case
             failed.append(name)
             log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
     if failed:

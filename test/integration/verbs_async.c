@@ -22,8 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +30,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "verbs_test_util.h"
 
 #define EXIT_SETUP	1
 #define EXIT_EVENT	2
@@ -43,6 +43,8 @@
 #define EVENT_WAIT_MS	5000
 #define GET_WATCHDOG_S	3
 
+/* Local ACK timeout code 14: 67 ms. */
+#define QP_TIMEOUT	14
 #define MSG_SIZE	64
 #define SRQ_MAX_WR	32
 #define SRQ_POSTED	10
@@ -54,52 +56,20 @@ static struct ibv_mr *mr;
 static char buf[MSG_SIZE * 64];
 static bool nonblock;
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("verbs_async: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(status);
-}
-
-static void
-on_watchdog(int sig)
-{
-	static const char msg[] =
-		"verbs_async: ibv_get_async_event blocked after poll() said readable\n";
-
-	(void)sig;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(EXIT_BLOCKED);
-	_exit(EXIT_BLOCKED);
-}
-
 static void
 open_device(void)
 {
-	struct ibv_device **list;
-	int n, flags;
+	int flags;
 
-	list = ibv_get_device_list(&n);
-	if (list == NULL || n == 0)
-		die(EXIT_SETUP, "no verbs device");
-	ctx = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (ctx == NULL)
-		die(EXIT_SETUP, "ibv_open_device: %s", strerror(errno));
+	ctx = vt_open_first();
 	pd = ibv_alloc_pd(ctx);
 	mr = pd != NULL ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (mr == NULL)
-		die(EXIT_SETUP, "pd/mr: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "pd/mr: %s", strerror(errno));
 	if (nonblock) {
 		flags = fcntl(ctx->async_fd, F_GETFL);
 		if (flags < 0 || fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) < 0)
-			die(EXIT_SETUP, "O_NONBLOCK on async_fd: %s", strerror(errno));
+			vt_die(EXIT_SETUP, "O_NONBLOCK on async_fd: %s", strerror(errno));
 	}
 }
 
@@ -112,55 +82,19 @@ make_qp(struct ibv_cq *cq, struct ibv_srq *srq, uint32_t send_wr)
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.sq_sig_all = 1,
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 
 	if (qp == NULL)
-		die(EXIT_SETUP, "ibv_create_qp: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS) != 0)
-		die(EXIT_SETUP, "modify to INIT failed");
+		vt_die(EXIT_SETUP, "ibv_create_qp: %s", strerror(errno));
+	vt_qp_init(qp, IBV_ACCESS_REMOTE_WRITE);
 	return qp;
 }
 
-/* Connects qp to the QP numbered dqpn on this device's own GID 0 (loopback). */
+/* Connects qp to the QP numbered dqpn of this device (loopback). */
 static void
 connect_qp(struct ibv_qp *qp, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
-	union ibv_gid gid;
-
-	if (ibv_query_gid(ctx, 1, 0, &gid) != 0)
-		die(EXIT_SETUP, "ibv_query_gid: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 0;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER) != 0)
-		die(EXIT_SETUP, "modify to RTR failed");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-		die(EXIT_SETUP, "modify to RTS failed");
+	vt_qp_connect(qp, dqpn, QP_TIMEOUT);
 }
 
 static void
@@ -176,7 +110,7 @@ post_sends(struct ibv_qp *qp, int n)
 	for (i = 0; i < n; i++) {
 		wr.wr_id = (uint64_t)i;
 		if (ibv_post_send(qp, &wr, &bad) != 0)
-			die(EXIT_SETUP, "ibv_post_send %d: %s", i, strerror(errno));
+			vt_die(EXIT_SETUP, "ibv_post_send %d: %s", i, strerror(errno));
 	}
 }
 
@@ -190,14 +124,14 @@ next_event(struct ibv_async_event *ev)
 
 	n = poll(&pfd, 1, EVENT_WAIT_MS);
 	if (n < 0)
-		die(EXIT_SETUP, "poll: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "poll: %s", strerror(errno));
 	if (n == 0)
-		die(EXIT_EVENT, "no event within %d ms", EVENT_WAIT_MS);
-	alarm(GET_WATCHDOG_S);
+		vt_die(EXIT_EVENT, "no event within %d ms", EVENT_WAIT_MS);
+	vt_watch(GET_WATCHDOG_S, EXIT_BLOCKED);
 	if (ibv_get_async_event(ctx, ev) != 0)
-		die(EXIT_EVENT, "poll() said readable, ibv_get_async_event: %s",
+		vt_die(EXIT_EVENT, "poll() said readable, ibv_get_async_event: %s",
 		    strerror(errno));
-	alarm(0);
+	vt_unwatch();
 	printf("event %s\n", ibv_event_type_str(ev->event_type));
 }
 
@@ -212,19 +146,19 @@ expect_no_more(void)
 	/* Anything still on its way from the engine arrives well within this. */
 	n = poll(&pfd, 1, 200);
 	if (n > 0) {
-		alarm(GET_WATCHDOG_S);
+		vt_watch(GET_WATCHDOG_S, EXIT_BLOCKED);
 		if (ibv_get_async_event(ctx, &ev) == 0)
-			die(EXIT_EVENT, "unexpected extra event %s",
+			vt_die(EXIT_EVENT, "unexpected extra event %s",
 			    ibv_event_type_str(ev.event_type));
-		alarm(0);
+		vt_unwatch();
 		if (!nonblock || errno != EAGAIN)
-			die(EXIT_EVENT, "ibv_get_async_event: %s", strerror(errno));
+			vt_die(EXIT_EVENT, "ibv_get_async_event: %s", strerror(errno));
 		if (poll(&pfd, 1, 0) > 0)
-			die(EXIT_STALE_FD, "async_fd readable with no event queued");
+			vt_die(EXIT_STALE_FD, "async_fd readable with no event queued");
 	}
 	if (nonblock) {
 		if (ibv_get_async_event(ctx, &ev) == 0 || errno != EAGAIN)
-			die(EXIT_EVENT, "empty non-blocking queue: want EAGAIN, got %s",
+			vt_die(EXIT_EVENT, "empty non-blocking queue: want EAGAIN, got %s",
 			    strerror(errno));
 	}
 }
@@ -237,7 +171,7 @@ expect_event(enum ibv_event_type type, void *object)
 
 	next_event(&ev);
 	if (ev.event_type != type)
-		die(EXIT_EVENT, "want %s, got %s", ibv_event_type_str(type),
+		vt_die(EXIT_EVENT, "want %s, got %s", ibv_event_type_str(type),
 		    ibv_event_type_str(ev.event_type));
 	switch (type) {
 	case IBV_EVENT_CQ_ERR:
@@ -251,7 +185,7 @@ expect_event(enum ibv_event_type type, void *object)
 		break;
 	}
 	if (got != object)
-		die(EXIT_EVENT, "%s names %p, want %p", ibv_event_type_str(type), got, object);
+		vt_die(EXIT_EVENT, "%s names %p, want %p", ibv_event_type_str(type), got, object);
 	ibv_ack_async_event(&ev);
 }
 
@@ -268,12 +202,12 @@ case_srq_limit(void)
 	int i;
 
 	if (srq == NULL)
-		die(EXIT_SETUP, "cq/srq: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "cq/srq: %s", strerror(errno));
 	for (i = 0; i < SRQ_POSTED; i++)
 		if (ibv_post_srq_recv(srq, &rwr, &bad) != 0)
-			die(EXIT_SETUP, "ibv_post_srq_recv: %s", strerror(errno));
+			vt_die(EXIT_SETUP, "ibv_post_srq_recv: %s", strerror(errno));
 	if (ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) != 0)
-		die(EXIT_SETUP, "arming srq_limit: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "arming srq_limit: %s", strerror(errno));
 	tx = make_qp(cq, NULL, 16);
 	rx = make_qp(cq, srq, 16);
 	connect_qp(tx, rx->qp_num);
@@ -294,10 +228,10 @@ case_last_wqe(void)
 	struct ibv_qp *qp;
 
 	if (srq == NULL)
-		die(EXIT_SETUP, "cq/srq: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "cq/srq: %s", strerror(errno));
 	qp = make_qp(cq, srq, 16);
 	if (ibv_modify_qp(qp, &err, IBV_QP_STATE) != 0)
-		die(EXIT_SETUP, "modify to ERR: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "modify to ERR: %s", strerror(errno));
 	/* 11.6.3.1 (o11-5.2.5): a QP on an SRQ reports its last WQE on entering Error. */
 	expect_event(IBV_EVENT_QP_LAST_WQE_REACHED, qp);
 	expect_no_more();
@@ -314,19 +248,19 @@ case_cq_err(void)
 	int i, n;
 
 	if (rcq == NULL)
-		die(EXIT_SETUP, "cqs: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "cqs: %s", strerror(errno));
 	/* tx completes into the small CQ, which is never polled; rx into its own. */
 	tx = make_qp(cq, NULL, 64);
 	rx = make_qp(rcq, NULL, 16);
 	for (i = 0; i < 16; i++)
 		if (ibv_post_recv(rx, &rwr, &bad) != 0)
-			die(EXIT_SETUP, "ibv_post_recv: %s", strerror(errno));
+			vt_die(EXIT_SETUP, "ibv_post_recv: %s", strerror(errno));
 	connect_qp(tx, rx->qp_num);
 	connect_qp(rx, tx->qp_num);
 	/* More signalled sends than the CQ can hold (its real size is at least 4). */
 	n = cq->cqe + 2;
 	if (n > 16)
-		die(EXIT_SETUP, "CQ of 4 entries has %d", cq->cqe);
+		vt_die(EXIT_SETUP, "CQ of 4 entries has %d", cq->cqe);
 	post_sends(tx, n);
 	expect_event(IBV_EVENT_CQ_ERR, cq);
 	/* 11.4.2.1: the QPs completing into an overrun CQ are in error: their own event. */
@@ -349,7 +283,7 @@ main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	which = argv[1];
-	signal(SIGALRM, on_watchdog);
+	vt_init("verbs_async");
 	open_device();
 	if (strcmp(which, "srq_limit") == 0)
 		case_srq_limit();
@@ -358,7 +292,7 @@ main(int argc, char **argv)
 	else if (strcmp(which, "cq_err") == 0)
 		case_cq_err();
 	else
-		die(EXIT_SETUP, "unknown case %s", which);
+		vt_die(EXIT_SETUP, "unknown case %s", which);
 	printf("verbs_async %s%s: OK\n", which, nonblock ? " (non-blocking)" : "");
 	return 0;
 }

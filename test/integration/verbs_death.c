@@ -25,8 +25,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +34,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "verbs_test_util.h"
 
 #define EXIT_SETUP	1
 #define EXIT_CHECK	2
@@ -48,6 +48,7 @@
 #define AFTER_FATAL_S	5
 /* A QPN nobody has: the sends wait on their retries (timeout 20: 4.3 s each, 7 of them). */
 #define NO_SUCH_QPN	0xFFFF00u
+#define QP_TIMEOUT	20
 #define WR_RECV_BASE	1000
 
 static struct ibv_context *ctx;
@@ -62,30 +63,6 @@ static int nsends = 16, nrecvs = 8;
 /* Written by the channel thread. */
 static int chan_rc = -1, chan_errno;
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("verbs_death: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(status);
-}
-
-static void
-on_watchdog(int sig)
-{
-	static const char msg[] = "verbs_death: a verb blocked after droced died\n";
-
-	(void)sig;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(EXIT_HANG);
-	_exit(EXIT_HANG);
-}
-
 static double
 now(void)
 {
@@ -98,63 +75,26 @@ now(void)
 static void
 setup(void)
 {
-	struct ibv_device **list;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = MAX_WR, .max_recv_wr = MAX_WR, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 		.sq_sig_all = 0,
 	};
-	struct ibv_qp_attr a;
-	union ibv_gid gid;
-	int n;
 
-	list = ibv_get_device_list(&n);
-	if (list == NULL || n == 0)
-		die(EXIT_SETUP, "no verbs device");
-	ctx = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (ctx == NULL)
-		die(EXIT_SETUP, "ibv_open_device: %s", strerror(errno));
+	ctx = vt_open_first();
 	pd = ibv_alloc_pd(ctx);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	chan = mr ? ibv_create_comp_channel(ctx) : NULL;
 	cq = chan ? ibv_create_cq(ctx, 2 * MAX_WR, NULL, chan, 0) : NULL;
 	if (cq == NULL || ibv_req_notify_cq(cq, 0) != 0)
-		die(EXIT_SETUP, "pd/mr/channel/cq: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "pd/mr/channel/cq: %s", strerror(errno));
 	ia.send_cq = ia.recv_cq = cq;
 	qp = ibv_create_qp(pd, &ia);
-	if (qp == NULL || ibv_query_gid(ctx, 1, 0, &gid) != 0)
-		die(EXIT_SETUP, "qp/gid: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS) != 0)
-		die(EXIT_SETUP, "INIT: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = NO_SUCH_QPN;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER) != 0)
-		die(EXIT_SETUP, "RTR: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 20;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-		die(EXIT_SETUP, "RTS: %s", strerror(errno));
+	if (qp == NULL)
+		vt_die(EXIT_SETUP, "ibv_create_qp: %s", strerror(errno));
+	vt_qp_init(qp, 0);
+	vt_qp_connect(qp, NO_SUCH_QPN, QP_TIMEOUT);
 }
 
 static int
@@ -215,30 +155,30 @@ check_flushes(void)
 			bool *seen;
 
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-				die(EXIT_CHECK, "wr_id %" PRIu64 ": status %s, want flush error",
+				vt_die(EXIT_CHECK, "wr_id %" PRIu64 ": status %s, want flush error",
 				    id, ibv_wc_status_str(wc[i].status));
 			if (wc[i].qp_num != qp->qp_num)
-				die(EXIT_CHECK, "wr_id %" PRIu64 ": qp_num %u", id, wc[i].qp_num);
+				vt_die(EXIT_CHECK, "wr_id %" PRIu64 ": qp_num %u", id, wc[i].qp_num);
 			if (id >= WR_RECV_BASE) {
 				seen = &seen_recv[id - WR_RECV_BASE];
 				if (id - WR_RECV_BASE >= (uint64_t)nrecvs ||
 				    wc[i].opcode != IBV_WC_RECV)
-					die(EXIT_CHECK, "unexpected receive flush %" PRIu64, id);
+					vt_die(EXIT_CHECK, "unexpected receive flush %" PRIu64, id);
 			} else {
 				seen = &seen_send[id];
 				if (id >= (uint64_t)nsends)
-					die(EXIT_CHECK, "unexpected send flush %" PRIu64, id);
+					vt_die(EXIT_CHECK, "unexpected send flush %" PRIu64, id);
 			}
 			if (*seen)
-				die(EXIT_CHECK, "wr_id %" PRIu64 " completed twice", id);
+				vt_die(EXIT_CHECK, "wr_id %" PRIu64 " completed twice", id);
 			*seen = true;
 			got++;
 		}
 	}
 	if (n < 0)
-		die(EXIT_CHECK, "ibv_poll_cq: %d", n);
+		vt_die(EXIT_CHECK, "ibv_poll_cq: %d", n);
 	if (got != nsends + nrecvs)
-		die(EXIT_CHECK, "%d flush completions, want %d sends + %d receives", got,
+		vt_die(EXIT_CHECK, "%d flush completions, want %d sends + %d receives", got,
 		    nsends, nrecvs);
 	printf("flushed %d sends and %d receives\n", nsends, nrecvs);
 }
@@ -261,21 +201,21 @@ main(int argc, char **argv)
 			nrecvs = atoi(optarg);
 			break;
 		default:
-			die(EXIT_SETUP, "usage: verbs_death [-s SENDS] [-r RECVS]");
+			vt_die(EXIT_SETUP, "usage: verbs_death [-s SENDS] [-r RECVS]");
 		}
 	}
 	if (nsends < 1 || nsends > MAX_WR || nrecvs < 0 || nrecvs > MAX_WR)
-		die(EXIT_SETUP, "1..%d sends, 0..%d receives", MAX_WR, MAX_WR);
-	signal(SIGALRM, on_watchdog);
+		vt_die(EXIT_SETUP, "1..%d sends, 0..%d receives", MAX_WR, MAX_WR);
+	vt_init("verbs_death");
 	setup();
 	for (i = 0; i < nrecvs; i++)
 		if (post_recv(WR_RECV_BASE + (uint64_t)i) != 0)
-			die(EXIT_SETUP, "ibv_post_recv: %s", strerror(errno));
+			vt_die(EXIT_SETUP, "ibv_post_recv: %s", strerror(errno));
 	for (i = 0; i < nsends; i++)
 		if (post_send((uint64_t)i, i == nsends - 1) != 0)
-			die(EXIT_SETUP, "ibv_post_send: %s", strerror(errno));
+			vt_die(EXIT_SETUP, "ibv_post_send: %s", strerror(errno));
 	if (pthread_create(&th, NULL, channel_thread, NULL) != 0)
-		die(EXIT_SETUP, "pthread_create");
+		vt_die(EXIT_SETUP, "pthread_create");
 	printf("ready qpn=%u\n", qp->qp_num);
 	fflush(stdout);
 
@@ -283,22 +223,22 @@ main(int argc, char **argv)
 	pfd.fd = ctx->async_fd;
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, -1) != 1)
-		die(EXIT_SETUP, "poll: %s", strerror(errno));
+		vt_die(EXIT_SETUP, "poll: %s", strerror(errno));
 	fatal_at = now();
-	alarm(AFTER_FATAL_S);
+	vt_watch(AFTER_FATAL_S, EXIT_HANG);
 	if (ibv_get_async_event(ctx, &ev) != 0)
-		die(EXIT_CHECK, "ibv_get_async_event: %s", strerror(errno));
+		vt_die(EXIT_CHECK, "ibv_get_async_event: %s", strerror(errno));
 	if (ev.event_type != IBV_EVENT_DEVICE_FATAL)
-		die(EXIT_CHECK, "event %s, want device fatal", ibv_event_type_str(ev.event_type));
+		vt_die(EXIT_CHECK, "event %s, want device fatal", ibv_event_type_str(ev.event_type));
 	ibv_ack_async_event(&ev);
 	printf("fatal_at=%.6f\n", fatal_at);
 	/* Nothing more will come: EIO now, not a wait. */
 	if (ibv_get_async_event(ctx, &ev) == 0 || errno != EIO)
-		die(EXIT_CHECK, "second ibv_get_async_event: %s, want EIO",
+		vt_die(EXIT_CHECK, "second ibv_get_async_event: %s, want EIO",
 		    ibv_get_async_event(ctx, &ev) == 0 ? "an event" : strerror(errno));
 	pthread_join(th, NULL);
 	if (chan_rc != 0)
-		die(EXIT_CHECK, "ibv_get_cq_event: rc %d (%s), want the CQ's event", chan_rc,
+		vt_die(EXIT_CHECK, "ibv_get_cq_event: rc %d (%s), want the CQ's event", chan_rc,
 		    strerror(chan_errno));
 	check_flushes();
 	{
@@ -306,16 +246,16 @@ main(int argc, char **argv)
 		void *ev_ctx;
 
 		if (ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0 || errno != EIO)
-			die(EXIT_CHECK, "ibv_get_cq_event after the flushes: want EIO");
+			vt_die(EXIT_CHECK, "ibv_get_cq_event after the flushes: want EIO");
 	}
 	ret = post_send(0, true);
 	if (ret != EIO)
-		die(EXIT_CHECK, "ibv_post_send after death: %d, want EIO", ret);
+		vt_die(EXIT_CHECK, "ibv_post_send after death: %d, want EIO", ret);
 	ret = post_recv(WR_RECV_BASE);
 	if (ret != EIO)
-		die(EXIT_CHECK, "ibv_post_recv after death: %d, want EIO", ret);
+		vt_die(EXIT_CHECK, "ibv_post_recv after death: %d, want EIO", ret);
 	if (ibv_create_cq(ctx, 4, NULL, NULL, 0) != NULL || errno != EIO)
-		die(EXIT_CHECK, "ibv_create_cq after death: want EIO, got %s", strerror(errno));
+		vt_die(EXIT_CHECK, "ibv_create_cq after death: want EIO, got %s", strerror(errno));
 	{
 		struct ibv_qp_attr qa;
 		struct ibv_qp_init_attr qia;
@@ -323,13 +263,13 @@ main(int argc, char **argv)
 		errno = 0;
 		ret = ibv_query_qp(qp, &qa, IBV_QP_STATE, &qia);
 		if (ret != EIO)
-			die(EXIT_CHECK, "ibv_query_qp after death: %d, want EIO", ret);
+			vt_die(EXIT_CHECK, "ibv_query_qp after death: %d, want EIO", ret);
 	}
 	if (ibv_destroy_qp(qp) != 0 || ibv_destroy_cq(cq) != 0 ||
 	    ibv_destroy_comp_channel(chan) != 0 || ibv_dereg_mr(mr) != 0 ||
 	    ibv_dealloc_pd(pd) != 0 || ibv_close_device(ctx) != 0)
-		die(EXIT_CHECK, "destroying after death: %s", strerror(errno));
-	alarm(0);
+		vt_die(EXIT_CHECK, "destroying after death: %s", strerror(errno));
+	vt_unwatch();
 	printf("verbs_death: OK\n");
 	return 0;
 }

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
-                           expect_idle, log, parse_args)
+                           expect_idle, log, parse_args, run_cases)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
@@ -475,16 +475,10 @@ def main():
             bench = Bench(link, guest, work)
             bench.start_daemon()
             try:
-                for name, fn in CASE_LIST:
-                    if only and name not in only:
-                        continue
-                    t0 = time.monotonic()
-                    try:
-                        fn()
-                        log("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
-                    except Exception as e:  # report and go on with the next case
-                        failed.append(name)
-                        log("FAIL %s (%.1f s): %s" % (name, time.monotonic() - t0, e))
+                try:
+                    run_cases(CASE_LIST, only)
+                except TestFailure as e:
+                    failed += str(e).split(": ", 1)[1].split()
                 expect_idle(BIN["droce_ctl"], bench.daemon)
             finally:
                 bench.close()
