@@ -555,7 +555,9 @@ droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
 	__atomic_store_n(&c->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
 	if (c->srq == NULL) {
 		qp->resp.rq_cons = __atomic_load_n(&c->ctl->rq.prod, __ATOMIC_ACQUIRE);
+		qp->resp.rq_done = qp->resp.rq_cons;
 		__atomic_store_n(&c->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->ctl->rq_done, qp->resp.rq_done, __ATOMIC_RELEASE);
 	}
 	qp->state = DROCE_SHM_QPS_RESET;
 	__atomic_store_n(&c->ctl->state, DROCE_SHM_QPS_RESET, __ATOMIC_RELEASE);

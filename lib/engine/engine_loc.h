@@ -255,6 +255,7 @@ struct droce_qp {
 		uint32_t epsn;		/* next PSN expected */
 		uint32_t msn;
 		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
+		uint32_t rq_done;	/* RQ entries completed (published: ctl->rq_done) */
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
 		bool in_msg;		/* between FIRST and LAST */
 		bool in_write;		/* ... of an RDMA WRITE (else of a SEND) */

@@ -196,8 +196,9 @@ qp_reset(struct droce_qp *qp)
 	__atomic_store_n(&qp->ctl->sq.cons, sq_prod, __ATOMIC_RELEASE);
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	if (qp->srq == NULL) {
-		qp->resp.rq_cons = rq_prod;
+		qp->resp.rq_cons = qp->resp.rq_done = rq_prod;
 		__atomic_store_n(&qp->ctl->rq.cons, rq_prod, __ATOMIC_RELEASE);
+		__atomic_store_n(&qp->ctl->rq_done, rq_prod, __ATOMIC_RELEASE);
 	}
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->mtu = 0;

@@ -222,12 +222,27 @@ resp_nak(struct droce_qp *qp, uint8_t code)
 	resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
 }
 
+/*
+ * n more receive-ring entries have their completions written (in the ring's order: a QP
+ * completes its receives in the order they were posted). Published for libdroce's flush
+ * should droced die (droce_shm.h); SRQ entries are the SRQ's, not counted here.
+ */
+static void
+resp_rq_done(struct droce_qp *qp, uint32_t n)
+{
+	if (qp->srq != NULL)
+		return;
+	qp->resp.rq_done += n;
+	__atomic_store_n(&qp->ctl->rq_done, qp->resp.rq_done, __ATOMIC_RELEASE);
+}
+
 /* Completes the WQE in hand (error or success) on the receive CQ. */
 static void
 resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t status,
 	      uint32_t byte_len)
 {
 	struct engine_wc wc;
+	bool written;
 
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = qp->resp.wqe.wr_id;
@@ -259,7 +274,10 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 		}
 		ENGINE_STAT(qp->engine, resp_msgs);
 	}
-	if (!engine_cqe_write(qp->engine, qp->rcq, &wc) || status != DROCE_SHM_WC_SUCCESS)
+	written = engine_cqe_write(qp->engine, qp->rcq, &wc);
+	/* Done either way: an overrun CQ is in error, nothing more is read from it. */
+	resp_rq_done(qp, 1);
+	if (!written || status != DROCE_SHM_WC_SUCCESS)
 		qp_to_error(qp);
 }
 
@@ -959,6 +977,7 @@ resp_flush(struct droce_qp *qp)
 	if (qp->resp.have_wqe) {
 		qp->resp.have_wqe = false;
 		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
+		resp_rq_done(qp, 1);
 	}
 	if (qp->srq != NULL)
 		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
@@ -974,5 +993,6 @@ resp_flush(struct droce_qp *qp)
 		qp->resp.rq_cons += n;
 		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
 		engine_cqe_flush(qp, qp->rcq, wr_id, n);
+		resp_rq_done(qp, n);
 	}
 }

@@ -225,11 +225,16 @@ enum droce_shm_qp_type {
  * when a WQE is retired, so the app may reuse a slot once cons has passed it), receive ring
  * (unused with an SRQ), and the state as the engine last set it (the engine is the only
  * writer; libdroce reads it to refuse posts in RESET and to learn of a move to ERR).
+ * rq_done: receive ring entries whose completion is written, released after each; it
+ * trails rq.cons by the receive being filled (taken at a message's first packet). Only
+ * libdroce's flush after droced died reads it: the receives from rq_done on never
+ * completed.
  */
 struct droce_shm_qp {
 	struct droce_shm_ring sq;
 	struct droce_shm_ring rq;
 	alignas(DROCE_SHM_CACHE_LINE) uint32_t state;	/* enum droce_shm_qp_state */
+	uint32_t rq_done;
 };
 
 /*
@@ -285,6 +290,7 @@ _Static_assert(offsetof(struct droce_shm_cqe, status) == 30, "cqe status");
 _Static_assert(offsetof(struct droce_shm_cqe, owner) == 63, "cqe owner");
 _Static_assert(sizeof(struct droce_shm_qp) == 320, "qp");
 _Static_assert(offsetof(struct droce_shm_qp, state) == 256, "qp state");
+_Static_assert(offsetof(struct droce_shm_qp, rq_done) == 260, "qp rq_done");
 _Static_assert(sizeof(struct droce_shm_cq) == 192, "cq");
 _Static_assert(sizeof(struct droce_shm_srq) == 128, "srq");
 _Static_assert(sizeof(struct droce_shm_doorbell) == 64 + 8 * DROCE_SHM_DB_WORDS, "doorbell");

@@ -11,9 +11,11 @@
  * Events move from droced's ring into the queue in ev_pull, called by the context's
  * watcher thread when the pipe has a byte (verbs_fatal.c) and by ibv_get_async_event
  * itself. An event is queued only while its object is alive (checked under obj_lock), and
- * destroying an object takes its events out of the queue (verbs_async_forget), so nothing
- * in the queue can turn out to be stale. Handles name CQs and SRQs; QP events carry the
- * QPN.
+ * destroying an object takes its events out of the queue (verbs_async_forget), so the
+ * queue never makes async_fd readable for an event it would then drop. (An event droced
+ * raised for a destroyed object and delivered after the destroy would reach a new object
+ * that took its handle; droced's next-fit handle tables make such quick reuse unlikely.)
+ * Handles name CQs and SRQs; QP events carry the QPN.
  */
 
 #include <errno.h>
@@ -172,16 +174,29 @@ evq_signal(struct dv_context *c)
 	if (want) {
 		if (write(c->vctx.context.async_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
 			c->evq_signalled = true;
-	} else if (read(c->vctx.context.async_fd, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
-		c->evq_signalled = false;
+	} else {
+		/*
+		 * Read only what is there: after a fork the child shares the eventfd and may
+		 * have cleared it, and a read of an empty blocking eventfd would never return.
+		 */
+		struct pollfd pfd = { .fd = c->vctx.context.async_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 0) <= 0 ||
+		    read(c->vctx.context.async_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+			c->evq_signalled = false;
 	}
 }
 
-/* Appends e (with ev_lock held); false when the queue is full. */
+/*
+ * Appends e (with ev_lock held); false when the queue is full. The last slot is kept for
+ * IBV_EVENT_DEVICE_FATAL: a program that reads its events late still learns of it.
+ */
 static bool
 evq_push(struct dv_context *c, const struct droce_proto_event *e)
 {
-	if (c->evq_prod - c->evq_cons >= VERBS_EVQ_LEN)
+	uint32_t room = e->type == IBV_EVENT_DEVICE_FATAL ? VERBS_EVQ_LEN : VERBS_EVQ_LEN - 1;
+
+	if (c->evq_prod - c->evq_cons >= room)
 		return false;
 	c->evq[c->evq_prod % VERBS_EVQ_LEN] = *e;
 	c->evq_prod++;
@@ -295,7 +310,8 @@ evq_take(struct dv_context *c, struct ibv_async_event *event)
 
 /*
  * ibv_get_async_event(3): 0, or -1 with errno: EAGAIN when async_fd is non-blocking and
- * nothing is queued; EIO once droced is gone and its IBV_EVENT_DEVICE_FATAL was read.
+ * nothing is queued; EIO once droced is gone and its IBV_EVENT_DEVICE_FATAL was read;
+ * EINTR when a signal interrupts the wait.
  */
 VERBS_EXPORT int
 ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
@@ -325,11 +341,14 @@ ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 			errno = EAGAIN;
 			return -1;
 		}
-		/* The watcher thread sets async_fd when something arrives or droced dies. */
+		/*
+		 * The watcher thread sets async_fd when something arrives or droced dies. A
+		 * signal ends the wait with EINTR, as the kernel event file's read does.
+		 */
 		pfd.fd = context->async_fd;
 		pfd.events = POLLIN;
 		n = poll(&pfd, 1, -1);
-		if (n < 0 && errno != EINTR)
+		if (n < 0)
 			return -1;
 	}
 }

@@ -97,6 +97,21 @@ ibv_create_comp_channel(struct ibv_context *context)
 		free(ch);
 		return verbs_err_null(err);
 	}
+	/*
+	 * droced's async pipe with no event asked: epoll reports only its hang-up, when
+	 * droced dies, so that a channel with no CQ wakes then too (data NULL marks it).
+	 */
+	{
+		struct epoll_event ev = { .events = 0, .data.ptr = NULL };
+
+		if (epoll_ctl(ch->fd, EPOLL_CTL_ADD, to_dctx(context)->ev_pipe, &ev) < 0) {
+			int err = errno;
+
+			close(ch->fd);
+			free(ch);
+			return verbs_err_null(err);
+		}
+	}
 	ch->context = context;
 	return ch;
 }
@@ -166,9 +181,12 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq
 		return -1;
 	}
 	/* Level-triggered: CQs not taken now are returned by the next call. */
-	for (i = 0; i < n && dcq == NULL; i++)
-		if (cq_event_take(ev[i].data.ptr))
+	for (i = 0; i < n && dcq == NULL; i++) {
+		if (ev[i].data.ptr == NULL)
+			verbs_fatal(to_dctx(channel->context));	/* droced hung up */
+		else if (cq_event_take(ev[i].data.ptr))
 			dcq = ev[i].data.ptr;
+	}
 	if (dcq == NULL) {
 		errno = EIO;
 		return -1;

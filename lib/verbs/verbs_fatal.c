@@ -15,8 +15,9 @@
  *     between the engine's consumer index and ours, receives likewise. These completions
  *     are libdroce's own (dv_cq.flush), handed out by ibv_poll_cq after what the engines
  *     had written to the ring, since nothing else will ever write there again;
- *   - completion channels wake: the CQ notification pipes reach end of file, and
- *     ibv_get_cq_event reports each CQ once more so its owner polls the flushes;
+ *   - completion channels wake: the CQ notification pipes reach end of file (and each
+ *     channel watches droced's async pipe for its hang-up, so one without CQs wakes too),
+ *     and ibv_get_cq_event reports each CQ once more so its owner polls the flushes;
  *   - posting fails with EIO, control verbs fail with EIO, destroy verbs succeed (there
  *     is nothing left to tear down but the library's own memory).
  * Whoever notices first runs verbs_fatal (the watcher, or an application thread that met
@@ -69,12 +70,15 @@ cq_flush_append(struct dv_cq *cq, const struct ibv_wc *wc, uint32_t n)
 		cq->flush_len += n;
 	}
 	pthread_spin_unlock(&cq->lock);
+	if (grown == NULL)
+		verbs_warn("droced is gone; no memory for %u flush completions", n);
 }
 
 /*
  * The flushes of one ring: entries [cons, prod) read from the slots the application
- * wrote (the engine copies WQEs and never writes a slot). Returns how many; 0 when the
- * indices do not make sense (the region is not to be trusted after a crash).
+ * wrote (the engine copies WQEs and never writes a slot). Returns how many. More than
+ * the ring holds: the oldest slots were posted over (a receive being filled, its slot
+ * reused by a full ring) or the region lies after a crash; the newest size are flushed.
  */
 static uint32_t
 ring_flushes(const struct dv_qp *qp, bool send, uint32_t cons, uint32_t prod,
@@ -84,7 +88,7 @@ ring_flushes(const struct dv_qp *qp, bool send, uint32_t cons, uint32_t prod,
 	uint32_t size = send ? v->sq_size : v->rq_size, n = 0, i;
 
 	if (prod - cons > size)
-		return 0;
+		cons = prod - size;
 	for (i = cons; i != prod; i++, n++) {
 		struct ibv_wc *w = &wc[n];
 
@@ -125,8 +129,10 @@ flush_all(struct dv_context *c)
 		struct ibv_wc *wc = calloc(max != 0 ? max : 1, sizeof(*wc));
 		uint32_t n;
 
-		if (wc == NULL)
+		if (wc == NULL) {
+			verbs_warn("droced is gone; no memory to flush QP %u", qp->view.qp_num);
 			continue;
+		}
 		pthread_spin_lock(&qp->sq_lock);
 		n = ring_flushes(qp, true,
 				 __atomic_load_n(&qp->view.ctl->sq.cons, __ATOMIC_ACQUIRE),
@@ -134,9 +140,10 @@ flush_all(struct dv_context *c)
 		pthread_spin_unlock(&qp->sq_lock);
 		cq_flush_append(to_dcq(ib->send_cq), wc, n);
 		if (qp->view.rq != NULL) {
+			/* From rq_done: the receive an engine was filling never completed. */
 			pthread_spin_lock(&qp->rq_lock);
 			n = ring_flushes(qp, false,
-					 __atomic_load_n(&qp->view.ctl->rq.cons, __ATOMIC_ACQUIRE),
+					 __atomic_load_n(&qp->view.ctl->rq_done, __ATOMIC_ACQUIRE),
 					 qp->view.rq_prod, wc);
 			pthread_spin_unlock(&qp->rq_lock);
 			cq_flush_append(to_dcq(ib->recv_cq), wc, n);
@@ -182,6 +189,9 @@ watch_main(void *arg)
 		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
+			/* EFAULT/EINVAL cannot happen; ENOMEM: nothing to watch with any more. */
+			verbs_warn("the watcher of %s stops: poll: %s", c->dev->ibdev.name,
+				   strerror(errno));
 			return NULL;
 		}
 		if (p[2].revents != 0)
@@ -212,8 +222,11 @@ verbs_watch_start(struct dv_context *c)
 
 	pthread_mutex_init(&c->fatal_lock, NULL);
 	c->watch_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->watch_stop < 0)
-		return errno;
+	if (c->watch_stop < 0) {
+		err = errno;
+		pthread_mutex_destroy(&c->fatal_lock);
+		return err;
+	}
 	/* Application signals are for application threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -221,6 +234,7 @@ verbs_watch_start(struct dv_context *c)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err != 0) {
 		close(c->watch_stop);
+		pthread_mutex_destroy(&c->fatal_lock);
 		return err;
 	}
 	c->watcher_pid = getpid();

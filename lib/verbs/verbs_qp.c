@@ -366,6 +366,31 @@ pow2(uint32_t v)
 }
 
 /* Checks CREATE_QP's answer before its offsets become pointers. */
+/* The QP joins the list async events and a dead daemon's flush find QPs in. */
+static void
+qp_list_add(struct dv_context *c, struct dv_qp *qp)
+{
+	pthread_mutex_lock(&c->obj_lock);
+	qp->next = c->qps;
+	c->qps = qp;
+	pthread_mutex_unlock(&c->obj_lock);
+}
+
+static void
+qp_list_del(struct dv_context *c, struct dv_qp *qp)
+{
+	struct dv_qp **pp;
+
+	pthread_mutex_lock(&c->obj_lock);
+	for (pp = &c->qps; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == qp) {
+			*pp = qp->next;
+			break;
+		}
+	verbs_async_forget(c);
+	pthread_mutex_unlock(&c->obj_lock);
+}
+
 static int
 qp_resp_check(const struct dv_context *c, const struct droce_proto_resp *r, bool has_srq)
 {
@@ -561,10 +586,7 @@ verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 	a->cap.max_send_sge = qp->cap.max_send_sge;
 	a->cap.max_recv_sge = qp->cap.max_recv_sge;
 	a->cap.max_inline_data = qp->cap.max_inline_data;
-	pthread_mutex_lock(&c->obj_lock);
-	qp->next = c->qps;
-	c->qps = qp;
-	pthread_mutex_unlock(&c->obj_lock);
+	qp_list_add(c, qp);
 	return ib;
 }
 
@@ -601,21 +623,6 @@ ibv_qp_to_qp_ex(struct ibv_qp *qp)
 	return &to_dqp(qp)->qpx;
 }
 
-static void
-qp_list_del(struct dv_context *c, struct dv_qp *qp)
-{
-	struct dv_qp **pp;
-
-	pthread_mutex_lock(&c->obj_lock);
-	for (pp = &c->qps; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == qp) {
-			*pp = qp->next;
-			break;
-		}
-	verbs_async_forget(c);
-	pthread_mutex_unlock(&c->obj_lock);
-}
-
 /* Waits, as rdma-core does, until every async event handed out for the QP is acked. */
 VERBS_EXPORT int
 ibv_destroy_qp(struct ibv_qp *ib)
@@ -631,10 +638,16 @@ ibv_destroy_qp(struct ibv_qp *ib)
 	qp = to_dqp(ib);
 	c = to_dctx(ib->context);
 	req.obj.handle = ib->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
-	if (ret != 0)
-		return verbs_err(ret);
+	/*
+	 * Off the list first: once droced has let it go, its CQs may be destroyed, and a flush
+	 * after droced's death (verbs_fatal.c) must not reach them through this QP.
+	 */
 	qp_list_del(c, qp);
+	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	if (ret != 0) {
+		qp_list_add(c, qp);
+		return verbs_err(ret);
+	}
 	pthread_mutex_lock(&ib->mutex);
 	while (ib->events_completed != qp->async_reported)
 		pthread_cond_wait(&ib->cond, &ib->mutex);

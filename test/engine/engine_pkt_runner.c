@@ -649,7 +649,11 @@ main(int argc, char **argv)
 	fprintf(r->js, "],\"tx_before\":%u,\"tx_after\":[", tx_before);
 	for (c = 0; c < (unsigned int)nb_in; c++)
 		fprintf(r->js, "%s%u", c == 0 ? "" : ",", tx_after[c]);
-	fprintf(r->js, "],\"state\":\"%s\",\"counters\":{",
+	/* The receive ring as the engine published it: taken, and completed. */
+	fprintf(r->js, "],\"rq_cons\":%u,\"rq_done\":%u",
+		__atomic_load_n(&r->qp->view.ctl->rq.cons, __ATOMIC_ACQUIRE),
+		__atomic_load_n(&r->qp->view.ctl->rq_done, __ATOMIC_ACQUIRE));
+	fprintf(r->js, ",\"state\":\"%s\",\"counters\":{",
 		droce_shm_qp_state_name((uint8_t)tc_qp_state(r->qp)));
 	droce_engine_stats_get(r->h.eng[0], &st);
 	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++)

@@ -2,7 +2,8 @@
 """The asynchronous-event contract on one droced (net_ring0): for SRQ limit, last WQE
 reached and CQ error (with the QP fatal of its QP), async_fd turns readable and
 ibv_get_async_event then returns the event at once, on a blocking and on a non-blocking
-fd, and the fd is not readable once nothing is queued (verbs_async.c says how).
+fd, and the fd is not readable once nothing is queued; an unread event goes with its
+destroyed object; a signal interrupts a blocked wait (verbs_async.c says how).
 
 usage: test_async_events.py DROCED DROCE_CTL VERBS_ASYNC [CASE...]
 """
@@ -26,7 +27,7 @@ def run():
     try:
         d.start()
         failed = []
-        for case in ("srq_limit", "last_wqe", "cq_err"):
+        for case in ("srq_limit", "forget", "eintr", "last_wqe", "cq_err"):
             for mode in ([], ["--nonblock"]):
                 app = App([BIN["verbs_async"]] + mode + [case], d, timeout=30)
                 rc = app.wait()

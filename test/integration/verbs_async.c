@@ -12,6 +12,8 @@
  *   last_wqe   a QP on an SRQ moved to the error state -> IBV_EVENT_QP_LAST_WQE_REACHED
  *   cq_err     a CQ overrun (11.4.2.1) -> IBV_EVENT_CQ_ERR on the CQ and
  *              IBV_EVENT_QP_FATAL on each QP that completes into it
+ *   forget     srq_limit's event left unread, its SRQ destroyed: async_fd not readable
+ *   eintr      a signal ends a blocked ibv_get_async_event with EINTR
  * Every event is awaited with poll() on async_fd first; ibv_get_async_event then runs
  * under a watchdog. Exit status: 0 every expected event seen with the right object;
  * 1 setup or usage error; 2 wrong or missing event; 3 ibv_get_async_event blocked after
@@ -22,6 +24,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -189,8 +193,12 @@ expect_event(enum ibv_event_type type, void *object)
 	ibv_ack_async_event(&ev);
 }
 
-static void
-case_srq_limit(void)
+/*
+ * An RC pair in loopback whose receiver uses an SRQ (max_wr 32, 10 receives posted,
+ * srq_limit armed at 5), and 6 SENDs: the SRQ drops below its limit.
+ */
+static struct ibv_srq *
+srq_below_limit(struct ibv_cq **cqp, struct ibv_qp **txp, struct ibv_qp **rxp)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = SRQ_MAX_WR, .max_sge = 1 } };
 	struct ibv_srq_attr lim = { .srq_limit = SRQ_LIMIT };
@@ -214,8 +222,87 @@ case_srq_limit(void)
 	connect_qp(rx, tx->qp_num);
 	/* 10 - 6 = 4 receives left: below the limit of 5. */
 	post_sends(tx, SRQ_POSTED - SRQ_LIMIT + 1);
+	*cqp = cq;
+	*txp = tx;
+	*rxp = rx;
+	return srq;
+}
+
+static void
+case_srq_limit(void)
+{
+	struct ibv_qp *tx, *rx;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq = srq_below_limit(&cq, &tx, &rx);
+
 	expect_event(IBV_EVENT_SRQ_LIMIT_REACHED, srq);
 	expect_no_more();
+}
+
+/*
+ * An event nobody read goes with its object: after the SRQ (and its QPs) are destroyed,
+ * async_fd is no longer readable and nothing is queued, as the kernel drops a destroyed
+ * object's unread events.
+ */
+static void
+case_forget(void)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	struct ibv_qp *tx, *rx;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq = srq_below_limit(&cq, &tx, &rx);
+
+	if (poll(&pfd, 1, EVENT_WAIT_MS) != 1)
+		vt_die(EXIT_EVENT, "no SRQ limit event within %d ms", EVENT_WAIT_MS);
+	if (ibv_destroy_qp(tx) != 0 || ibv_destroy_qp(rx) != 0 || ibv_destroy_srq(srq) != 0)
+		vt_die(EXIT_SETUP, "destroying: %s", strerror(errno));
+	if (poll(&pfd, 1, 0) != 0)
+		vt_die(EXIT_STALE_FD, "async_fd readable after its event's SRQ was destroyed");
+	if (nonblock && (ibv_get_async_event(ctx, &ev) == 0 || errno != EAGAIN))
+		vt_die(EXIT_EVENT, "an event of a destroyed SRQ was handed out");
+	(void)cq;
+}
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *
+interrupter(void *arg)
+{
+	usleep(200000);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+/*
+ * A signal ends a blocked ibv_get_async_event with EINTR (a handler without SA_RESTART),
+ * as the kernel event file's read does; non-blocking, an empty queue is EAGAIN at once.
+ */
+static void
+case_eintr(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct ibv_async_event ev;
+	pthread_t self = pthread_self(), th;
+	int rc;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) != 0 ||
+	    pthread_create(&th, NULL, interrupter, &self) != 0)
+		vt_die(EXIT_SETUP, "signal set-up: %s", strerror(errno));
+	vt_watch(GET_WATCHDOG_S, EXIT_BLOCKED);
+	rc = ibv_get_async_event(ctx, &ev);
+	vt_unwatch();
+	pthread_join(th, NULL);
+	if (rc == 0)
+		vt_die(EXIT_EVENT, "an event from nowhere: %s", ibv_event_type_str(ev.event_type));
+	if (errno != (nonblock ? EAGAIN : EINTR))
+		vt_die(EXIT_EVENT, "ibv_get_async_event: %s, want %s", strerror(errno),
+		       nonblock ? "EAGAIN" : "EINTR");
 }
 
 static void
@@ -279,7 +366,8 @@ main(int argc, char **argv)
 		argv++;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: verbs_async [--nonblock] srq_limit|last_wqe|cq_err\n");
+		fprintf(stderr, "usage: verbs_async [--nonblock] "
+			"srq_limit|forget|eintr|last_wqe|cq_err\n");
 		return EXIT_SETUP;
 	}
 	which = argv[1];
@@ -287,6 +375,10 @@ main(int argc, char **argv)
 	open_device();
 	if (strcmp(which, "srq_limit") == 0)
 		case_srq_limit();
+	else if (strcmp(which, "forget") == 0)
+		case_forget();
+	else if (strcmp(which, "eintr") == 0)
+		case_eintr();
 	else if (strcmp(which, "last_wqe") == 0)
 		case_last_wqe();
 	else if (strcmp(which, "cq_err") == 0)

@@ -10,12 +10,13 @@
  *     the next call returns EIO at once (blocking fd) instead of waiting forever;
  *   - the blocked ibv_get_cq_event returns, and every posted send and receive completes
  *     with IBV_WC_WR_FLUSH_ERR, each wr_id exactly once; then ibv_get_cq_event says EIO;
+ *     one blocked on a channel with no CQ at all returns EIO;
  *   - posting fails with EIO, control verbs with EIO, destroy verbs and
  *     ibv_close_device succeed.
  * It prints "fatal_at=T" (CLOCK_MONOTONIC seconds when the event arrived, comparable with
  * the killer's clock) and "verbs_death: OK".
  *
- *   verbs_death [--sends N] [--recvs N] [--wait S]
+ *   verbs_death [-s SENDS] [-r RECVS]
  *
  * Exit status: 0 all as above; 1 setup or usage error; 2 a check failed; 3 a wait that
  * must end did not end within the time allowed (a hang).
@@ -54,7 +55,7 @@
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_mr *mr;
-static struct ibv_comp_channel *chan;
+static struct ibv_comp_channel *chan, *empty_chan;
 static struct ibv_cq *cq;
 static struct ibv_qp *qp;
 static char buf[MSG_SIZE * MAX_WR];
@@ -62,6 +63,7 @@ static int nsends = 16, nrecvs = 8;
 
 /* Written by the channel thread. */
 static int chan_rc = -1, chan_errno;
+static int empty_rc, empty_errno;
 
 static double
 now(void)
@@ -142,6 +144,19 @@ channel_thread(void *arg)
 	return NULL;
 }
 
+/* Blocks on a channel that has no CQ: only droced's death can end it (EIO). */
+static void *
+empty_channel_thread(void *arg)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	(void)arg;
+	empty_rc = ibv_get_cq_event(empty_chan, &ev_cq, &ev_ctx);
+	empty_errno = errno;
+	return NULL;
+}
+
 static void
 check_flushes(void)
 {
@@ -188,7 +203,7 @@ main(int argc, char **argv)
 {
 	struct pollfd pfd;
 	struct ibv_async_event ev;
-	pthread_t th;
+	pthread_t th, th_empty;
 	double fatal_at;
 	int opt, i, ret;
 
@@ -214,7 +229,11 @@ main(int argc, char **argv)
 	for (i = 0; i < nsends; i++)
 		if (post_send((uint64_t)i, i == nsends - 1) != 0)
 			vt_die(EXIT_SETUP, "ibv_post_send: %s", strerror(errno));
-	if (pthread_create(&th, NULL, channel_thread, NULL) != 0)
+	empty_chan = ibv_create_comp_channel(ctx);
+	if (empty_chan == NULL)
+		vt_die(EXIT_SETUP, "ibv_create_comp_channel: %s", strerror(errno));
+	if (pthread_create(&th, NULL, channel_thread, NULL) != 0 ||
+	    pthread_create(&th_empty, NULL, empty_channel_thread, NULL) != 0)
 		vt_die(EXIT_SETUP, "pthread_create");
 	printf("ready qpn=%u\n", qp->qp_num);
 	fflush(stdout);
@@ -237,6 +256,10 @@ main(int argc, char **argv)
 		vt_die(EXIT_CHECK, "second ibv_get_async_event: %s, want EIO",
 		    ibv_get_async_event(ctx, &ev) == 0 ? "an event" : strerror(errno));
 	pthread_join(th, NULL);
+	pthread_join(th_empty, NULL);
+	if (empty_rc != -1 || empty_errno != EIO)
+		vt_die(EXIT_CHECK, "ibv_get_cq_event on a channel without CQs: rc %d (%s), want EIO",
+		       empty_rc, strerror(empty_errno));
 	if (chan_rc != 0)
 		vt_die(EXIT_CHECK, "ibv_get_cq_event: rc %d (%s), want the CQ's event", chan_rc,
 		    strerror(chan_errno));
@@ -266,7 +289,7 @@ main(int argc, char **argv)
 			vt_die(EXIT_CHECK, "ibv_query_qp after death: %d, want EIO", ret);
 	}
 	if (ibv_destroy_qp(qp) != 0 || ibv_destroy_cq(cq) != 0 ||
-	    ibv_destroy_comp_channel(chan) != 0 || ibv_dereg_mr(mr) != 0 ||
+	    ibv_destroy_comp_channel(chan) != 0 || ibv_destroy_comp_channel(empty_chan) != 0 || ibv_dereg_mr(mr) != 0 ||
 	    ibv_dealloc_pd(pd) != 0 || ibv_close_device(ctx) != 0)
 		vt_die(EXIT_CHECK, "destroying after death: %s", strerror(errno));
 	vt_unwatch();

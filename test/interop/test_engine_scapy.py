@@ -357,6 +357,9 @@ def case_rc_acks(tool, tmp):
            recv_wc(3, 6, b'')])
     r.counters(rx_pkts=7, rx_malformed=0, resp_msgs=4, resp_dup=1, ack_sent=4,
                nak_seq_sent=0, nak_err_sent=0, tx_pkts=4, qp_error=0)
+    # Every receive taken is completed, and published so (libdroce's flush reads it).
+    r.eq('receives taken', r.js['rq_cons'], 4)
+    r.eq('receives completed', r.js['rq_done'], 4)
     r.state('RTR')
     return r
 
@@ -415,6 +418,25 @@ def case_rc_gap_lost_again(tool, tmp):
     r.wcs([recv_wc(0, 4, pl[0]), recv_wc(1, 5, pl[1]), recv_wc(2, 6, pl[2])])
     r.counters(rx_pkts=7, resp_msgs=3, resp_out_of_seq=4, nak_seq_sent=1, ack_sent=3,
                resp_dup=0, tx_pkts=4, qp_error=0)
+    r.state('RTR')
+    return r
+
+
+def case_rc_send_in_progress(tool, tmp):
+    """A SEND whose LAST has not come: its receive is taken (rq.cons moved) but not
+    completed, and the engine says so (rq_done stays): should droced die now, libdroce
+    flushes that receive too (lib/verbs/verbs_fatal.c)."""
+    p0 = 0x300
+    mtu = 256
+    inputs = [rc_send(RC_SEND_FIRST, p0, payload_of(30, mtu)),
+              rc_send(RC_SEND_MIDDLE, p0 + 1, payload_of(31, mtu))]
+    r = Run(tool, tmp, 'rc_send_in_progress', inputs,
+            ['--rq-psn', p0, '--mtu', mtu, '--recvs', 2])
+    r.silent(0)
+    r.silent(1)
+    r.wcs([])
+    r.eq('receives taken', r.js['rq_cons'], 1)
+    r.eq('receives completed', r.js['rq_done'], 0)
     r.state('RTR')
     return r
 
@@ -561,7 +583,8 @@ def case_ipv6(tool, tmp):
     return r
 
 
-CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
+CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_send_in_progress,
+         case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
          case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6]
 
 
