@@ -273,6 +273,18 @@ host_put(uint8_t *host, const struct droce_cm_field *f, uint64_t v)
 	}
 }
 
+uint64_t
+droce_cm_field_get(const struct droce_cm_msg *m, const struct droce_cm_field *f)
+{
+	return host_get((const uint8_t *)&m->req, f);
+}
+
+void
+droce_cm_field_set(struct droce_cm_msg *m, const struct droce_cm_field *f, uint64_t v)
+{
+	host_put((uint8_t *)&m->req, f, v);
+}
+
 static bool
 field_is_mem(const struct droce_cm_field *f)
 {

@@ -272,6 +272,14 @@ struct droce_cm_field {
 /* NULL (and *n = 0) for an unknown attribute. */
 const struct droce_cm_field *droce_cm_fields(uint16_t attr_id, unsigned int *n);
 
+/*
+ * The value of integer field f (width <= 64) of m's attribute struct, and setting it (v
+ * is stored in the member's own type, unmasked): what build and parse use, for code that
+ * walks the tables.
+ */
+uint64_t droce_cm_field_get(const struct droce_cm_msg *m, const struct droce_cm_field *f);
+void droce_cm_field_set(struct droce_cm_msg *m, const struct droce_cm_field *f, uint64_t v);
+
 /* ---------------------------------------------------------------------------------
  * RDMA CM (rdma_cm, Annex A11): service IDs of port spaces and the private-data header
  */

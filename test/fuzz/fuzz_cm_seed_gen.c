@@ -73,21 +73,6 @@ emit(const char *dir, const char *name, const uint8_t *buf, size_t len,
 }
 
 static void
-put_host(uint8_t *p, unsigned int size, uint64_t v)
-{
-	uint8_t v8 = (uint8_t)v;
-	uint16_t v16 = (uint16_t)v;
-	uint32_t v32 = (uint32_t)v;
-
-	switch (size) {
-	case 1: memcpy(p, &v8, 1); break;
-	case 2: memcpy(p, &v16, 2); break;
-	case 4: memcpy(p, &v32, 4); break;
-	default: memcpy(p, &v, 8); break;
-	}
-}
-
-static void
 random_msg(struct droce_cm_msg *m, uint16_t attr)
 {
 	const struct droce_cm_field *f;
@@ -108,7 +93,7 @@ random_msg(struct droce_cm_msg *m, uint16_t attr)
 		}
 		if (f[i].width < 64)
 			v &= (UINT64_C(1) << f[i].width) - 1;
-		put_host(host + f[i].host_off, f[i].host_size, v);
+		droce_cm_field_set(m, &f[i], v);
 	}
 }
 

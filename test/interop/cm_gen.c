@@ -66,37 +66,6 @@ rnd64(struct gen *g)
 }
 
 static void
-host_put(uint8_t *p, unsigned int size, uint64_t v)
-{
-	uint8_t v8 = (uint8_t)v;
-	uint16_t v16 = (uint16_t)v;
-	uint32_t v32 = (uint32_t)v;
-
-	switch (size) {
-	case 1: memcpy(p, &v8, 1); break;
-	case 2: memcpy(p, &v16, 2); break;
-	case 4: memcpy(p, &v32, 4); break;
-	default: memcpy(p, &v, 8); break;
-	}
-}
-
-static uint64_t
-host_get(const uint8_t *p, unsigned int size)
-{
-	uint8_t v8;
-	uint16_t v16;
-	uint32_t v32;
-	uint64_t v64;
-
-	switch (size) {
-	case 1: memcpy(&v8, p, 1); return v8;
-	case 2: memcpy(&v16, p, 2); return v16;
-	case 4: memcpy(&v32, p, 4); return v32;
-	default: memcpy(&v64, p, 8); return v64;
-	}
-}
-
-static void
 fill_msg(struct gen *g, struct droce_cm_msg *m, uint16_t attr, enum gen_fill fill)
 {
 	const struct droce_cm_field *f;
@@ -118,7 +87,7 @@ fill_msg(struct gen *g, struct droce_cm_msg *m, uint16_t attr, enum gen_fill fil
 		}
 		if (f[i].width < 64)
 			v &= (UINT64_C(1) << f[i].width) - 1;
-		host_put(host + f[i].host_off, f[i].host_size, v);
+		droce_cm_field_set(m, &f[i], v);
 	}
 }
 
@@ -153,8 +122,7 @@ write_manifest(struct gen *g, const struct droce_cm_msg *m, const struct droce_c
 		if (f[i].width > 64)
 			json_hex(g->manifest, host + f[i].host_off, f[i].host_size);
 		else
-			fprintf(g->manifest, "%" PRIu64,
-				host_get(host + f[i].host_off, f[i].host_size));
+			fprintf(g->manifest, "%" PRIu64, droce_cm_field_get(m, &f[i]));
 	}
 	fputc('}', g->manifest);
 	if (ip != NULL) {

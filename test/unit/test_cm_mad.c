@@ -31,6 +31,10 @@ max_of(const struct droce_cm_field *f)
 	return f->width >= 64 ? UINT64_MAX : (UINT64_C(1) << f->width) - 1;
 }
 
+/*
+ * The test's own access to a field's host member, apart from lib/cm's
+ * droce_cm_field_get/set on purpose: a wrong member offset there must not hide here.
+ */
 static void
 set_int(struct droce_cm_msg *m, const struct droce_cm_field *f, uint64_t v)
 {
