@@ -67,6 +67,25 @@ enum droce_proto_op {
 	DROCE_OP_DESTROY_QP,
 	DROCE_OP_CREATE_AH,
 	DROCE_OP_DESTROY_AH,
+	/* rdma_cm (librdmacm): on a connection that opened with CM_OPEN, see below */
+	DROCE_OP_CM_OPEN,		/* -> fd: the channel's event pipe (read end) */
+	DROCE_OP_CM_CREATE_ID,
+	DROCE_OP_CM_DESTROY_ID,
+	DROCE_OP_CM_BIND,
+	DROCE_OP_CM_RESOLVE_ADDR,
+	DROCE_OP_CM_RESOLVE_ROUTE,
+	DROCE_OP_CM_QUERY,
+	DROCE_OP_CM_LISTEN,
+	DROCE_OP_CM_CONNECT,
+	DROCE_OP_CM_ACCEPT,
+	DROCE_OP_CM_ESTABLISH,
+	DROCE_OP_CM_REJECT,
+	DROCE_OP_CM_DISCONNECT,
+	DROCE_OP_CM_INIT_QP_ATTR,
+	DROCE_OP_CM_SET_OPTION,
+	DROCE_OP_CM_MIGRATE,
+	DROCE_OP_CM_GET_EVENT,
+	DROCE_OP_CM_NOTIFY,
 	DROCE_OP_MAX
 };
 
@@ -122,6 +141,141 @@ struct droce_proto_event_ring {
 	struct droce_shm_ring ring;
 	uint64_t lost;		/* events dropped because the ring was full (droced writes) */
 	struct droce_proto_event ev[DROCE_PROTO_EVENT_RING];
+};
+
+/* ---- rdma_cm: the RDMA connection manager's channel (librdmacm <-> droced's CM) ----
+ *
+ * One rdma_event_channel of librdmacm is one connection to droced that starts with
+ * CM_OPEN instead of HELLO (it never has a region or verbs objects). droced answers with
+ * the read end of a pipe: the channel's fd. droced writes exactly one byte to the pipe for
+ * every event it queues on the channel, and librdmacm reads exactly one byte before each
+ * CM_GET_EVENT, so the fd is readable exactly while events wait (as the kernel's rdma_cm
+ * file is), a blocking rdma_get_cm_event sleeps in read(), and one the program made
+ * non-blocking with fcntl() gets EAGAIN. (A byte whose event was dropped since, because its
+ * id was destroyed or migrated, makes CM_GET_EVENT answer -EAGAIN: librdmacm then reads
+ * the next byte.) The pipe reaching end of file means droced is gone: librdmacm then
+ * reports RDMA_CM_EVENT_DEVICE_REMOVAL for each id that had a device.
+ *
+ * Ids (rdma_cm_id) are named by handles droced assigns per channel connection; closing
+ * the connection (rdma_destroy_event_channel, exit, kill -9) destroys its ids, and a
+ * connection they had is then ended on the wire as Linux does for a destroyed id (DREQ
+ * when established, REJ while connecting). An id's QP is the application's own verbs
+ * object: droced's CM never touches it. It tells librdmacm the attributes to move it
+ * through INIT, RTR and RTS (CM_INIT_QP_ATTR) and librdmacm calls ibv_modify_qp, as
+ * rdma-core's librdmacm does with the kernel's.
+ *
+ * The values of events, port spaces and options are rdma_cm's own (<rdma/rdma_cma.h>),
+ * so librdmacm copies them untranslated; droce_shm_proto.h does not include that header,
+ * and librdmacm checks the values at compile time.
+ */
+
+#define DROCE_PROTO_CM_VERSION		1u
+#define DROCE_PROTO_CM_PDATA_MAX	224	/* the largest private data field (RTU, DREP) */
+
+/* enum rdma_cm_event_type */
+#define DROCE_PROTO_CM_EVENT_ADDR_RESOLVED	0
+#define DROCE_PROTO_CM_EVENT_ADDR_ERROR		1
+#define DROCE_PROTO_CM_EVENT_ROUTE_RESOLVED	2
+#define DROCE_PROTO_CM_EVENT_ROUTE_ERROR	3
+#define DROCE_PROTO_CM_EVENT_CONNECT_REQUEST	4
+#define DROCE_PROTO_CM_EVENT_CONNECT_RESPONSE	5	/* active: REP received, RTU not sent */
+#define DROCE_PROTO_CM_EVENT_CONNECT_ERROR	6
+#define DROCE_PROTO_CM_EVENT_UNREACHABLE	7
+#define DROCE_PROTO_CM_EVENT_REJECTED		8
+#define DROCE_PROTO_CM_EVENT_ESTABLISHED	9
+#define DROCE_PROTO_CM_EVENT_DISCONNECTED	10
+#define DROCE_PROTO_CM_EVENT_DEVICE_REMOVAL	11
+#define DROCE_PROTO_CM_EVENT_TIMEWAIT_EXIT	15
+
+/* enum rdma_port_space */
+#define DROCE_PROTO_CM_PS_IPOIB		0x0002
+#define DROCE_PROTO_CM_PS_IB		0x013F
+#define DROCE_PROTO_CM_PS_TCP		0x0106
+#define DROCE_PROTO_CM_PS_UDP		0x0111
+
+/* rdma_set_option(RDMA_OPTION_ID, name): the names droce takes */
+#define DROCE_PROTO_CM_OPT_TOS		0	/* uint8_t */
+#define DROCE_PROTO_CM_OPT_REUSEADDR	2	/* int */
+#define DROCE_PROTO_CM_OPT_AFONLY	3	/* int */
+#define DROCE_PROTO_CM_OPT_ACK_TIMEOUT	4	/* uint8_t: Local ACK Timeout of the QP */
+
+/*
+ * An IP address and port as rdma_cm takes them. addr is 16 bytes: an IPv4 address in its
+ * IPv4-mapped form (::ffff:a.b.c.d, like droce's GIDs), family says which the caller gave.
+ * family 0: none given (an unbound source, a wildcard).
+ */
+struct droce_proto_cm_addr {
+	uint16_t family;	/* AF_INET, AF_INET6 or 0 */
+	uint16_t port;		/* network order; 0: any */
+	uint32_t scope_id;	/* sin6_scope_id */
+	uint8_t addr[16];	/* all zero: the wildcard address */
+};
+
+/* The connection parameters of CM_CONNECT and CM_ACCEPT (struct rdma_conn_param + QP). */
+struct droce_proto_cm_conn {
+	uint32_t qp_num;		/* the id's QP (UD accept: the QP the SIDR_REP names) */
+	uint32_t qkey;			/* UD: the Q_Key the SIDR_REP carries */
+	uint8_t qp_type;		/* enum ibv_qp_type: RC, UC or UD */
+	uint8_t srq;			/* the QP takes its receives from an SRQ */
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t flow_control;
+	uint8_t retry_count;		/* 3 bits */
+	uint8_t rnr_retry_count;	/* 3 bits */
+	uint8_t private_data_len;
+	uint8_t private_data[DROCE_PROTO_CM_PDATA_MAX];
+};
+
+/* An ibv_qp_attr that CM_INIT_QP_ATTR fills: mask is enum ibv_qp_attr_mask's bits. */
+struct droce_proto_cm_qp_attr {
+	uint32_t mask;
+	uint32_t qp_state;		/* enum ibv_qp_state asked for */
+	uint32_t qp_access_flags;
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t qkey;
+	uint16_t pkey_index;
+	uint8_t port_num;
+	uint8_t path_mtu;		/* enum ibv_mtu */
+	uint8_t max_dest_rd_atomic;
+	uint8_t max_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t rsvd[2];
+	struct droce_shm_ah_attr ah;	/* is_global, dgid, sgid_index, hop limit, class, SL */
+};
+
+/* An event (CM_GET_EVENT): struct rdma_cm_event with droce's handles. */
+struct droce_proto_cm_event {
+	uint32_t event;			/* DROCE_PROTO_CM_EVENT_* */
+	int32_t status;			/* 0, -errno, or a REJ reason (> 0) with REJECTED */
+	uint32_t id;			/* the id's handle; CONNECT_REQUEST: a new id */
+	uint32_t listen_id;		/* CONNECT_REQUEST: the listener; else NO_HANDLE */
+	uint64_t uctx;			/* the id's (the listener's for CONNECT_REQUEST) */
+	struct droce_proto_cm_conn conn;	/* CONNECT_REQUEST/RESPONSE, ESTABLISHED, REJECTED,
+						 * DISCONNECTED: the peer's parameters and private data */
+	struct droce_proto_cm_qp_attr ud;	/* UD ESTABLISHED (SIDR_REP): qkey, dest_qp_num, ah */
+};
+
+/* What CM_QUERY says about an id. */
+struct droce_proto_cm_id_info {
+	uint32_t port;			/* droced port index (device droce<port>); NO_HANDLE: none */
+	uint8_t port_num;		/* 1 once bound to a device, else 0 */
+	uint8_t state;			/* internal, for logs */
+	uint8_t sgid_index;
+	uint8_t route_resolved;
+	uint16_t pkey;
+	uint8_t path_mtu;		/* enum ibv_mtu */
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t rsvd[3];
+	struct droce_proto_cm_addr src;
+	struct droce_proto_cm_addr dst;
+	uint8_t sgid[16];
+	uint8_t dgid[16];
 };
 
 /* ---- Requests ---- */
@@ -201,6 +355,65 @@ struct droce_proto_req {
 			uint32_t rsvd;
 			struct droce_shm_ah_attr attr;
 		} create_ah;
+		/* ---- rdma_cm ---- */
+		struct {
+			uint32_t version;	/* DROCE_PROTO_CM_VERSION */
+		} cm_open;
+		struct {
+			uint64_t uctx;		/* echoed in the id's events */
+			uint32_t ps;		/* DROCE_PROTO_CM_PS_* */
+			uint32_t qp_type;	/* enum ibv_qp_type */
+		} cm_create_id;
+		/* CM_DESTROY_ID, CM_RESOLVE_ROUTE, CM_QUERY, CM_DISCONNECT, CM_ESTABLISH: the id. */
+		struct {
+			uint32_t id;
+			uint32_t timeout_ms;	/* CM_RESOLVE_ROUTE */
+		} cm_id;
+		struct {
+			uint32_t id;
+			uint32_t rsvd;
+			struct droce_proto_cm_addr addr;
+		} cm_bind;
+		struct {
+			uint32_t id;
+			uint32_t timeout_ms;
+			struct droce_proto_cm_addr src;	/* family 0: pick by the destination */
+			struct droce_proto_cm_addr dst;
+		} cm_resolve_addr;
+		struct {
+			uint32_t id;
+			int32_t backlog;
+		} cm_listen;
+		/* CM_CONNECT, CM_ACCEPT */
+		struct {
+			uint32_t id;
+			uint32_t rsvd;
+			struct droce_proto_cm_conn conn;
+		} cm_conn;
+		struct {
+			uint32_t id;
+			uint8_t private_data_len;
+			uint8_t rsvd;
+			uint16_t reason;	/* 0: consumer defined (28), as rdma_reject */
+			uint8_t private_data[DROCE_PROTO_CM_PDATA_MAX];
+		} cm_reject;
+		struct {
+			uint32_t id;
+			uint32_t qp_state;	/* enum ibv_qp_state: INIT, RTR or RTS */
+		} cm_init_qp_attr;
+		struct {
+			uint32_t id;
+			uint32_t name;		/* DROCE_PROTO_CM_OPT_* */
+			uint32_t value;
+		} cm_set_option;
+		struct {
+			uint32_t from_channel;	/* the other channel's token (CM_OPEN's answer) */
+			uint32_t id;		/* the id's handle there */
+		} cm_migrate;
+		struct {
+			uint32_t id;
+			uint32_t event;		/* rdma_notify's enum ibv_event_type */
+		} cm_notify;
 	};
 };
 
@@ -300,6 +513,17 @@ struct droce_proto_resp {
 			uint8_t sq_sig_all;
 			uint8_t rsvd[3];
 		} query_qp;
+		/* ---- rdma_cm ---- */
+		struct {
+			uint32_t version;
+			uint32_t token;		/* names this channel to CM_MIGRATE */
+		} cm_open;
+		struct {
+			uint32_t id;		/* CM_CREATE_ID, CM_MIGRATE (the id's new handle) */
+		} cm_id;
+		struct droce_proto_cm_id_info cm_query;	/* also CM_BIND's answer */
+		struct droce_proto_cm_qp_attr cm_qp_attr;
+		struct droce_proto_cm_event cm_event;
 	};
 };
 
