@@ -160,10 +160,17 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 		c.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 			 (perms[2] == 'x' ? PROT_EXEC : 0);
 		c.table = t;
-		/* [vdso], [vvar], [vsyscall] are the kernel's; [heap] and [stack] are ours. */
-		c.movable = t < 0 && perms[3] == 'p' && perms[0] == 'r' &&
-			    (path[0] != '[' || strcmp(path, "[heap]") == 0 ||
-			     strncmp(path, "[stack", 6) == 0);
+		/*
+		 * [vdso], [vvar], [vsyscall] are the kernel's; [heap] and [stack] are ours.
+		 * Anonymous shared memory (mmap MAP_SHARED|MAP_ANONYMOUS, which maps shows as
+		 * /dev/zero (deleted)) is the process's own too: librpma registers such a page
+		 * for every connection. Moved like private memory; only a child forked
+		 * before the move and sharing it would stop seeing the parent's writes.
+		 */
+		c.movable = t < 0 && perms[0] == 'r' &&
+			    ((perms[3] == 'p' && (path[0] != '[' || strcmp(path, "[heap]") == 0 ||
+						  strncmp(path, "[stack", 6) == 0)) ||
+			     (perms[3] == 's' && strcmp(path, "/dev/zero") == 0 && ino != 0));
 		ret = clips_push(cs, &c);
 		if (ret < 0)
 			break;

@@ -139,6 +139,45 @@ DROCE_TEST(mmap_buffer_moves_in_place)
 	verbs_pages_fini(&p);
 }
 
+/* librpma's flush page: anonymous shared memory is the process's own, moved like private. */
+DROCE_TEST(shared_anonymous_buffer_moves_in_place)
+{
+	struct verbs_pages p;
+	size_t len = 4 * page_size();
+	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(buf != MAP_FAILED);
+	verbs_pages_init(&p);
+	droce_test_rand_fill(buf, len);
+	CHECK_EQ_U64(share_and_check(&p, buf, len, NULL), 1);
+	munmap(buf, len);
+	verbs_pages_fini(&p);
+}
+
+/* A shared file mapping is someone else's file: not ours to move. */
+DROCE_TEST(shared_file_mapping_is_refused)
+{
+	struct verbs_pages p;
+	struct verbs_piece pieces[MAX_PIECES];
+	char path[] = "/tmp/droce-test-mr-XXXXXX";
+	size_t len = 2 * page_size();
+	unsigned int n;
+	uint64_t off;
+	int fd = mkstemp(path);
+	uint8_t *buf;
+
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK(ftruncate(fd, (off_t)len) == 0);
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(buf != MAP_FAILED);
+	verbs_pages_init(&p);
+	CHECK_EQ_I64(verbs_pages_share(&p, buf, len, pieces, MAX_PIECES, &n, &off), -EINVAL);
+	munmap(buf, len);
+	close(fd);
+	verbs_pages_fini(&p);
+}
+
 DROCE_TEST(overlapping_and_adjacent_reuse_moved_pages)
 {
 	struct verbs_pages p;
