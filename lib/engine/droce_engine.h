@@ -26,6 +26,8 @@
 
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES
 #define DROCE_ENGINE_MAX_GIDS	16
+/* QP1, the GSI (IB 13.5): never an engine QP; its packets go to the control thread. */
+#define DROCE_ENGINE_GSI_QPN	1
 /*
  * The largest max_dest_rd_atomic a modify accepts: the READs and atomics a responder keeps
  * for replay (ibv_device_attr.max_qp_rd_atom).
@@ -89,7 +91,8 @@ struct droce_engine_conf {
 	uint32_t idle_sleep_us;
 	bool rx_no_icrc;	/* the NIC verified the ICRC */
 	/*
-	 * Frames that are not RoCEv2 (ARP, ICMP, ...) are enqueued here for droced's control
+	 * Frames that are not RoCEv2 (ARP, ICMP, ...) and RoCEv2 packets to QP1 (the GSI: CM
+	 * MADs, which droced's control thread answers) are enqueued here for droced's control
 	 * thread instead of being dropped; NULL: dropped. Multi-producer: engines of one port
 	 * may share it; a full ring drops the frame.
 	 */
@@ -126,6 +129,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_foreign, "packets that are not RoCEv2 (dropped)") \
 	X(rx_malformed, "RoCEv2 packets rejected by the parser (ICRC, lengths, ...)") \
 	X(rx_no_qp, "packets for a QPN with no QP") \
+	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \

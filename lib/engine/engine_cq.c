@@ -93,7 +93,7 @@ engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engin
 	cqe->opcode = wc->opcode;
 	cqe->pkey_index = 0;
 	cqe->slid = 0;
-	cqe->sl = 0;
+	cqe->sl = wc->sl;
 	cqe->dlid_path_bits = 0;
 	__atomic_store_n(&cqe->owner, droce_shm_cqe_owner(slot, cq->log2_size), __ATOMIC_RELEASE);
 	ENGINE_STAT(e, cqe);

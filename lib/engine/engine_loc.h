@@ -110,8 +110,18 @@ struct engine_wc {
 	uint16_t wc_flags;
 	uint8_t status;
 	uint8_t opcode;
+	uint8_t sl;
 	bool solicited;
 };
+
+/*
+ * A UD receive's wc.sl over RoCE, as mlx5 reports it (its PRM, "responder UD over RoCE"):
+ * bit 3 the frame has a UDP header (RoCEv2), bits 2..0 the L3 header: 1 IPv6, 2 IPv4.
+ * UCX's ud_verbs reads it (wc.sl & 7) to find the destination address in the GRH area.
+ */
+#define ENGINE_WC_SL_ROCEV2	0x8u
+#define ENGINE_WC_SL_IPV6	0x1u
+#define ENGINE_WC_SL_IPV4	0x2u
 
 /*
  * Writes a completion (any engine). false on overrun: the CQ is then in error, the

@@ -154,7 +154,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 	enum droce_wire_result r;
 	unsigned int nseg = droce_wire_mbuf_segs(m, segs, RTE_DIM(segs));
 	struct droce_qp *qp;
-	uint32_t flags;
+	uint32_t flags, dqpn;
 
 	if (nseg == 0) {
 		ENGINE_STAT(e, rx_malformed);
@@ -183,7 +183,17 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 		ENGINE_STAT(e, rx_cnp);
 		goto drop;
 	}
-	qp = dev_qp(e->dev, droce_bth_dqpn(droce_pkt_bth(&pkt)));
+	dqpn = droce_bth_dqpn(droce_pkt_bth(&pkt));
+	/* QP1 is the GSI: its MADs (connection management) are the control thread's. */
+	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
+		if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
+			ENGINE_STAT(e, rx_gsi);
+			return;
+		}
+		ENGINE_STAT(e, rx_slow_drop);
+		goto drop;
+	}
+	qp = dev_qp(e->dev, dqpn);
 	if (qp == NULL) {
 		ENGINE_STAT(e, rx_no_qp);
 		goto drop;

@@ -269,6 +269,8 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 		if (qp->type == DROCE_SHM_QPT_UD) {
 			wc.src_qp = droce_deth_src_qp(droce_pkt_deth(pkt));
 			wc.wc_flags |= DROCE_SHM_WC_GRH;
+			wc.sl = ENGINE_WC_SL_ROCEV2 |
+				(pkt->ip_version == 4 ? ENGINE_WC_SL_IPV4 : ENGINE_WC_SL_IPV6);
 		} else {
 			wc.src_qp = qp->dest_qpn;
 		}
