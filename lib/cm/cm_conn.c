@@ -52,6 +52,19 @@ droce_cm_time_ns(uint8_t t)
 	return CM_TIME_UNIT_NS << t;
 }
 
+uint8_t
+droce_cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time)
+{
+	/* 12.7.34: twice the packet lifetime plus the ACK delay, each a power of two. */
+	int t = packet_life_time + 1;
+
+	if (t >= ca_ack_delay)
+		t += ca_ack_delay >= t - 1;
+	else
+		t = ca_ack_delay + (t >= ca_ack_delay - 1);
+	return (uint8_t)(t < CM_TIME_MAX_EXP ? t : CM_TIME_MAX_EXP);
+}
+
 void
 droce_cm_conn_init(struct droce_cm_conn *c, uint32_t local_id, uint64_t first_tid)
 {

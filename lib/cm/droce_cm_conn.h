@@ -20,8 +20,13 @@
 
 /* REJ reasons droce sends or acts on (IB spec table 109, Linux's enum ib_cm_rej_reason). */
 #define DROCE_CM_REJ_TIMEOUT		4
+#define DROCE_CM_REJ_INVALID_SERVICE_ID	8	/* nobody listens on the REQ's service ID */
 #define DROCE_CM_REJ_STALE_CONN		10
 #define DROCE_CM_REJ_CONSUMER_DEFINED	28
+
+/* SIDR_REP status (table 121) droce sends: no such service, the service refused. */
+#define DROCE_CM_SIDR_UNSUPPORTED	1
+#define DROCE_CM_SIDR_REJECT		2
 
 /* REJ's Message REJected and MRA's Message MRAed (tables 107, 108). */
 #define DROCE_CM_MSG_REQ		0
@@ -110,6 +115,13 @@ const char *droce_cm_event_name(enum droce_cm_event e);
  * Timeout, Local ACK Timeout), in ns; t is 5 bits.
  */
 uint64_t droce_cm_time_ns(uint8_t t);
+
+/*
+ * The Local ACK Timeout (5 bits) of a path of packet lifetime packet_life_time through a CA
+ * whose ACK delay is ca_ack_delay, both CM times: Linux's cm_ack_timeout(), which rdma_cm
+ * puts in a REQ and uses for a QP's timeout (rxe: 15 and 18 give 19).
+ */
+uint8_t droce_cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time);
 
 /* An IDLE connection end with this local communication ID; first_tid starts its TIDs. */
 void droce_cm_conn_init(struct droce_cm_conn *c, uint32_t local_id, uint64_t first_tid);

@@ -261,6 +261,18 @@ DROCE_TEST(names_and_times)
 	CHECK_EQ_U64(droce_cm_time_ns(40), 4096ull << 31);
 }
 
+/* Linux's cm_ack_timeout() worked by hand for each branch, and the clamp at 31. */
+DROCE_TEST(ack_timeout)
+{
+	CHECK_EQ_U64(droce_cm_ack_timeout(15, 18), 19);	/* rxe's ACK delay, rdma_cm's RoCE path */
+	CHECK_EQ_U64(droce_cm_ack_timeout(0, 0), 2);
+	CHECK_EQ_U64(droce_cm_ack_timeout(16, 15), 17);
+	CHECK_EQ_U64(droce_cm_ack_timeout(20, 18), 21);
+	CHECK_EQ_U64(droce_cm_ack_timeout(25, 18), 25);
+	CHECK_EQ_U64(droce_cm_ack_timeout(31, 31), 31);
+	CHECK_EQ_U64(droce_cm_ack_timeout(0, 31), 31);
+}
+
 DROCE_TEST(msg_ids)
 {
 	static const uint16_t attrs[] = {
