@@ -102,6 +102,11 @@ print_status(const struct droce_proto_status *st)
 	       "engine_srqs=%" PRIu32 "\nengine_mrs=%" PRIu32 "\nengine_ahs=%" PRIu32 "\n",
 	       st->engine_domains, st->engine_qps, st->engine_cqs, st->engine_srqs,
 	       st->engine_mrs, st->engine_ahs);
+	/* rdma_cm and QP1's CM MADs. */
+	printf("cm_channels=%" PRIu32 "\ncm_ids=%" PRIu32 "\ncm_listeners=%" PRIu32 "\n"
+	       "cm_conns=%" PRIu32 "\ncm_rx_mads=%" PRIu64 "\ncm_rx_bad=%" PRIu64 "\n"
+	       "cm_tx_mads=%" PRIu64 "\n", st->cm_channels, st->cm_ids, st->cm_listeners,
+	       st->cm_conns, st->cm_rx_mads, st->cm_rx_bad, st->cm_tx_mads);
 }
 
 static void

@@ -324,6 +324,7 @@ client_release(struct droced_client *c)
 void
 droced_client_free(struct droced_client *c)
 {
+	droced_cm_chan_free(c);
 	if (client_release(c) != 0) {
 		droced.clients_torn_down++;
 		DROCED_LOG(INFO, "client pid %d gone: its objects were torn down", (int)c->pid);
@@ -442,6 +443,7 @@ op_status(struct droce_proto_resp *resp)
 	st->engine_srqs = objs.srqs;
 	st->engine_mrs = objs.mrs;
 	st->engine_ahs = objs.ahs;
+	droced_cm_status(st);
 	return 0;
 }
 
@@ -1227,6 +1229,24 @@ static const size_t req_min[DROCE_OP_MAX] = {
 	[DROCE_OP_DESTROY_QP] = REQ_SIZE(obj),
 	[DROCE_OP_CREATE_AH] = REQ_SIZE(create_ah),
 	[DROCE_OP_DESTROY_AH] = REQ_SIZE(obj),
+	[DROCE_OP_CM_OPEN] = REQ_SIZE(cm_open),
+	[DROCE_OP_CM_CREATE_ID] = REQ_SIZE(cm_create_id),
+	[DROCE_OP_CM_DESTROY_ID] = REQ_SIZE(cm_id),
+	[DROCE_OP_CM_BIND] = REQ_SIZE(cm_bind),
+	[DROCE_OP_CM_RESOLVE_ADDR] = REQ_SIZE(cm_resolve_addr),
+	[DROCE_OP_CM_RESOLVE_ROUTE] = REQ_SIZE(cm_id),
+	[DROCE_OP_CM_QUERY] = REQ_SIZE(cm_id),
+	[DROCE_OP_CM_LISTEN] = REQ_SIZE(cm_listen),
+	[DROCE_OP_CM_CONNECT] = REQ_SIZE(cm_conn),
+	[DROCE_OP_CM_ACCEPT] = REQ_SIZE(cm_conn),
+	[DROCE_OP_CM_ESTABLISH] = REQ_SIZE(cm_id),
+	[DROCE_OP_CM_REJECT] = REQ_SIZE(cm_reject),
+	[DROCE_OP_CM_DISCONNECT] = REQ_SIZE(cm_id),
+	[DROCE_OP_CM_INIT_QP_ATTR] = REQ_SIZE(cm_init_qp_attr),
+	[DROCE_OP_CM_SET_OPTION] = REQ_SIZE(cm_set_option),
+	[DROCE_OP_CM_MIGRATE] = REQ_SIZE(cm_migrate),
+	[DROCE_OP_CM_GET_EVENT] = REQ_HDR_SIZE,
+	[DROCE_OP_CM_NOTIFY] = REQ_SIZE(cm_notify),
 };
 
 int
@@ -1243,6 +1263,15 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 	*out_nfds = 0;
 	if (n < REQ_HDR_SIZE || op == 0 || op >= DROCE_OP_MAX || n < req_min[op]) {
 		resp->status = -EINVAL;
+		return 0;
+	}
+	/* A CM channel (CM_OPEN) speaks rdma_cm only; a device context (HELLO) never does. */
+	if (droced_cm_op(op)) {
+		rc = c->hello ? -EPROTO : droced_cm_handle(c, req, n, resp, out_fds, out_nfds);
+		goto done;
+	}
+	if (c->cm != NULL && op != DROCE_OP_QUERY_PORTS && op != DROCE_OP_STATUS) {
+		resp->status = -EPROTO;
 		return 0;
 	}
 	/* Before HELLO a connection is only a device list or a status query. */
@@ -1313,6 +1342,7 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		rc = -EINVAL;
 		break;
 	}
+done:
 	if (rc == 1)
 		return 1;
 	if (rc != 0) {

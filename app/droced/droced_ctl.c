@@ -276,6 +276,7 @@ tick(struct droced *d)
 	uint64_t now;
 
 	droced_ports_tick(d);
+	droced_cm_tick(droced_now_ns());
 	now = droced_now_ms();
 	TAILQ_FOREACH(c, &d->clients, next) {
 		if (c->dead)
@@ -346,6 +347,14 @@ droced_ctl_run(struct droced *d)
 				break;
 			}
 		}
+		/*
+		 * MADs that came in or were queued to ourselves while the batch ran: answered
+		 * now, not at the next tick, so a connection's set-up is not a tick per MAD;
+		 * bounded, so a flood of them cannot keep the loop from its clients and tick.
+		 */
+		for (i = 0; i < DROCED_SLOW_ROUNDS && !d->stopping; i++)
+			if (droced_ports_rx(d) == 0)
+				break;
 		/* After the batch: a later event of this batch may still point at a client. */
 		reap(d);
 	}
@@ -363,6 +372,8 @@ droced_ctl_fini(struct droced *d)
 	if (d->socket_bound)
 		unlink(d->cfg.socket);
 	d->socket_bound = false;
+	/* rdma_cm ids with a device get DEVICE_REMOVAL (the pipe then ends). */
+	droced_cm_shutdown();
 	/* Clients learn first (IBV_EVENT_DEVICE_FATAL), then lose their objects and socket. */
 	TAILQ_FOREACH(c, &d->clients, next)
 		droced_client_event_put(c, DROCED_EVENT_DEVICE_FATAL, 0);

@@ -8,6 +8,10 @@
  *   droced_port.c    ports, their slow-path rings, lib/net glue, neighbour resolution
  *   droced_ctl.c     the control socket, the epoll loop, message dispatch
  *   droced_client.c  one connection's objects (PD, MR, CQ, SRQ, QP, AH) and their teardown
+ *   droced_gsi.c     QP1 (the GSI) of every port: CM MADs in and out
+ *   droced_cm.c      rdma_cm: channels, ids, their operations and events
+ *   droced_cm_wire.c rdma_cm: connections, MADs matched to them, their timers
+ *   droced_devnodes.c /dev/infiniband/uverbs_droce<N> for programs that check the node
  * Everything here runs on the control thread (the EAL main lcore); engines run on their own
  * lcores and are reached only through lib/engine's control functions.
  */
@@ -19,6 +23,8 @@
 
 #include <rte_log.h>
 
+#include <droce_cm.h>
+#include <droce_cm_conn.h>
 #include <droce_engine.h>
 #include <droce_net.h>
 #include <droce_shm_ctl.h>
@@ -42,6 +48,7 @@ extern int droced_logtype;
 #define DROCED_NB_TXD		1024
 #define DROCED_SLOW_RING	1024	/* frames between engines and the control thread */
 #define DROCED_SLOW_BURST	32
+#define DROCED_SLOW_ROUNDS	8	/* slow_rx bursts after a batch of client requests */
 #define DROCED_TICK_NS		1000000	/* control thread timer: 1 ms */
 #define DROCED_MAX_EVENTS	1024	/* a domain's engine event ring (power of two) */
 #define DROCED_MAX_PDS		65536	/* PDs of one client (no [limits] key: they cost nothing) */
@@ -64,6 +71,32 @@ extern int droced_logtype;
 /* ---- droced_main.c ---- */
 
 struct droced_client;
+struct rte_mbuf;
+
+/* Why QP1 dropped a packet: X(name, description). */
+#define DROCED_GSI_BAD_LIST(X) \
+	X(OPCODE, "not a UD SEND ONLY") \
+	X(PKEY, "P_Key not of the default partition") \
+	X(QKEY, "Q_Key is not the GSI's 0x80010000") \
+	X(LEN, "payload shorter than a 256-byte MAD") \
+	X(DGID, "destination GID is not one of the port's") \
+	X(MAD, "not a CM MAD droce reads (class, version, method, attribute)") \
+	X(UNMATCHED, "CM MAD for no known connection")
+
+enum droced_gsi_bad {
+#define DROCED_GSI_BAD_ENUM(name, desc) DROCED_GSI_BAD_##name,
+	DROCED_GSI_BAD_LIST(DROCED_GSI_BAD_ENUM)
+#undef DROCED_GSI_BAD_ENUM
+	DROCED_GSI_BAD_COUNT
+};
+
+struct droced_gsi_stats {
+	uint64_t rx_mads;		/* CM MADs taken */
+	uint64_t rx_bad[DROCED_GSI_BAD_COUNT];
+	uint64_t tx_mads;		/* sent, to the wire or to ourselves */
+	uint64_t tx_local;		/* of which to one of our own GIDs */
+	uint64_t tx_drop;		/* not sent: no mbuf, ring full */
+};
 
 /* Each epoll registration points at one of these, first member of its owner. */
 enum droced_fd_kind {
@@ -113,6 +146,7 @@ struct droced {
 	uint64_t clients_total;
 	uint64_t clients_torn_down;
 	bool stopping;
+	struct droced_gsi_stats gsi;
 };
 
 extern struct droced droced;
@@ -128,6 +162,8 @@ int droced_ports_init(struct droced *d);
 int droced_ports_announce(struct droced *d);
 /* Slow path of every port: received ARP/ICMP to lib/net, lib/net's timers. */
 void droced_ports_tick(struct droced *d);
+/* The frames engines handed over (ARP, ICMP to lib/net; QP1's MADs to the CM), bounded. */
+unsigned int droced_ports_rx(struct droced *d);
 void droced_ports_fini(struct droced *d);
 /* The engine configuration of engine id on its port (queue, rings, addresses). */
 void droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine_conf *ec);
@@ -143,6 +179,20 @@ uint8_t droced_mtu_enum(uint32_t mtu);
 int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
 /* The address vector as the wire will carry it (the route's hop limit, see above). */
 void droced_route_av(struct droce_shm_ah_attr *ah);
+
+/* ---- droced_gsi.c ---- */
+
+extern const char *const droced_gsi_bad_names[DROCED_GSI_BAD_COUNT];
+/* A frame from slow_rx: true when it was a RoCEv2 packet to QP1 (consumed: taken or dropped). */
+bool droced_gsi_rx(struct droced_port *p, struct rte_mbuf *m);
+/*
+ * Sends a MAD from QP1 at sgid (a GID of p) to QP1 at dgid through dmac, hop limit 64; to
+ * one of our own GIDs it is queued for droced_gsi_flush() instead. 0 or -errno (dropped).
+ */
+int droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
+		    const uint8_t dmac[6], uint8_t tclass, const uint8_t mad[DROCE_CM_MAD_LEN]);
+/* Delivers the MADs queued to our own GIDs; how many. */
+unsigned int droced_gsi_flush(void);
 
 /* ---- droced_ctl.c ---- */
 
@@ -177,6 +227,7 @@ struct droced_client {
 	bool dead;			/* torn down at the end of this loop pass */
 	bool paused;
 	struct droced_port *port;
+	struct droced_cm_chan *cm;	/* a CM channel (CM_OPEN), never with HELLO */
 	/* The region: mapped here, its memfd passed to the client at HELLO. */
 	uint8_t *region;
 	uint64_t region_size;
@@ -224,5 +275,65 @@ void droced_client_free(struct droced_client *c);
 void droced_client_status(const struct droced_client *c, struct droce_proto_status *st);
 /* lib/net resolved (status 0) or gave up on ip: wake the requests waiting for it. */
 void droced_client_resolved(struct droced_port *p, uint32_t ip, int status);
+
+/* ---- droced_cm.c ---- */
+
+struct droced_cm_chan;
+struct droced_cm_id;
+struct droced_cm_conn;
+
+/* True for the rdma_cm ops (CM_OPEN .. CM_NOTIFY). */
+bool droced_cm_op(uint32_t op);
+/* One CM request of a client (CM_OPEN, or any on a channel); fills resp as droced_client_handle. */
+int droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, size_t n,
+		     struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds);
+/* The channel's connection closed: its ids are destroyed (their connections ended on the wire). */
+void droced_cm_chan_free(struct droced_client *c);
+/* Address resolutions that ended (lib/net) or timed out; pipe bytes still owed. */
+void droced_cm_tick(uint64_t now_ns);
+/* lib/net resolved (status 0) or gave up on ip on port p. */
+void droced_cm_resolved(struct droced_port *p, uint32_t ip, int status);
+/* droced stops: DEVICE_REMOVAL to every id with a device. */
+void droced_cm_shutdown(void);
+/* Channels, ids, connections and QP1's counters, for droce-ctl status. */
+void droced_cm_status(struct droce_proto_status *st);
+
+/* What droced_cm_wire.c calls back in droced_cm.c when the wire moves a connection. */
+void droced_cm_conn_event(struct droced_cm_id *id, enum droce_cm_event ev,
+			  const struct droce_cm_msg *m, uint16_t rej_reason);
+/* A new REQ or SIDR_REQ to a listener: a new id; NULL (and *reject set) when refused. */
+struct droced_cm_id *droced_cm_req_listener(struct droced_port *p, const uint8_t dgid[16],
+					    const struct droce_cm_msg *m, uint16_t *reject);
+void droced_cm_id_attach(struct droced_cm_id *id, struct droced_cm_conn *conn);
+
+/* ---- droced_cm_wire.c ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds: lib/cm's time. */
+uint64_t droced_now_ns(void);
+/* A MAD QP1 took, from sgid (MAC smac) to our dgid on port p. */
+void droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
+			 const uint8_t smac[6], const struct droce_cm_msg *m);
+/* A connection end for an id, on port p between lgid and rgid (-> NULL: none left). */
+struct droced_cm_conn *droced_cm_conn_new(struct droced_cm_id *id, struct droced_port *p,
+					  const uint8_t lgid[16], const uint8_t rgid[16],
+					  const uint8_t rmac[6], uint8_t tclass);
+struct droce_cm_conn *droced_cm_conn_sm(struct droced_cm_conn *conn);
+/*
+ * Sends what a lib/cm call put in out, arms its timer, reports its event to the id (m: the
+ * MAD that caused it, or NULL); frees the connection when it is back in IDLE.
+ */
+void droced_cm_conn_out(struct droced_cm_conn *conn, const struct droce_cm_out *out,
+			const struct droce_cm_msg *m);
+/* The id goes: its connection is ended on the wire as Linux does, then lives on alone. */
+void droced_cm_conn_orphan(struct droced_cm_conn *conn);
+/* Retransmissions and timewaits whose deadline passed. */
+void droced_cm_conn_timers(uint64_t now_ns);
+uint32_t droced_cm_conn_count(void);
+
+/* ---- droced_devnodes.c ---- */
+
+/* /dev/infiniband/uverbs_droce<N> for the ports (see there); never fails droced. */
+void droced_devnodes_init(uint32_t nb_ports);
+void droced_devnodes_fini(void);
 
 #endif /* DROCED_LOC_H */

@@ -72,6 +72,7 @@ net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
 			status = -EHOSTUNREACH;
 	}
 	droced_client_resolved(p, ip, status);
+	droced_cm_resolved(p, ip, status);
 }
 
 /* ---- Start-up ---- */
@@ -342,24 +343,40 @@ droced_ports_announce(struct droced *d)
 
 /* ---- The control thread's tick ---- */
 
-void
-droced_ports_tick(struct droced *d)
+unsigned int
+droced_ports_rx(struct droced *d)
 {
 	struct rte_mbuf *pkts[DROCED_SLOW_BURST];
 	uint64_t now = rte_get_tsc_cycles();
-	unsigned int n, i, j;
+	unsigned int n, i, j, total = 0;
 
 	for (i = 0; i < d->nb_ports; i++) {
 		struct droced_port *p = &d->ports[i];
 
 		if (p->net == NULL)
 			continue;
-		/* Bounded per tick, so a flood of ARP cannot starve the clients. */
+		/* Bounded per call, so a flood of ARP or MADs cannot starve the clients. */
 		n = rte_ring_sc_dequeue_burst(p->slow_rx, (void **)pkts, RTE_DIM(pkts), NULL);
 		for (j = 0; j < n; j++)
-			droce_net_rx(p->net, pkts[j], now);
-		droce_net_timer(p->net, now);
+			if (!droced_gsi_rx(p, pkts[j]))
+				droce_net_rx(p->net, pkts[j], now);
+		total += n;
 	}
+	/* MADs between two ends on this droced, after the ones that came in. */
+	total += droced_gsi_flush();
+	return total;
+}
+
+void
+droced_ports_tick(struct droced *d)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	unsigned int i;
+
+	droced_ports_rx(d);
+	for (i = 0; i < d->nb_ports; i++)
+		if (d->ports[i].net != NULL)
+			droce_net_timer(d->ports[i].net, now);
 }
 
 int

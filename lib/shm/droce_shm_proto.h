@@ -195,9 +195,9 @@ struct droce_proto_event_ring {
 
 /* rdma_set_option(RDMA_OPTION_ID, name): the names droce takes */
 #define DROCE_PROTO_CM_OPT_TOS		0	/* uint8_t */
-#define DROCE_PROTO_CM_OPT_REUSEADDR	2	/* int */
-#define DROCE_PROTO_CM_OPT_AFONLY	3	/* int */
-#define DROCE_PROTO_CM_OPT_ACK_TIMEOUT	4	/* uint8_t: Local ACK Timeout of the QP */
+#define DROCE_PROTO_CM_OPT_REUSEADDR	1	/* int */
+#define DROCE_PROTO_CM_OPT_AFONLY	2	/* int */
+#define DROCE_PROTO_CM_OPT_ACK_TIMEOUT	3	/* uint8_t: Local ACK Timeout of the QP */
 
 /*
  * An IP address and port as rdma_cm takes them. addr is 16 bytes: an IPv4 address in its
@@ -445,6 +445,15 @@ struct droce_proto_status {
 	uint32_t engine_srqs;
 	uint32_t engine_mrs;
 	uint32_t engine_ahs;
+	/* rdma_cm: channels (CM_OPEN), their ids (listening ones), connections (orphans too). */
+	uint32_t cm_channels;
+	uint32_t cm_ids;
+	uint32_t cm_listeners;
+	uint32_t cm_conns;
+	/* QP1: CM MADs taken, dropped (any reason: droced's log names them), sent. */
+	uint64_t cm_rx_mads;
+	uint64_t cm_rx_bad;
+	uint64_t cm_tx_mads;
 };
 
 struct droce_proto_resp {
