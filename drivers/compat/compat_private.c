@@ -14,7 +14,8 @@
  *    provider device there is no such object. Each returns EOPNOTSUPP, the ibv_cmd_*
  *    convention for an error (a positive errno), so a caller fails cleanly.
  *  - verbs_open_device / _verbs_init_and_alloc_context: NULL with errno EOPNOTSUPP.
- *  - __verbs_log: prints when DROCE_DEBUG is set, as libdroce's own messages do.
+ *  - __verbs_log(ctx, level, fmt, ...): prints when DROCE_DEBUG is set, as libdroce's own
+ *    messages do.
  * ibv_query_gid_type, the one private symbol that programs (ibv_devinfo, pyverbs) call
  * themselves, is libdroce's real implementation (lib/verbs/verbs_device.c).
  */
@@ -50,11 +51,14 @@ verbs_register_driver_34(const struct verbs_device_ops *ops)
 }
 
 COMPAT_EXPORT void
-__verbs_log(struct verbs_context *ctx, const char *fmt, ...)
+__verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* rdma-core 44's verbs_log(): the level comes before the format (providers such as
+	 * libefa log through it while probing every device). */
 	(void)ctx;
+	(void)level;
 	if (getenv("DROCE_DEBUG") == NULL)
 		return;
 	va_start(ap, fmt);
