@@ -83,15 +83,15 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	c = to_dctx(pd->context);
 	/* RoCE: the GRH is the address; port 1 is the only port. */
 	if (!attr->is_global || attr->port_num != VERBS_PORT_NUM ||
-	    attr->grh.sgid_index >= c->nb_gids || !c->gids[attr->grh.sgid_index].valid ||
-	    attr->grh.flow_label > DROCE_SHM_FLOW_LABEL_MAX)
+	    attr->grh.sgid_index >= c->nb_gids || !c->gids[attr->grh.sgid_index].valid)
 		return verbs_err_null(EINVAL);
 	ah = calloc(1, sizeof(*ah));
 	if (ah == NULL)
 		return verbs_err_null(ENOMEM);
 	req.create_ah.pd = pd->handle;
 	memcpy(req.create_ah.attr.dgid, attr->grh.dgid.raw, sizeof(req.create_ah.attr.dgid));
-	req.create_ah.attr.flow_label = attr->grh.flow_label;
+	/* The GRH field has 20 bits; the kernel and NICs drop the others (UCX passes ~0). */
+	req.create_ah.attr.flow_label = attr->grh.flow_label & DROCE_SHM_FLOW_LABEL_MAX;
 	req.create_ah.attr.sgid_index = attr->grh.sgid_index;
 	req.create_ah.attr.hop_limit = attr->grh.hop_limit;
 	req.create_ah.attr.traffic_class = attr->grh.traffic_class;

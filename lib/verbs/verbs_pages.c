@@ -8,10 +8,17 @@
  * device and inode) becomes a piece as it is; runs of other pages are copied into a new
  * memfd each, which is then mapped over them with MAP_FIXED, keeping their protection.
  * Control path only: called under the table's lock, never while posting.
+ *
+ * Hugetlb mappings (mmap MAP_HUGETLB, private or shared) are moved whole huge pages at a
+ * time (a hugetlb mapping cannot be split inside a page) into a hugetlb memfd of the same
+ * page size, read from /proc/self/smaps, so the application keeps its huge pages. When
+ * the pool has no free huge pages for the copy, they go into an ordinary memfd instead:
+ * the contents and addresses are kept, the TLB reach is not.
  */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/memfd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +41,7 @@ struct clip {
 	uintptr_t hi;
 	uint64_t pgoff;		/* file offset of lo */
 	int prot;
+	uint64_t pgsize;	/* page size of the mapping: > the base page for hugetlb */
 	int table;		/* index in the table when backed by one of our memfds, else -1 */
 	bool movable;		/* private memory we may copy: readable, not special */
 };
@@ -104,6 +112,8 @@ table_add(struct verbs_pages *p, int fd)
 	p->fds[p->nb].fd = fd;
 	p->fds[p->nb].dev = st.st_dev;
 	p->fds[p->nb].ino = st.st_ino;
+	/* hugetlbfs reports its page size as the block size. */
+	p->fds[p->nb].pgsize = (uint64_t)st.st_blksize;
 	p->nb++;
 	return 0;
 }
@@ -125,12 +135,60 @@ clips_push(struct clips *cs, const struct clip *c)
 }
 
 /*
+ * The page size of the mapping that starts at lo (KernelPageSize in /proc/self/smaps), or 0.
+ * Only asked for hugetlb mappings: reading smaps walks every mapping's page tables.
+ */
+static uint64_t
+smaps_page_size(unsigned long lo)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	uint64_t kb = 0;
+	bool in = false;
+
+	if (f == NULL)
+		return 0;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long a, b;
+		unsigned long long v;
+
+		/* A mapping's first line starts with its range; its fields start with a name. */
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
+			if (in)
+				break;
+			in = a == lo;
+			continue;
+		}
+		if (in && sscanf(line, "KernelPageSize: %llu kB", &v) == 1) {
+			kb = v;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * Anonymous hugetlb memory as /proc/self/maps names it: "/anon_hugepage (deleted)", or
+ * "anon_inode:[hugetlb]" on kernels that name it so, for MAP_HUGETLB private and shared.
+ */
+static bool
+path_is_anon_hugetlb(const char *path)
+{
+	return strcmp(path, "/anon_hugepage") == 0 || strcmp(path, "anon_inode:[hugetlb]") == 0;
+}
+
+/*
  * Reads /proc/self/maps: the mappings overlapping [start, end), clipped, into cs, and
- * which table memfds are still mapped anywhere (used[i]).
+ * which table memfds are still mapped anywhere (used[i]). A hugetlb clip is widened to
+ * whole huge pages (its mapping is aligned to them).
  */
 static int
 maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *cs, bool *used)
 {
+	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
 	FILE *f = fopen("/proc/self/maps", "re");
 	char *line = NULL;
 	size_t cap = 0;
@@ -154,8 +212,19 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 			used[t] = true;
 		if (hi <= start || lo >= end)
 			continue;
+		c.pgsize = base;
+		if (t >= 0)
+			c.pgsize = p->fds[t].pgsize;
+		else if (path_is_anon_hugetlb(path) || strncmp(path, "/SYSV", 5) == 0)
+			c.pgsize = smaps_page_size(lo);
+		if (c.pgsize == 0 || (lo | hi) % c.pgsize != 0)
+			c.pgsize = 0;	/* unknown or inconsistent: not movable, below */
 		c.lo = lo > start ? lo : start;
 		c.hi = hi < end ? hi : end;
+		if (c.pgsize > base) {
+			c.lo -= (c.lo - lo) % c.pgsize;
+			c.hi += (hi - c.hi) % c.pgsize;
+		}
 		c.pgoff = pgoff + (c.lo - lo);
 		c.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 			 (perms[2] == 'x' ? PROT_EXEC : 0);
@@ -165,12 +234,18 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 		 * Anonymous shared memory (mmap MAP_SHARED|MAP_ANONYMOUS, which maps shows as
 		 * /dev/zero (deleted)) is the process's own too: librpma registers such a page
 		 * for every connection. Moved like private memory; only a child forked
-		 * before the move and sharing it would stop seeing the parent's writes.
+		 * before the move and sharing it would stop seeing the parent's writes. The
+		 * same goes for anonymous hugetlb memory, shared or private (libfabric's
+		 * buffer pools), and SysV hugetlb segments (UCX's: shmget(SHM_HUGETLB), then
+		 * IPC_RMID at once, so no other process can attach them; shmdt on the moved
+		 * range then fails, and the pages stay mapped until munmap or exit).
 		 */
-		c.movable = t < 0 && perms[0] == 'r' &&
+		c.movable = t < 0 && perms[0] == 'r' && c.pgsize != 0 &&
 			    ((perms[3] == 'p' && (path[0] != '[' || strcmp(path, "[heap]") == 0 ||
 						  strncmp(path, "[stack", 6) == 0)) ||
-			     (perms[3] == 's' && strcmp(path, "/dev/zero") == 0 && ino != 0));
+			     (perms[3] == 's' && ino != 0 &&
+			      (strcmp(path, "/dev/zero") == 0 || path_is_anon_hugetlb(path) ||
+			       (strncmp(path, "/SYSV", 5) == 0 && c.pgsize > base))));
 		ret = clips_push(cs, &c);
 		if (ret < 0)
 			break;
@@ -180,22 +255,48 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 	return ret;
 }
 
-/* Copies [lo, hi) into a new memfd and maps it there; returns the fd or -errno. */
+/*
+ * A hugetlb memfd of len bytes in pages of pgsize holding a copy of [lo, lo + len), or
+ * -errno: ENOMEM (or another errno from the kernel) when the pool cannot supply the pages.
+ * The copy goes through a second mapping: hugetlbfs has no write().
+ */
 static int
-run_move(const struct clip *run, unsigned int n)
+huge_memfd_copy(uintptr_t lo, uint64_t len, uint64_t pgsize)
 {
-	uintptr_t lo = run[0].lo, hi = run[n - 1].hi;
-	uint64_t done = 0, len = hi - lo;
-	unsigned int i;
-	int fd;
+	unsigned int shift = (unsigned int)__builtin_ctzll(pgsize);
+	void *view;
+	int fd, err;
+
+	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB |
+			  (shift << MFD_HUGE_SHIFT));
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		goto fail;
+	/* Without MAP_NORESERVE the pages are reserved here: no free page is ENOMEM, not SIGBUS. */
+	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (view == MAP_FAILED)
+		goto fail;
+	memcpy(view, (const void *)lo, len);
+	munmap(view, len);
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	return -err;
+}
+
+/* An ordinary memfd of len bytes holding a copy of [lo, lo + len), or -errno. */
+static int
+memfd_copy(uintptr_t lo, uint64_t len)
+{
+	uint64_t done = 0;
+	int fd, err;
 
 	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	/*
-	 * Sealed at its size: droced maps it and must never see it shrink under its mapping
-	 * (a SIGBUS there); droced refuses pieces of memfds not sealed against shrinking.
-	 */
 	if (ftruncate(fd, (off_t)len) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		goto fail;
@@ -214,17 +315,46 @@ run_move(const struct clip *run, unsigned int n)
 			goto fail;
 		done += (uint64_t)w;
 	}
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	return -err;
+}
+
+/*
+ * Copies [lo, hi) of a run of clips with the same page size into a new memfd and maps it
+ * there; returns the fd or -errno.
+ */
+static int
+run_move(const struct verbs_pages *p, const struct clip *run, unsigned int n)
+{
+	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = run[0].lo, hi = run[n - 1].hi;
+	uint64_t len = hi - lo;
+	unsigned int i;
+	int fd = -ENOMEM, err;
+
+	/*
+	 * Sealed at its size: droced maps it and must never see it shrink under its mapping
+	 * (a SIGBUS there); droced refuses pieces of memfds not sealed against shrinking.
+	 */
+	if (run[0].pgsize > base && !p->no_huge_memfd)
+		fd = huge_memfd_copy(lo, len, run[0].pgsize);
+	if (fd < 0)
+		fd = memfd_copy(lo, len);
+	if (fd < 0)
+		return fd;
 	if (mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-	    MAP_FAILED)
-		goto fail;
+	    MAP_FAILED) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
 	for (i = 0; i < n; i++)
 		if (run[i].prot != (PROT_READ | PROT_WRITE))
 			mprotect((void *)run[i].lo, run[i].hi - run[i].lo, run[i].prot);
 	return fd;
-fail:
-	i = (unsigned int)errno;
-	close(fd);
-	return -(int)i;
 }
 
 /* Adds a piece, merging it with the previous one when it continues it in the same memfd. */
@@ -239,6 +369,14 @@ piece_add(struct verbs_piece *v, unsigned int *n, int t, uint64_t off, uint64_t 
 	v[*n].off = off;
 	v[*n].len = len;
 	(*n)++;
+}
+
+/* Whether clip i starts a new piece: a table clip, or the first clip of a run to move. */
+static bool
+run_starts(const struct clips *cs, unsigned int i)
+{
+	return cs->v[i].table >= 0 || i == 0 || cs->v[i - 1].table >= 0 ||
+	       cs->v[i - 1].pgsize != cs->v[i].pgsize;
 }
 
 /*
@@ -264,9 +402,12 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 	for (i = 0; i < cs->n; i++)
 		if (cs->v[i].table < 0 && !cs->v[i].movable)
 			return cs->v[i].prot & PROT_READ ? -EINVAL : -EFAULT;
-	/* Upper bound of the pieces: one per table clip, one per run of movable clips. */
+	/*
+	 * Upper bound of the pieces: one per table clip, one per run of movable clips of one
+	 * page size.
+	 */
 	for (i = 0; i < cs->n; i++)
-		if (cs->v[i].table >= 0 || i == 0 || cs->v[i - 1].table >= 0)
+		if (run_starts(cs, i))
 			n++;
 	if (n > max_pieces)
 		return -E2BIG;
@@ -278,9 +419,9 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 			j = i + 1;
 			continue;
 		}
-		for (j = i; j < cs->n && cs->v[j].table < 0; j++)
+		for (j = i + 1; j < cs->n && !run_starts(cs, j); j++)
 			;
-		ret = run_move(&cs->v[i], j - i);
+		ret = run_move(p, &cs->v[i], j - i);
 		if (ret < 0)
 			return ret;
 		if (table_add(p, ret) < 0) {
@@ -335,6 +476,11 @@ verbs_pages_share(struct verbs_pages *p, const void *addr, size_t len,
 	ret = maps_read(p, start, end, &cs, used);
 	if (ret < 0)
 		goto out;
+	/* Hugetlb clips at either end were widened to whole huge pages. */
+	if (cs.n > 0 && cs.v[0].lo < start)
+		start = cs.v[0].lo;
+	if (cs.n > 0 && cs.v[cs.n - 1].hi > end)
+		end = cs.v[cs.n - 1].hi;
 	/* Before moving: the clips' table indices must survive the compaction. */
 	for (i = 0; i < cs.n; i++)
 		if (cs.v[i].table >= 0) {

@@ -14,6 +14,7 @@
  */
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,6 +30,7 @@ struct verbs_pages_fd {
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	uint64_t pgsize;	/* its pages: the base page, or a huge page for a hugetlb memfd */
 };
 
 /*
@@ -41,6 +43,8 @@ struct verbs_pages {
 	uint32_t nb;
 	uint32_t cap;
 	struct verbs_pages_fd *fds;
+	/* Hugetlb pages go into ordinary memfds, as when the pool has none free (tests). */
+	bool no_huge_memfd;
 };
 
 #define VERBS_PAGES_INITIALIZER	{ .lock = PTHREAD_MUTEX_INITIALIZER }
@@ -52,8 +56,11 @@ void verbs_pages_fini(struct verbs_pages *p);
 /*
  * Makes the pages under [addr, addr + len) shared and describes them: up to max_pieces
  * pieces, in address order, that together cover exactly the page-aligned range, and
- * *first_off = addr minus the range's first page. Pages already in a memfd of the table
- * are not moved again. 0, or -errno with no piece returned:
+ * *first_off = addr minus the range's first page. In hugetlb memory (MAP_HUGETLB) the
+ * range's pages are its huge pages: the pieces cover them whole, moved into a hugetlb
+ * memfd of the same page size (an ordinary memfd when the pool has no free huge pages).
+ * Pages already in a memfd of the table are not moved again. 0, or -errno with no piece
+ * returned:
  *   -EINVAL  len 0, addr + len wraps, or a page that cannot be moved (a shared mapping
  *            that is not one of ours, [vdso] and the like, a hugetlb mapping split off-size);
  *   -EFAULT  a page in the range is not mapped, or not readable;

@@ -662,7 +662,8 @@ static void
 ah_attr_to_shm(const struct ibv_ah_attr *a, struct droce_shm_ah_attr *s)
 {
 	memcpy(s->dgid, a->grh.dgid.raw, sizeof(s->dgid));
-	s->flow_label = a->grh.flow_label;
+	/* The GRH field has 20 bits; the kernel and NICs drop the others (UCX passes ~0). */
+	s->flow_label = a->grh.flow_label & DROCE_SHM_FLOW_LABEL_MAX;
 	s->sgid_index = a->grh.sgid_index;
 	s->hop_limit = a->grh.hop_limit;
 	s->traffic_class = a->grh.traffic_class;

@@ -1593,6 +1593,17 @@ r_create_ah_port2(struct fx *f)
 }
 
 static long
+r_create_ah_flow_label_32bit(struct fx *f)
+{
+	struct ibv_ah_attr a;
+
+	/* UCX passes ~0: the kernel and NICs keep the GRH field's 20 bits, not EINVAL. */
+	fill_ah(f, &a);
+	a.grh.flow_label = 0xFFFFFFFFu;
+	CALL_PTR(f, ibv_create_ah(f->pd, &a), ibv_destroy_ah);
+}
+
+static long
 r_create_ah_unreachable(struct fx *f)
 {
 	static const uint8_t off_subnet[16] = {	/* ::ffff:203.0.113.77 (TEST-NET-3) */
@@ -1776,6 +1787,7 @@ static const struct row rows[] = {
 	ROW(r_create_ah_no_grh, 0, EINVAL, 0),
 	ROW(r_create_ah_sgid_index, 0, EINVAL, 0),
 	ROW(r_create_ah_port2, 0, EINVAL, 0),
+	ROW(r_create_ah_flow_label_32bit, 1, ERR_ANY, 0),
 	ROW(r_create_ah_unreachable, 0, EHOSTUNREACH, 0),
 	ROW(r_attach_mcast, EOPNOTSUPP, ERR_ANY, 0),
 	ROW(r_detach_mcast, EOPNOTSUPP, ERR_ANY, 0),

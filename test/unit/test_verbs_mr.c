@@ -37,15 +37,15 @@ fd_ino(int fd)
 }
 
 /*
- * Shares [addr, addr + len) and checks the pieces: in order they cover exactly the
- * page-aligned range; each, mapped a second time, shows the application's bytes, and a
- * write on either side is seen on the other. Returns the number of pieces (fds closed).
+ * Shares [addr, addr + len) and checks the pieces: in order they cover exactly the range
+ * aligned to pages of pg bytes; each, mapped a second time, shows the application's bytes,
+ * and a write on either side is seen on the other. Returns the number of pieces (fds
+ * closed).
  */
 static unsigned int
-share_and_check(struct verbs_pages *p, uint8_t *addr, size_t len, ino_t *inos)
+share_and_check_pg(struct verbs_pages *p, uint8_t *addr, size_t len, ino_t *inos, size_t pg)
 {
 	struct verbs_piece pieces[MAX_PIECES];
-	const size_t pg = page_size();
 	uintptr_t start = (uintptr_t)addr & ~(pg - 1);
 	uintptr_t end = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
 	uint64_t first_off = 0, covered = 0;
@@ -90,6 +90,12 @@ share_and_check(struct verbs_pages *p, uint8_t *addr, size_t len, ino_t *inos)
 	verbs_pieces_close(pieces, n);
 	droce_test_free(before);
 	return n;
+}
+
+static unsigned int
+share_and_check(struct verbs_pages *p, uint8_t *addr, size_t len, ino_t *inos)
+{
+	return share_and_check_pg(p, addr, len, inos, page_size());
 }
 
 DROCE_TEST(malloc_buffer_moves_in_place)
@@ -308,5 +314,142 @@ DROCE_TEST(bad_ranges_fail_cleanly)
 	CHECK_EQ_U64(p.nb, 2);
 	CHECK_EQ_U64(share_and_check(&p, buf, 3 * pg, NULL), 3);
 	munmap(buf, 3 * pg);
+	verbs_pages_fini(&p);
+}
+
+#define HUGE_2M		((size_t)2 << 20)
+
+/* Two 2 MiB huge pages of anonymous hugetlb memory, or NULL when the pool has none free. */
+static uint8_t *
+huge_map(int share)
+{
+	void *buf = mmap(NULL, 2 * HUGE_2M, PROT_READ | PROT_WRITE,
+			 share | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+
+	if (buf == MAP_FAILED) {
+		printf("# no free 2 MiB huge pages (MAP_HUGETLB: errno %d): hugetlb case skipped\n",
+		       errno);
+		return NULL;
+	}
+	return buf;
+}
+
+/* KernelPageSize of the mapping holding addr, in bytes (0 when not found). */
+static size_t
+kernel_page_size(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	bool in = false;
+	size_t kb = 0;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi, v;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && sscanf(line, "KernelPageSize: %lu kB", &v) == 1) {
+			kb = v;
+			break;
+		}
+	}
+	fclose(f);
+	return kb * 1024;
+}
+
+/* The one piece of a share of [addr, addr + len): its fd's block size, its offset. */
+static void
+share_one(struct verbs_pages *p, uint8_t *addr, size_t len, size_t *blksize, uint64_t *off,
+	  uint64_t *plen, ino_t *ino)
+{
+	struct verbs_piece pc;
+	struct stat st;
+	unsigned int n = 0;
+	uint64_t first_off = 0;
+
+	CHECK_EQ_I64(verbs_pages_share(p, addr, len, &pc, 1, &n, &first_off), 0);
+	CHECK_EQ_U64(n, 1);
+	CHECK(fstat(pc.fd, &st) == 0);
+	*blksize = (size_t)st.st_blksize;
+	*off = pc.off;
+	*plen = pc.len;
+	*ino = st.st_ino;
+	verbs_pieces_close(&pc, 1);
+}
+
+/*
+ * UCX's and libfabric's buffer pools (MAP_HUGETLB): moved whole huge pages at a time into
+ * a hugetlb memfd, so the application keeps its huge pages; a registration inside a huge
+ * page covers the whole page; a later one reuses the memfd.
+ */
+static void
+hugetlb_moves_in_place(int share)
+{
+	struct verbs_pages p;
+	uint8_t *buf = huge_map(share);
+	uint64_t off, plen;
+	size_t blk;
+	ino_t ino, ino2;
+
+	if (buf == NULL)
+		return;
+	verbs_pages_init(&p);
+	droce_test_rand_fill(buf, 2 * HUGE_2M);
+	/* A few bytes across the boundary of the two huge pages: both, whole. */
+	CHECK_EQ_U64(share_and_check_pg(&p, buf + HUGE_2M - 100, 200, NULL, HUGE_2M), 1);
+	CHECK_EQ_U64(kernel_page_size(buf), HUGE_2M);
+	CHECK_EQ_U64(kernel_page_size(buf + HUGE_2M), HUGE_2M);
+	share_one(&p, buf + 5, 17, &blk, &off, &plen, &ino);
+	CHECK_EQ_U64(blk, HUGE_2M);
+	CHECK_EQ_U64(off, 0);
+	CHECK_EQ_U64(plen, HUGE_2M);
+	share_one(&p, buf + HUGE_2M + 4096, 4096, &blk, &off, &plen, &ino2);
+	CHECK_EQ_U64(off, HUGE_2M);
+	CHECK_EQ_U64(plen, HUGE_2M);
+	CHECK_EQ_U64(ino2, ino);
+	CHECK_EQ_U64(p.nb, 1);
+	CHECK_EQ_U64(share_and_check_pg(&p, buf, 2 * HUGE_2M, NULL, HUGE_2M), 1);
+	CHECK(munmap(buf, 2 * HUGE_2M) == 0);
+	verbs_pages_fini(&p);
+}
+
+DROCE_TEST(private_hugetlb_buffer_moves_in_place)
+{
+	hugetlb_moves_in_place(MAP_PRIVATE);
+}
+
+DROCE_TEST(shared_hugetlb_buffer_moves_in_place)
+{
+	hugetlb_moves_in_place(MAP_SHARED);
+}
+
+/* Huge pages the pool cannot double for the copy: an ordinary memfd, same bytes. */
+DROCE_TEST(hugetlb_buffer_without_free_pages_moves_to_small_pages)
+{
+	struct verbs_pages p;
+	uint8_t *buf = huge_map(MAP_PRIVATE);
+	uint64_t off, plen;
+	size_t blk;
+	ino_t ino;
+
+	if (buf == NULL)
+		return;
+	verbs_pages_init(&p);
+	p.no_huge_memfd = true;
+	droce_test_rand_fill(buf, 2 * HUGE_2M);
+	CHECK_EQ_U64(share_and_check_pg(&p, buf + HUGE_2M + 1, 10, NULL, HUGE_2M), 1);
+	/* Small pages now: a later registration there takes only the pages it needs. */
+	share_one(&p, buf + HUGE_2M + 1, 10, &blk, &off, &plen, &ino);
+	CHECK_EQ_U64(blk, page_size());
+	CHECK_EQ_U64(off, 0);
+	CHECK_EQ_U64(plen, page_size());
+	CHECK_EQ_U64(kernel_page_size(buf), HUGE_2M);
+	CHECK_EQ_U64(kernel_page_size(buf + HUGE_2M), page_size());
+	/* Across the two kinds: the huge page moved whole, then the memfd as it is. */
+	CHECK_EQ_U64(share_and_check_pg(&p, buf, 2 * HUGE_2M, NULL, HUGE_2M), 2);
+	CHECK(munmap(buf, 2 * HUGE_2M) == 0);
 	verbs_pages_fini(&p);
 }
