@@ -28,7 +28,7 @@ packages=(
 	gcc libc6-dev clang libclang-rt-14-dev llvm meson ninja-build pkg-config git
 	dpdk-dev libdpdk-dev libibverbs-dev librdmacm-dev libnuma-dev libisal-dev libpcap-dev
 	python3-scapy python3-pyverbs tshark ibverbs-utils perftest iproute2 procps xz-utils
-	qemu-system-x86 cpio binutils iputils-ping
+	qemu-system-x86 cpio binutils iputils-ping rdmacm-utils librpma-dev libfabric-bin ucx-utils
 )
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
-                           expect_idle, log, parse_args, run_cases)
+                           ctl, expect_idle, log, parse_args, run_cases)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
@@ -437,12 +437,152 @@ def check_opcodes(pkts):
         check(atomics > 0, "%s sent no atomic request" % src)
 
 
+# The CM MADs each stack must have sent (rping and ib_send_bw -R, both ways): the
+# connection's REQ, REP and RTU, and the DREQ/DREP of its end; attribute IDs of IB spec
+# vol. 1 table 103, as tshark's MAD dissector shows them.
+CM_EACH_WAY = {"REQ": 0x10, "REP": 0x13, "RTU": 0x14, "DREQ": 0x15, "DREP": 0x16}
+
+
+def check_cm(pcap):
+    r = subprocess.run(["tshark", "--disable-protocol", "rpcordma", "-r", pcap, "-Y",
+                        "infiniband.mad.mgmtclass == 0x07", "-T", "fields", "-e", "ip.src",
+                        "-e", "infiniband.mad.attributeid", "-e", "infiniband.deth.srcqp",
+                        "-e", "infiniband.bth.destqp", "-e", "infiniband.deth.q_key"],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, "tshark: %s" % r.stderr)
+    seen = collections.defaultdict(collections.Counter)
+    for line in r.stdout.splitlines():
+        src, attr, sqp, dqp, qkey = line.split("\t")
+        check(int(sqp, 0) == 1 and int(dqp, 0) == 1 and int(qkey, 0) == 0x80010000,
+              "a CM MAD from %s not QP1 to QP1 with the GSI Q_Key: %s" % (src, line))
+        seen[src][int(attr, 0)] += 1
+    for src in (bench.link.DROCE_IP, bench.link.GUEST_IP):
+        missing = [n for n, a in CM_EACH_WAY.items() if seen[src][a] == 0]
+        check(not missing, "%s sent no CM %s (sent attribute IDs %s)" %
+              (src, missing, dict(seen[src])))
+    log("     CM MADs: both stacks sent %s" % " ".join(CM_EACH_WAY))
+
+
 def retransmissions(pkts, src):
     """Request packets src sent more than once (same QP and PSN): its go-back-N at work."""
     seen = collections.Counter((p.dqpn, p.psn, p.opcode) for p in pkts
                                if p.src == src and "ACK" not in p.opcode and
                                "RESPONSE" not in p.opcode)
     return sum(n - 1 for n in seen.values() if n > 1)
+
+
+# ---- rdma_cm: connections set up by CM MADs on QP1, Linux's CM on one side, droce's on the
+# other (no TCP exchange at all) ----
+
+CM_PORT_BASE = 7300
+
+
+def wait_cm_listening(where, port, server, timeout=60):
+    """Until an rdma_cm listener is on port: the guest's kernel (rdma's cm_id resource
+    listing), or droced (droce-ctl's cm_listeners). server must not end meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ended = server.done() if where == "guest" else server.proc.poll() is not None
+        if ended:
+            out = server.wait()[1] if where == "guest" else server.text()
+            raise TestFailure("the %s server ended before it listened:\n%s" % (where, out))
+        if where == "guest":
+            rc, out = bench.guest.run("rdma resource show cm_id", timeout=30)
+            if re.search(r"state LISTEN.*src-addr \S+:%d\b" % port, out):
+                return
+        else:
+            st = ctl(BIN["droce_ctl"], bench.daemon)
+            if int(st.get("cm_listeners", "0")) > 0:
+                return
+        check(time.monotonic() < deadline, "no rdma_cm listener on %s port %d after %d s" %
+              (where, port, timeout))
+        time.sleep(0.2)
+
+
+def run_cm_both(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, port,
+                timeout=CASE_TIMEOUT):
+    """One rdma_cm exchange, the server first; returns the outputs (droce, guest)."""
+    if droce_serves:
+        srv = droce_app(droce_srv, "droce")
+        try:
+            wait_cm_listening("droce", port, srv)
+        except TestFailure:
+            srv.stop()
+            raise
+        rc_g, out_g = bench.guest.spawn(guest_cli, timeout).wait()
+        if rc_g != 0:
+            srv.stop()
+        try:
+            rc_d = srv.wait(timeout)
+        except subprocess.TimeoutExpired:
+            srv.stop()
+            rc_d = srv.wait()
+        out_d = srv.output
+    else:
+        job = bench.guest.spawn(guest_srv, timeout)
+        try:
+            wait_cm_listening("guest", port, job)
+        except TestFailure:
+            job.kill()
+            raise
+        cli = droce_app(droce_cli, "droce")
+        try:
+            rc_d = cli.wait(timeout)
+        except subprocess.TimeoutExpired:
+            cli.stop()
+            rc_d = cli.wait()
+        if rc_d != 0:
+            job.kill()
+        rc_g, out_g = job.wait()
+        out_d = cli.output
+    if rc_d != 0 or rc_g != 0:
+        raise TestFailure("droce side exit %s, guest side exit %s\n--- droce:\n%s\n"
+                          "--- guest:\n%s" % (rc_d, rc_g, out_d, out_g))
+    return out_d, out_g
+
+
+def t_rping():
+    """rping -v -V both ways: 200 pings, each side's data printed and validated."""
+    count = 200
+    for droce_serves in (True, False):
+        port = CM_PORT_BASE + bench.next_port() % 100
+        srv_ip = bench.link.DROCE_IP if droce_serves else bench.link.GUEST_IP
+        common = "-v -V -C %d -a %s -p %d" % (count, srv_ip, port)
+        out_d, out_g = run_cm_both(["rping", "-s"] + common.split(),
+                                   ["rping", "-c"] + common.split(),
+                                   "rping -s " + common, "rping -c " + common,
+                                   droce_serves, port)
+        srv, cli = (out_d, out_g) if droce_serves else (out_g, out_d)
+        got_c = re.findall(r"^ping data: rdma-ping-(\d+): ", cli, re.M)
+        got_s = re.findall(r"^server ping data: rdma-ping-(\d+): ", srv, re.M)
+        check([int(g) for g in got_c] == list(range(count)) and len(got_s) == count,
+              "rping: client %d, server %d ping lines, want %d\n--- server:\n%s\n"
+              "--- client:\n%s" % (len(got_c), len(got_s), count, srv[-1500:], cli[-1500:]))
+        for side, out in (("droce", out_d), ("guest", out_g)):
+            bad = [l for l in out.splitlines() if ERROR_WORDS.search(l)]
+            check(not bad, "rping on %s: %s" % (side, bad))
+        log("     rping -C %d: ok, droce %s" % (count, "server" if droce_serves else "client"))
+
+
+def t_send_bw_rdma_cm():
+    """ib_send_bw -R both ways: perftest connects through rdma_cm, not TCP."""
+    iters, size = 200, 65536
+    for droce_serves in (True, False):
+        port = CM_PORT_BASE + bench.next_port() % 100
+        opts = "-R -p %d -n %d -s %d" % (port, iters, size)
+        srv_ip = bench.link.DROCE_IP if droce_serves else bench.link.GUEST_IP
+        out_d, out_g = run_cm_both(["ib_send_bw", "-d", "droce0"] + opts.split(),
+                                   ["ib_send_bw", "-d", "droce0"] + opts.split() + [srv_ip],
+                                   "ib_send_bw -d rxe0 " + opts,
+                                   "ib_send_bw -d rxe0 %s %s" % (opts, srv_ip),
+                                   droce_serves, port)
+        for side, out in (("droce", out_d), ("guest", out_g)):
+            bad = [l for l in out.splitlines() if ERROR_WORDS.search(l)]
+            check(not bad, "ib_send_bw -R on %s: %s\n%s" % (side, bad, out))
+            rows = perf_rows(out, 3)
+            check(len(rows) == 1 and rows[0][:2] == (size, iters) and rows[0][2][1] > 0,
+                  "ib_send_bw -R on %s: rows %s\n%s" % (side, rows, out))
+        log("     ib_send_bw -R: ok, droce %s" % ("server" if droce_serves else "client"))
 
 
 CASE_LIST = [
@@ -455,6 +595,8 @@ CASE_LIST = [
     ("read_bw", t_read_bw),
     ("atomic_bw", t_atomic_bw),
     ("send_lat", t_send_lat),
+    ("rping", t_rping),
+    ("send_bw_rdma_cm", t_send_bw_rdma_cm),
     ("loss", t_loss),
 ]
 
@@ -489,6 +631,7 @@ def main():
             check_headers(pcap)
             if not only:
                 check_opcodes(pkts)
+                check_cm(pcap)
                 if "loss" not in failed:
                     for src in (link.DROCE_IP, link.GUEST_IP):
                         n = retransmissions(pkts, src)

@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Debian's rdma_cm programs, unmodified, through two droced joined by net_memif: rdmacm-utils
+(rping, ucmatose, udaddy, rdma_server/rdma_client, cmtime) and perftest's -R mode. The only
+change is LD_LIBRARY_PATH at droce's drivers/compat, which holds librdmacm.so.1 and
+libibverbs.so.1: without it these programs find no rdma_cm device on this machine (no RDMA
+in the kernel), so a connection that completes is itself the proof that droce's libraries
+carried it. Addresses are the daemons' own (10.99.0.1 for A, 10.99.0.2 for B): rdma_cm
+resolves them through droced's ARP, and every byte, CM MADs included, crosses the memif link.
+
+Each case checks exit status and output on both sides: message counts, the data rping
+validates, the "return status 0" of ucmatose and udaddy, cmtime's table, perftest's rows.
+
+usage: test_rdmacm_utils.py DROCED DROCE_CTL COMPAT_DIR [CASE...]
+"""
+
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from droce_harness import (App, MemifPair, check, expect_idle, main, parse_args, run_cases,
+                           run_pair)
+
+BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
+ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
+# rdma_cm ports live in each droced, so these cannot collide with other tests' ports.
+RPING_PORT = 7174
+pair = None
+
+
+def both(srv_argv, cli_argv, server_on_a=True, timeout=120, start_delay=0.5):
+    s, c = (pair.a, pair.b) if server_on_a else (pair.b, pair.a)
+    return run_pair(srv_argv, cli_argv, s, c, timeout, env=ENV, start_delay=start_delay)
+
+
+def no_errors(out, side, words=r"error|fail|couldn't|unable|reject|unreachable"):
+    bad = [l for l in out.splitlines() if re.search(words, l, re.I)]
+    check(not bad, "%s reported: %s\n%s" % (side, bad, out))
+
+
+# Line-buffered stdout: rping's stderr messages share the output file and would otherwise
+# land inside a block of buffered ping lines.
+LINEBUF = ["stdbuf", "-oL"]
+
+
+def rping(server_on_a, count=1000, size=None):
+    srv_ip = pair.ip_a if server_on_a else pair.ip_b
+    extra = ["-S", str(size)] if size else []
+    srv, cli = both(LINEBUF + ["rping", "-s", "-v", "-V", "-C", str(count), "-a", srv_ip,
+                     "-p", str(RPING_PORT)] + extra,
+                    LINEBUF + ["rping", "-c", "-v", "-V", "-C", str(count), "-a", srv_ip,
+                     "-p", str(RPING_PORT)] + extra, server_on_a)
+    # -v: each side prints the ping data of every iteration; -V: each checks it.
+    got_c = re.findall(r"^ping data: rdma-ping-(\d+): ", cli, re.M)
+    got_s = re.findall(r"^server ping data: rdma-ping-(\d+): ", srv, re.M)
+    check([int(g) for g in got_c] == list(range(count)),
+          "client: %d ping lines (want %d, in order):\n%s" % (len(got_c), count, cli[-2000:]))
+    check(len(got_s) == count, "server: %d ping lines, want %d:\n%s" %
+          (len(got_s), count, srv[-2000:]))
+    no_errors(srv, "rping server")
+    no_errors(cli, "rping client")
+
+
+def t_rping_a_to_b():
+    rping(True)
+
+
+def t_rping_b_to_a():
+    rping(False)
+
+
+def t_rping_sizes():
+    # rping's largest -S is 65535.
+    for size in (64, 4096, 65535):
+        rping(True, count=50, size=size)
+
+
+def t_rping_rejected():
+    """Nothing listens on the port: the REQ is answered with a REJ (invalid service ID,
+    reason 8, as Linux answers), which rdma_cm reports as RDMA_CM_EVENT_REJECTED."""
+    app = App(["rping", "-c", "-v", "-C", "1", "-a", pair.ip_a, "-p", "7999"], pair.b, 30,
+              env=ENV)
+    rc = app.wait()
+    check(rc != 0, "rping to a port nobody listens on exited 0:\n%s" % app.output)
+    check(re.search(r"RDMA_CM_EVENT_REJECTED, error 8", app.output) is not None,
+          "no REJECTED (8) in:\n%s" % app.output)
+
+
+def t_rping_unreachable():
+    """An address no one on the link owns: ARP gives up and rdma_resolve_addr reports
+    RDMA_CM_EVENT_ADDR_ERROR; rping exits non-zero, quickly."""
+    t0 = time.monotonic()
+    app = App(["rping", "-c", "-C", "1", "-a", "10.99.0.77", "-p", str(RPING_PORT)], pair.b,
+              30, env=ENV)
+    rc = app.wait()
+    check(rc != 0, "rping to an unreachable address exited 0:\n%s" % app.output)
+    check(re.search(r"RDMA_CM_EVENT_ADDR_ERROR", app.output) is not None,
+          "no ADDR_ERROR in:\n%s" % app.output)
+    check(time.monotonic() - t0 < 10, "took %.1f s" % (time.monotonic() - t0))
+
+
+def t_ucmatose():
+    srv, cli = both(["ucmatose", "-c", "8", "-C", "100", "-S", "1024"],
+                    ["ucmatose", "-s", pair.ip_a, "-c", "8", "-C", "100", "-S", "1024"])
+    for side, out in (("server", srv), ("client", cli)):
+        check("return status 0" in out and "data transfers complete" in out,
+              "ucmatose %s:\n%s" % (side, out))
+        no_errors(out, "ucmatose " + side)
+
+
+def t_ucmatose_migrate():
+    srv, cli = both(["ucmatose", "-c", "4", "-C", "10", "-m"],
+                    ["ucmatose", "-s", pair.ip_a, "-c", "4", "-C", "10", "-m"])
+    for side, out in (("server", srv), ("client", cli)):
+        check("return status 0" in out, "ucmatose -m %s:\n%s" % (side, out))
+
+
+def t_udaddy():
+    srv, cli = both(["udaddy", "-c", "4", "-C", "20", "-S", "512"],
+                    ["udaddy", "-s", pair.ip_a, "-c", "4", "-C", "20", "-S", "512"])
+    for side, out in (("server", srv), ("client", cli)):
+        check("return status 0" in out and "data transfers complete" in out,
+              "udaddy %s:\n%s" % (side, out))
+        no_errors(out, "udaddy " + side)
+
+
+def t_rdma_server_client():
+    srv, cli = both(["rdma_server", "-s", pair.ip_a, "-p", "7471"],
+                    ["rdma_client", "-s", pair.ip_a, "-p", "7471"])
+    check(re.search(r"rdma_server: end 0", srv) is not None, "rdma_server:\n%s" % srv)
+    check(re.search(r"rdma_client: end 0", cli) is not None, "rdma_client:\n%s" % cli)
+
+
+CMTIME_STEPS = ("create id", "resolve addr", "resolve route", "create qp", "connect",
+                "disconnect", "destroy")
+
+
+def cmtime(conns):
+    """cmtime's client connects conns ids at once, step by step, and prints each step's
+    total and per-connection time. rdma-core 44's cmtime server never exits (it serves
+    until killed): the client's exit and table are what is checked, then the server is
+    stopped."""
+    srv = App(["cmtime", "-b", pair.ip_a, "-c", str(conns), "-p", "7472"], pair.a, 180,
+              "server", env=ENV)
+    time.sleep(0.5)
+    app = App(["cmtime", "-s", pair.ip_a, "-c", str(conns), "-p", "7472"], pair.b, 180,
+              "client", env=ENV)
+    rc = app.wait()
+    srv.stop()
+    cli = app.output
+    check(rc == 0, "cmtime client exit %s:\n%s\n--- server:\n%s" % (rc, cli, srv.text()))
+    steps = {}
+    # "resolve route:      155.86       145.36     396.00     779.32"
+    for m in re.finditer(r"^(\S.*?)\s*:\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$",
+                         cli, re.M):
+        steps[m.group(1).strip()] = [float(v) for v in m.group(2, 3, 4, 5)]
+    for s in CMTIME_STEPS:
+        check(s in steps, "cmtime has no '%s' row:\n%s" % (s, cli))
+    return steps, cli
+
+
+def t_cmtime():
+    steps, out = cmtime(200)
+    # total ms of the connect step over all connections, started together
+    check(steps["connect"][0] > 0, "cmtime connect: %s\n%s" % (steps["connect"], out))
+
+
+def perftest(prog, opts, sizes, iters):
+    common = [prog, "-d", "droce0", "-R", "-n", str(iters)] + list(opts)
+    srv, cli = both(common, common + [pair.ip_a], timeout=180)
+    ncols = 3 if prog.endswith("_bw") else 7
+    row = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+[\d.]+)+)[ \t]*$", re.M)
+    got = [(int(m.group(1)), int(m.group(2))) for m in row.finditer(cli)
+           if len(m.group(3).split()) == ncols]
+    check([g[0] for g in got] == sizes and all(g[1] == iters for g in got),
+          "%s -R client rows %s, want sizes %s x %d:\n%s" % (prog, got, sizes, iters, cli))
+    for side, out in (("server", srv), ("client", cli)):
+        no_errors(out, "%s -R %s" % (prog, side), r"error|fail|couldn't|unable")
+
+
+def t_send_bw_rdma_cm():
+    perftest("ib_send_bw", ["-s", "65536"], [65536], 500)
+
+
+def t_write_lat_rdma_cm():
+    perftest("ib_write_lat", ["-s", "64"], [64], 500)
+
+
+def t_read_bw_rdma_cm():
+    perftest("ib_read_bw", ["-s", "65536"], [65536], 200)
+
+
+def t_idle():
+    for d in (pair.a, pair.b):
+        expect_idle(BIN["droce_ctl"], d)
+
+
+CASE_LIST = [
+    ("rping_a_to_b", t_rping_a_to_b),
+    ("rping_b_to_a", t_rping_b_to_a),
+    ("rping_sizes", t_rping_sizes),
+    ("rping_rejected", t_rping_rejected),
+    ("rping_unreachable", t_rping_unreachable),
+    ("ucmatose", t_ucmatose),
+    ("ucmatose_migrate", t_ucmatose_migrate),
+    ("udaddy", t_udaddy),
+    ("rdma_server_client", t_rdma_server_client),
+    ("cmtime", t_cmtime),
+    ("send_bw_rdma_cm", t_send_bw_rdma_cm),
+    ("write_lat_rdma_cm", t_write_lat_rdma_cm),
+    ("read_bw_rdma_cm", t_read_bw_rdma_cm),
+    ("idle", t_idle),
+]
+
+
+def run():
+    global pair
+    with MemifPair(BIN["droced"], tag="rdmacm") as p:
+        pair = p
+        run_cases(CASE_LIST, CASES)
+
+
+if __name__ == "__main__":
+    main([("rdmacm_utils", run)], [])
