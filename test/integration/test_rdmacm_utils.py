@@ -19,8 +19,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, main, parse_args, run_cases,
-                           run_pair)
+from droce_harness import (App, MemifPair, check, expect_idle, log, main, parse_args,
+                           run_cases, run_pair)
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
@@ -214,11 +214,44 @@ CASE_LIST = [
 ]
 
 
+def t_device_removal():
+    """droced stops under a listening rping server and a connected rping client: each
+    gets RDMA_CM_EVENT_DEVICE_REMOVAL (rping prints "cma detected device removal") and
+    exits at once, as with a NIC whose driver goes away. Its own pair: it ends it."""
+    global pair
+    with MemifPair(BIN["droced"], tag="rdmacm-rm") as p:
+        pair = p
+        srv = App(["rping", "-s", "-a", p.ip_a, "-p", str(RPING_PORT)], p.a, 60, "server",
+                  env=ENV)
+        other = App(["rping", "-s", "-v", "-C", "100000", "-a", p.ip_b, "-p", "7175"], p.b,
+                    60, "server-b", env=ENV)
+        time.sleep(0.5)
+        # A client on A connected to B's server, pinging.
+        cli = App(["rping", "-c", "-v", "-C", "100000", "-a", p.ip_b,
+                   "-p", "7175"], p.a, 60, "client", env=ENV)
+        deadline = time.monotonic() + 20
+        while "ping data" not in cli.text():
+            check(time.monotonic() < deadline and cli.proc.poll() is None,
+                  "the client never pinged:\n%s" % cli.text())
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        p.a.stop()
+        t_stop = time.monotonic() - t0
+        for name, app in (("listening server", srv), ("connected client", cli)):
+            rc = app.wait(10)
+            check(rc != 0 and "cma detected device removal" in app.output,
+                  "%s on the stopped droced: exit %s:\n%s" % (name, rc, app.output[-1500:]))
+        log("     both rping on droced A saw DEVICE_REMOVAL; droced took %.1f s to stop, "
+            "the programs had exited %.1f s later" % (t_stop, time.monotonic() - t0 - t_stop))
+        other.stop()
+
+
 def run():
     global pair
     with MemifPair(BIN["droced"], tag="rdmacm") as p:
         pair = p
         run_cases(CASE_LIST, CASES)
+    run_cases([("device_removal", t_device_removal)], CASES)
 
 
 if __name__ == "__main__":
