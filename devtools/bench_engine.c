@@ -273,6 +273,7 @@ host_finish(struct bench_host *h, const struct bench_host *peer, uint32_t size)
 	if (h->dev == NULL || droce_dev_neigh_add(h->dev, peer->gid, peer->mac) != 0)
 		return -1;
 	memset(&ec, 0, sizeof(ec));
+	ec.slow_rx_wake_fd = -1;
 	ec.port_id = h->port;
 	ec.mp = h->mp;
 	memcpy(ec.mac, h->mac, sizeof(ec.mac));

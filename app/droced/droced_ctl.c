@@ -133,6 +133,7 @@ droced_ctl_init(struct droced *d)
 	d->listen_p.kind = DROCED_FD_LISTEN;
 	d->signal_p.kind = DROCED_FD_SIGNAL;
 	d->timer_p.kind = DROCED_FD_TIMER;
+	d->wake_p.kind = DROCED_FD_WAKE;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
@@ -148,7 +149,8 @@ droced_ctl_init(struct droced *d)
 		return -1;
 	if (epoll_add(d, d->lsock, EPOLLIN, &d->listen_p) != 0 ||
 	    epoll_add(d, d->sigfd, EPOLLIN, &d->signal_p) != 0 ||
-	    epoll_add(d, d->timerfd, EPOLLIN, &d->timer_p) != 0) {
+	    epoll_add(d, d->timerfd, EPOLLIN, &d->timer_p) != 0 ||
+	    epoll_add(d, d->wake_fd, EPOLLIN, &d->wake_p) != 0) {
 		DROCED_LOG(ERR, "epoll: %s", strerror(errno));
 		return -1;
 	}
@@ -335,6 +337,12 @@ droced_ctl_run(struct droced *d)
 			case DROCED_FD_TIMER:
 				if (read(d->timerfd, &expirations, sizeof(expirations)) > 0)
 					tick(d);
+				break;
+			case DROCED_FD_WAKE:
+				/* The MADs are taken after the batch, below. */
+				if (read(d->wake_fd, &expirations, sizeof(expirations)) < 0 &&
+				    errno != EAGAIN)
+					DROCED_LOG(ERR, "wake eventfd: %s", strerror(errno));
 				break;
 			case DROCED_FD_CLIENT:
 				c = (struct droced_client *)p;

@@ -103,6 +103,7 @@ enum droced_fd_kind {
 	DROCED_FD_LISTEN,
 	DROCED_FD_SIGNAL,
 	DROCED_FD_TIMER,
+	DROCED_FD_WAKE,
 	DROCED_FD_CLIENT,
 };
 
@@ -138,8 +139,9 @@ struct droced {
 	uint32_t nb_engines;
 	bool launched[DROCE_ENGINE_MAX];
 	int epfd;
-	struct droced_pollable listen_p, signal_p, timer_p;
+	struct droced_pollable listen_p, signal_p, timer_p, wake_p;
 	int lsock, sigfd, timerfd;
+	int wake_fd;		/* eventfd: engines queued CM MADs on a slow_rx ring */
 	bool socket_bound;	/* the path is ours to unlink */
 	TAILQ_HEAD(, droced_client) clients;
 	uint64_t start_ms;

@@ -387,7 +387,7 @@ main(int argc, char **argv)
 	}
 	d->start_ms = droced_now_ms();
 	TAILQ_INIT(&d->clients);
-	d->epfd = d->lsock = d->sigfd = d->timerfd = -1;
+	d->epfd = d->lsock = d->sigfd = d->timerfd = d->wake_fd = -1;
 	if (lcores_check(d) == 0 && droced_ports_init(d) == 0 && engines_start(d) == 0 &&
 	    droced_ports_announce(d) == 0 && droced_ctl_init(d) == 0) {
 		droced_devnodes_init(d->nb_ports);

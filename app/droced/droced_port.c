@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_dev.h>
@@ -234,6 +236,12 @@ droced_ports_init(struct droced *d)
 	uint32_t i;
 
 	d->nb_ports = d->cfg.nb_ports;
+	/* Made before the engines, which get it in their configuration (slow_rx_wake_fd). */
+	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->wake_fd < 0) {
+		DROCED_LOG(ERR, "eventfd: %s", strerror(errno));
+		return -1;
+	}
 	for (i = 0; i < d->nb_ports; i++) {
 		d->ports[i].cfg = &d->cfg.ports[i];
 		d->ports[i].index = i;
@@ -269,6 +277,7 @@ droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine
 	ec->idle_sleep_us = d->cfg.idle_sleep_us;
 	ec->rx_no_icrc = p->cfg->rx_no_icrc;
 	ec->slow_rx = p->slow_rx;
+	ec->slow_rx_wake_fd = d->wake_fd;
 	/* slow_tx is single-consumer: the port's first engine sends the control frames. */
 	ec->slow_tx = q == 0 ? p->slow_tx : NULL;
 }
@@ -471,4 +480,7 @@ droced_ports_fini(struct droced *d)
 		p->slow_rx = p->slow_tx = NULL;
 		p->mp = NULL;
 	}
+	if (d->wake_fd >= 0)
+		close(d->wake_fd);
+	d->wake_fd = -1;
 }

@@ -98,6 +98,14 @@ struct droce_engine_conf {
 	 */
 	struct rte_ring *slow_rx;
 	/*
+	 * An eventfd the engine writes after a burst that put QP1 packets on slow_rx, so a
+	 * control thread asleep in epoll answers a CM MAD at once rather than at its next
+	 * tick (a connection's set-up is several MADs each way). -1: none. Once per burst,
+	 * and only for QP1 (ARP and ICMP wait for the tick): never a syscall per packet of
+	 * the data path.
+	 */
+	int slow_rx_wake_fd;
+	/*
 	 * Frames the control thread wants sent on the port: the engine dequeues and transmits
 	 * them. NULL: none. Single consumer: give a port's ring to one of its engines.
 	 */
@@ -130,6 +138,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_malformed, "RoCEv2 packets rejected by the parser (ICRC, lengths, ...)") \
 	X(rx_no_qp, "packets for a QPN with no QP") \
 	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
+	X(slow_rx_wake_fail, "wake-ups of the control thread that failed (its eventfd)") \
+	X(cmd_wakeups, "idle naps a control command ended early") \
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \

@@ -387,8 +387,11 @@ struct droce_engine {
 	uint32_t idle_sleep_us;
 	uint32_t parse_flags;
 	struct rte_ring *cmds;		/* control -> engine */
+	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */
 	struct rte_ring *handoff;	/* other engines -> engine: packets of its QPs */
 	struct rte_ring *slow_rx;	/* engine -> control thread: ARP, ICMP, ... */
+	int slow_rx_wake_fd;		/* eventfd written after a burst that queued MADs */
+	bool slow_rx_wake;		/* this burst queued a QP1 packet */
 	struct rte_ring *slow_tx;	/* control thread -> engine: frames to send */
 	uint64_t tsc_hz;
 	uint64_t now;			/* TSC at the start of this loop pass */

@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -188,6 +190,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
 		if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
 			ENGINE_STAT(e, rx_gsi);
+			e->slow_rx_wake = true;
 			return;
 		}
 		ENGINE_STAT(e, rx_slow_drop);
@@ -238,6 +241,14 @@ engine_stage_rx(struct droce_engine *e)
 	e->st.rx_handoff_in += h;
 	for (i = 0; i < h; i++)
 		engine_dispatch(e, pkts[i]);
+	if (e->slow_rx_wake) {
+		uint64_t one = 1;
+
+		e->slow_rx_wake = false;
+		/* Best effort: a full counter already means "wake up". */
+		if (e->slow_rx_wake_fd >= 0 && write(e->slow_rx_wake_fd, &one, sizeof(one)) < 0)
+			ENGINE_STAT(e, slow_rx_wake_fail);
+	}
 	return n + h;
 }
 
@@ -435,6 +446,13 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 	}
 	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0)
 		usleep(10);
+	if (e->idle_sleep_us != 0) {
+		uint64_t one = 1;
+
+		/* Ends the engine's nap (engine_idle_sleep); a full counter wakes it as well. */
+		if (write(e->cmd_wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			ENGINE_LOG(DEBUG, "engine %u: command wake-up: %s\n", e->id, strerror(errno));
+	}
 	start = rte_rdtsc();
 	while (!atomic_load_explicit(&cmd->done, memory_order_acquire)) {
 		if (!atomic_load_explicit(&e->running, memory_order_acquire)) {
@@ -525,6 +543,28 @@ droce_engine_poll(struct droce_engine *e)
 	return work;
 }
 
+/*
+ * An idle engine naps idle_sleep_us, but a command (a QP modify, a CQ, ...) ends the nap:
+ * the control thread waits for every command it queues, and a connection's set-up is
+ * several of them on each side (rdma_cm: create, INIT, RTR, RTS), so a command left for
+ * the end of a 50 us nap would bound a daemon to a few thousand connections a second.
+ * engine_cmd_run() writes the eventfd after each enqueue; its count stays set until read
+ * here, so a command queued just before the nap ends it at once.
+ */
+static void
+engine_idle_sleep(struct droce_engine *e)
+{
+	struct pollfd pfd = { .fd = e->cmd_wake_fd, .events = POLLIN };
+	struct timespec ts = {
+		.tv_sec = e->idle_sleep_us / 1000000,
+		.tv_nsec = (long)(e->idle_sleep_us % 1000000) * 1000,
+	};
+	uint64_t n;
+
+	if (ppoll(&pfd, 1, &ts, NULL) > 0 && read(e->cmd_wake_fd, &n, sizeof(n)) > 0)
+		ENGINE_STAT(e, cmd_wakeups);
+}
+
 int
 droce_engine_run(void *arg)
 {
@@ -537,7 +577,7 @@ droce_engine_run(void *arg)
 			continue;
 		}
 		if (e->idle_sleep_us != 0 && ++e->idle >= ENGINE_IDLE_LOOPS)
-			usleep(e->idle_sleep_us);
+			engine_idle_sleep(e);
 		else
 			rte_pause();
 	}
@@ -608,6 +648,7 @@ droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engin
 	e->idle_sleep_us = conf->idle_sleep_us;
 	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
 	e->slow_rx = conf->slow_rx;
+	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;
 	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
 	e->timer_next = UINT64_MAX;
@@ -619,9 +660,13 @@ droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engin
 	e->cmds = rte_ring_create(name, ENGINE_CMD_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "droce_hoff_%p", (void *)e);
 	e->handoff = rte_ring_create(name, ENGINE_HANDOFF_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	if (e->cmds == NULL || e->handoff == NULL) {
+	/* Non-blocking: a command's write never waits, the idle engine's read never blocks. */
+	e->cmd_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0) {
 		rte_ring_free(e->cmds);
 		rte_ring_free(e->handoff);
+		if (e->cmd_wake_fd >= 0)
+			close(e->cmd_wake_fd);
 		rte_free(e);
 		rte_errno = ENOMEM;
 		return NULL;
@@ -643,6 +688,7 @@ droce_engine_destroy(struct droce_engine *e)
 		rte_pktmbuf_free(m);
 	rte_ring_free(e->handoff);
 	rte_ring_free(e->cmds);
+	close(e->cmd_wake_fd);
 	e->dev->engines[e->id] = NULL;
 	rte_free(e);
 }

@@ -156,6 +156,7 @@ host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t pee
 		struct droce_engine_conf ec;
 
 		memset(&ec, 0, sizeof(ec));
+		ec.slow_rx_wake_fd = -1;
 		ec.port_id = port;
 		ec.rx_queue = i;
 		ec.tx_queue = i;
