@@ -215,6 +215,7 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 		return len < 0 ? len : -ENOBUFS;
 	}
 	droced.gsi.tx_mads++;
+	droced_port_tx_wake(p);
 	return 0;
 }
 

@@ -179,6 +179,8 @@ uint8_t droced_mtu_enum(uint32_t mtu);
  * droced_client_resolved), -EHOSTUNREACH (cannot be resolved).
  */
 int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
+/* After a frame went on p's slow_tx: ends the napping engine's sleep so it sends now. */
+void droced_port_tx_wake(struct droced_port *p);
 /* The address vector as the wire will carry it (the route's hop limit, see above). */
 void droced_route_av(struct droce_shm_ah_attr *ah);
 

@@ -60,6 +60,16 @@ net_tx(void *arg, struct rte_mbuf *m)
 
 	if (rte_ring_sp_enqueue(p->slow_tx, m) != 0)
 		rte_pktmbuf_free(m);
+	else
+		droced_port_tx_wake(p);
+}
+
+void
+droced_port_tx_wake(struct droced_port *p)
+{
+	/* slow_tx's consumer is the port's first engine (droced_port_engine_conf). */
+	if (p->nb_engines > 0 && droced.engines[p->engines[0]] != NULL)
+		droce_engine_wake(droced.engines[p->engines[0]]);
 }
 
 static void

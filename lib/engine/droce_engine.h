@@ -116,6 +116,11 @@ struct droce_engine_conf {
 struct droce_engine *droce_engine_create(struct droce_dev *dev, uint32_t id,
 					 const struct droce_engine_conf *conf);
 void droce_engine_destroy(struct droce_engine *e);
+/*
+ * Ends e's idle nap (conf.idle_sleep_us) now: after queuing work it finds only by polling,
+ * such as a frame on its slow_tx ring. Any thread; a write to an eventfd.
+ */
+void droce_engine_wake(struct droce_engine *e);
 
 /*
  * The engine loop, for rte_eal_remote_launch(droce_engine_run, e, lcore): runs until

@@ -433,6 +433,17 @@ engine_ctl_wait(uint64_t start)
 		usleep(1);
 }
 
+void
+droce_engine_wake(struct droce_engine *e)
+{
+	uint64_t one = 1;
+
+	/* Only a napping engine needs it; a full counter wakes it as well. */
+	if (e->idle_sleep_us != 0 && write(e->cmd_wake_fd, &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
+		ENGINE_LOG(DEBUG, "engine %u: wake-up: %s\n", e->id, strerror(errno));
+}
+
 int
 engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 {
@@ -446,13 +457,7 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 	}
 	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0)
 		usleep(10);
-	if (e->idle_sleep_us != 0) {
-		uint64_t one = 1;
-
-		/* Ends the engine's nap (engine_idle_sleep); a full counter wakes it as well. */
-		if (write(e->cmd_wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			ENGINE_LOG(DEBUG, "engine %u: command wake-up: %s\n", e->id, strerror(errno));
-	}
+	droce_engine_wake(e);	/* ends its idle nap (engine_idle_sleep) */
 	start = rte_rdtsc();
 	while (!atomic_load_explicit(&cmd->done, memory_order_acquire)) {
 		if (!atomic_load_explicit(&e->running, memory_order_acquire)) {
@@ -548,8 +553,9 @@ droce_engine_poll(struct droce_engine *e)
  * the control thread waits for every command it queues, and a connection's set-up is
  * several of them on each side (rdma_cm: create, INIT, RTR, RTS), so a command left for
  * the end of a 50 us nap would bound a daemon to a few thousand connections a second.
- * engine_cmd_run() writes the eventfd after each enqueue; its count stays set until read
- * here, so a command queued just before the nap ends it at once.
+ * engine_cmd_run() writes the eventfd after each enqueue (droce_engine_wake(), which droced
+ * also calls after queuing a frame on slow_tx); its count stays set until read here, so
+ * work queued just before the nap ends it at once.
  */
 static void
 engine_idle_sleep(struct droce_engine *e)
