@@ -1243,6 +1243,24 @@ op_init_qp_attr(struct droced_cm_id *id, uint32_t state, struct droce_proto_cm_q
 	}
 }
 
+/* DROCE_PROTO_CM_QPS_CONNECT: INIT, RTR and RTS in one answer. */
+static int
+op_init_qp_attrs(struct droced_cm_id *id, struct droce_proto_cm_qp_attr a[3])
+{
+	static const uint32_t states[3] = {
+		DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS
+	};
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < 3; i++) {
+		rc = op_init_qp_attr(id, states[i], &a[i]);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int
 op_set_option(struct droced_cm_id *id, uint32_t name, uint32_t value)
 {
@@ -1357,6 +1375,17 @@ op_get_event(struct droced_cm_chan *ch, struct droce_proto_resp *resp)
 	ch->nb_events--;
 	resp->cm_event = e->ev;
 	resp->cm_event.id = e->id->handle;
+	/* The id as CM_QUERY would show it now: librdmacm needs no round trip of its own. */
+	switch (e->ev.event) {
+	case DROCE_PROTO_CM_EVENT_ADDR_RESOLVED:
+	case DROCE_PROTO_CM_EVENT_ROUTE_RESOLVED:
+	case DROCE_PROTO_CM_EVENT_CONNECT_REQUEST:
+		id_info(e->id, &resp->cm_event.info);
+		resp->cm_event.flags |= DROCE_PROTO_CM_EVENT_F_INFO;
+		break;
+	default:
+		break;
+	}
 	if (e->ev.event == DROCE_PROTO_CM_EVENT_CONNECT_REQUEST && e->id->listener != NULL) {
 		/* Handed out: the new id is the application's now, and leaves the backlog. */
 		e->id->listener->pending--;
@@ -1504,6 +1533,8 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 	case DROCE_OP_CM_DISCONNECT:
 		return op_disconnect(id);
 	case DROCE_OP_CM_INIT_QP_ATTR:
+		if (req->cm_init_qp_attr.qp_state == DROCE_PROTO_CM_QPS_CONNECT)
+			return op_init_qp_attrs(id, resp->cm_qp_attrs);
 		return op_init_qp_attr(id, req->cm_init_qp_attr.qp_state, &resp->cm_qp_attr);
 	case DROCE_OP_CM_SET_OPTION:
 		return op_set_option(id, req->cm_set_option.name, req->cm_set_option.value);

@@ -220,27 +220,58 @@ rcm_channel_close(struct rcm_channel *c)
 	free(c);
 }
 
+/*
+ * A channel's ids: a list (DEVICE_REMOVAL walks it) and a table by handle (every event
+ * looks its id up: thousands of ids on one channel must not make that a walk). The caller
+ * holds c's lock.
+ */
+static void
+ids_add_locked(struct rcm_channel *c, struct rcm_id *r)
+{
+	struct rcm_id **b = &c->by_handle[r->handle % RCM_ID_BUCKETS];
+
+	r->next = c->ids;
+	if (c->ids != NULL)
+		c->ids->pprev = &r->next;
+	r->pprev = &c->ids;
+	c->ids = r;
+	r->hnext = *b;
+	*b = r;
+}
+
+static void
+ids_del_locked(struct rcm_channel *c, struct rcm_id *r)
+{
+	struct rcm_id **p;
+
+	if (r->pprev == NULL)
+		return;		/* not on a list */
+	*r->pprev = r->next;
+	if (r->next != NULL)
+		r->next->pprev = r->pprev;
+	r->next = NULL;
+	r->pprev = NULL;
+	for (p = &c->by_handle[r->handle % RCM_ID_BUCKETS]; *p != NULL; p = &(*p)->hnext)
+		if (*p == r) {
+			*p = r->hnext;
+			break;
+		}
+	r->hnext = NULL;
+}
+
 void
 rcm_channel_link(struct rcm_channel *c, struct rcm_id *r)
 {
 	pthread_mutex_lock(&c->lock);
-	r->next = c->ids;
-	c->ids = r;
+	ids_add_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 }
 
 void
 rcm_channel_unlink(struct rcm_channel *c, struct rcm_id *r)
 {
-	struct rcm_id **p;
-
 	pthread_mutex_lock(&c->lock);
-	for (p = &c->ids; *p != NULL; p = &(*p)->next)
-		if (*p == r) {
-			*p = r->next;
-			break;
-		}
-	r->next = NULL;
+	ids_del_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -249,7 +280,7 @@ lookup_locked(struct rcm_channel *c, uint32_t handle)
 {
 	struct rcm_id *r;
 
-	for (r = c->ids; r != NULL; r = r->next)
+	for (r = c->by_handle[handle % RCM_ID_BUCKETS]; r != NULL; r = r->hnext)
 		if (r->handle == handle)
 			return r;
 	return NULL;
@@ -353,8 +384,7 @@ conn_resp(struct rcm_id *r)
 	struct droce_proto_resp resp;
 	int ret;
 
-	if (rcm_qp_rtr(&r->id, RDMA_MAX_RESP_RES) != 0 ||
-	    rcm_qp_rts(&r->id, RDMA_MAX_INIT_DEPTH) != 0) {
+	if (rcm_qp_connect(&r->id, RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH) != 0) {
 		ret = errno;
 		goto err;
 	}
@@ -374,20 +404,29 @@ err:
 }
 
 /*
+ * The id's addresses, device and route: from the event when droced put them there
+ * (DROCE_PROTO_CM_EVENT_F_INFO), else by CM_QUERY.
+ */
+static int
+id_info(struct rcm_id *r, const struct droce_proto_cm_event *ev)
+{
+	if (ev->flags & DROCE_PROTO_CM_EVENT_F_INFO)
+		return rcm_id_fill(r, &ev->info);
+	return rcm_id_query(r);
+}
+
+/*
  * The new id of a CONNECT_REQUEST, on the listener's channel (already linked there).
  * A synchronous listener's new id moves to a private channel of its own, as rdma-core's.
  */
 static int
-conn_req(struct rcm_event *e, struct rcm_id *nid)
+conn_req(struct rcm_event *e, struct rcm_id *nid, const struct droce_proto_cm_event *ev)
 {
-	int ret;
-
 	nid->initiator_depth = e->event.param.conn.initiator_depth;
 	nid->responder_resources = e->event.param.conn.responder_resources;
 	if (e->owner->sync && rdma_migrate_id(&nid->id, NULL) != 0)
 		return errno;
-	ret = rcm_id_query(nid);
-	return ret;
+	return id_info(nid, ev);
 }
 
 /* The next event droced queued on c: 0 with *e filled, EAGAIN when its byte was stale. */
@@ -413,8 +452,7 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 			nid = rcm_id_alloc(&c->ch, r->id.context, r->id.ps, r->id.qp_type);
 			if (nid != NULL) {
 				nid->handle = ev->id;
-				nid->next = c->ids;
-				c->ids = nid;
+				ids_add_locked(c, nid);
 			}
 		}
 	} else {
@@ -443,14 +481,14 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		ret = rcm_id_query(r);
+		ret = id_info(r, ev);
 		if (ret != 0) {
 			e->event.event = RDMA_CM_EVENT_ADDR_ERROR;
 			e->event.status = -ret;
 		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		ret = rcm_id_query(r);
+		ret = id_info(r, ev);
 		if (ret != 0) {
 			e->event.event = RDMA_CM_EVENT_ROUTE_ERROR;
 			e->event.status = -ret;
@@ -467,7 +505,7 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 			rcm_event_complete(r);
 			return EAGAIN;
 		}
-		ret = conn_req(e, nid);
+		ret = conn_req(e, nid, ev);
 		if (ret != 0) {
 			rdma_destroy_id(&nid->id);
 			rcm_event_complete(r);
@@ -683,19 +721,13 @@ rcm_destroy_call(struct rcm_channel *c, struct rcm_id *r)
 {
 	struct droce_proto_req req = { .op = DROCE_OP_CM_DESTROY_ID };
 	struct droce_proto_resp resp;
-	struct rcm_id **p;
 	int ret;
 
 	req.cm_id.id = r->handle;
 	pthread_mutex_lock(&c->lock);
 	ret = call_locked(c, &req, &resp, NULL, 0, NULL);
 	if (ret == 0 || ret == ENODEV) {
-		for (p = &c->ids; *p != NULL; p = &(*p)->next)
-			if (*p == r) {
-				*p = r->next;
-				break;
-			}
-		r->next = NULL;
+		ids_del_locked(c, r);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -714,7 +746,6 @@ rcm_migrate_call(struct rcm_channel *to, struct rcm_id *r)
 	struct rcm_channel *first = from < to ? from : to, *second = from < to ? to : from;
 	struct droce_proto_req req = { .op = DROCE_OP_CM_MIGRATE };
 	struct droce_proto_resp resp;
-	struct rcm_id **p;
 	int ret;
 
 	req.cm_migrate.from_channel = from->token;
@@ -724,14 +755,9 @@ rcm_migrate_call(struct rcm_channel *to, struct rcm_id *r)
 		pthread_mutex_lock(&second->lock);
 	ret = call_locked(to, &req, &resp, NULL, 0, NULL);
 	if (ret == 0) {
-		for (p = &from->ids; *p != NULL; p = &(*p)->next)
-			if (*p == r) {
-				*p = r->next;
-				break;
-			}
+		ids_del_locked(from, r);
 		r->handle = resp.cm_id.id;
-		r->next = to->ids;
-		to->ids = r;
+		ids_add_locked(to, r);
 	}
 	if (second != first)
 		pthread_mutex_unlock(&second->lock);

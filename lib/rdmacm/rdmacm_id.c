@@ -489,8 +489,7 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		r->responder_resources = conn_param->responder_resources;
 	}
 	if (id->qp_type != IBV_QPT_UD) {
-		if (rcm_qp_rtr(id, r->responder_resources) != 0 ||
-		    rcm_qp_rts(id, r->initiator_depth) != 0)
+		if (rcm_qp_connect(id, r->responder_resources, r->initiator_depth) != 0)
 			return -1;
 	}
 	req.cm_conn.id = r->handle;

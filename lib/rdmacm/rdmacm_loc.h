@@ -36,6 +36,8 @@
 
 /* The one port of every droce device (lib/verbs: VERBS_PORT_NUM). */
 #define RCM_PORT_NUM		1
+/* Buckets of a channel's id table: droced hands out small handles, lowest free first. */
+#define RCM_ID_BUCKETS		1024
 #define RCM_DEV_PREFIX		"droce"
 #define RCM_DEFAULT_PKEY	0xFFFF
 /* rdma-core's defaults for a NULL rdma_conn_param (cma.c): retry and RNR retry 7. */
@@ -69,6 +71,7 @@ struct rcm_channel {
 	uint32_t token;			/* CM_OPEN's answer: names the channel to CM_MIGRATE */
 	pthread_mutex_t lock;		/* round trips and ids */
 	struct rcm_id *ids;		/* ids whose events arrive here */
+	struct rcm_id *by_handle[RCM_ID_BUCKETS];	/* the same ids, by handle */
 	bool lost;			/* the socket failed: droced is gone */
 	bool eof;			/* the pipe reached end of file */
 	uint32_t waiters;		/* threads inside rdma_get_cm_event (atomic) */
@@ -92,6 +95,8 @@ struct rcm_id {
 	struct ibv_qp_init_attr *qp_init_attr;	/* passive rdma_create_ep: rdma_get_request */
 	struct ibv_sa_path_rec path;		/* id.route.path_rec */
 	struct rcm_id *next;			/* on the channel's list */
+	struct rcm_id **pprev;			/* what points at it there */
+	struct rcm_id *hnext;			/* in the channel's table, by handle */
 };
 
 /* An event as handed out: its private data lives with it until rdma_ack_cm_event. */
@@ -155,8 +160,7 @@ int rcm_addrlen(const struct sockaddr *sa);
 
 /* rdmacm_qp.c */
 void rcm_ah_from_proto(const struct droce_shm_ah_attr *s, struct ibv_ah_attr *a);
-int rcm_qp_rtr(struct rdma_cm_id *id, uint8_t resp_res);
-int rcm_qp_rts(struct rdma_cm_id *id, uint8_t init_depth);
+int rcm_qp_connect(struct rdma_cm_id *id, uint8_t resp_res, uint8_t init_depth);
 int rcm_qp_err(struct rdma_cm_id *id);
 
 /* rdmacm_device.c */

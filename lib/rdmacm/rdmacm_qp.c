@@ -28,22 +28,11 @@ rcm_ah_from_proto(const struct droce_shm_ah_attr *s, struct ibv_ah_attr *a)
 	a->port_num = s->port_num != 0 ? s->port_num : RCM_PORT_NUM;
 }
 
-RCM_EXPORT int
-rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+/* As ibv_copy_qp_attr_from_kern: every field is the answer's. */
+static void
+qp_attr_from_proto(const struct droce_proto_cm_qp_attr *a, struct ibv_qp_attr *qp_attr,
+		   int *qp_attr_mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_INIT_QP_ATTR };
-	struct droce_proto_resp resp;
-	const struct droce_proto_cm_qp_attr *a = &resp.cm_qp_attr;
-	int ret;
-
-	if (id == NULL || qp_attr == NULL || qp_attr_mask == NULL)
-		return rcm_err(EINVAL);
-	req.cm_init_qp_attr.id = to_rid(id)->handle;
-	req.cm_init_qp_attr.qp_state = qp_attr->qp_state;
-	ret = rcm_call(to_rch(id->channel), &req, &resp);
-	if (ret != 0)
-		return rcm_err(ret);
-	/* As ibv_copy_qp_attr_from_kern: every field is the answer's. */
 	memset(qp_attr, 0, sizeof(*qp_attr));
 	qp_attr->qp_state = a->qp_state;
 	qp_attr->qp_access_flags = a->qp_access_flags;
@@ -62,6 +51,23 @@ rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_at
 	qp_attr->rnr_retry = a->rnr_retry;
 	rcm_ah_from_proto(&a->ah, &qp_attr->ah_attr);
 	*qp_attr_mask = (int)a->mask;
+}
+
+RCM_EXPORT int
+rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	struct droce_proto_req req = { .op = DROCE_OP_CM_INIT_QP_ATTR };
+	struct droce_proto_resp resp;
+	int ret;
+
+	if (id == NULL || qp_attr == NULL || qp_attr_mask == NULL)
+		return rcm_err(EINVAL);
+	req.cm_init_qp_attr.id = to_rid(id)->handle;
+	req.cm_init_qp_attr.qp_state = qp_attr->qp_state;
+	ret = rcm_call(to_rch(id->channel), &req, &resp);
+	if (ret != 0)
+		return rcm_err(ret);
+	qp_attr_from_proto(&resp.cm_qp_attr, qp_attr, qp_attr_mask);
 	return 0;
 }
 
@@ -82,35 +88,57 @@ qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return ret != 0 ? rcm_err(ret) : 0;
 }
 
-/* INIT again (the attributes may have changed since creation), then RTR. */
+/* What an INIT -> INIT change of a connected QP may carry and INIT -> RTR takes as well. */
+#define RCM_INIT_FOLDABLE	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | \
+				 IBV_QP_ACCESS_FLAGS)
+
+/*
+ * INIT again (the attributes may have changed since creation), RTR, then RTS, as
+ * rdma-core's ucma_modify_qp_rtr and ucma_modify_qp_rts; the three sets of attributes come
+ * in one CM_INIT_QP_ATTR (DROCE_PROTO_CM_QPS_CONNECT), fetched before the first change as
+ * nothing the QP does alters droced's answer. 0, or -1 with errno.
+ */
 int
-rcm_qp_rtr(struct rdma_cm_id *id, uint8_t resp_res)
+rcm_qp_connect(struct rdma_cm_id *id, uint8_t resp_res, uint8_t init_depth)
 {
-	struct ibv_qp_attr attr;
-	int mask;
+	struct droce_proto_req req = { .op = DROCE_OP_CM_INIT_QP_ATTR };
+	struct droce_proto_resp resp;
+	struct ibv_qp_attr init, attr;
+	int init_mask, mask, ret;
 
 	if (id->qp == NULL)
 		return 0;
-	if (qp_attr_for(id, IBV_QPS_INIT, &attr, &mask) != 0 ||
-	    qp_modify(id->qp, &attr, mask) != 0)
+	req.cm_init_qp_attr.id = to_rid(id)->handle;
+	req.cm_init_qp_attr.qp_state = DROCE_PROTO_CM_QPS_CONNECT;
+	ret = rcm_call(to_rch(id->channel), &req, &resp);
+	if (ret != 0)
+		return rcm_err(ret);
+	qp_attr_from_proto(&resp.cm_qp_attrs[0], &init, &init_mask);
+	qp_attr_from_proto(&resp.cm_qp_attrs[1], &attr, &mask);
+	if (id->qp->state == IBV_QPS_INIT && (init_mask & ~RCM_INIT_FOLDABLE) == 0 &&
+	    (!(init_mask & IBV_QP_PORT) || init.port_num == RCM_PORT_NUM)) {
+		/*
+		 * The QP is in INIT already: INIT -> RTR takes the access flags and the P_Key
+		 * index as optional attributes (IBA 11.2.4.2), so the INIT -> INIT change is
+		 * made by the RTR one; the port is the device's only one. Same end state, one
+		 * modify fewer.
+		 */
+		if (init_mask & IBV_QP_ACCESS_FLAGS) {
+			attr.qp_access_flags = init.qp_access_flags;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		if (init_mask & IBV_QP_PKEY_INDEX) {
+			attr.pkey_index = init.pkey_index;
+			mask |= IBV_QP_PKEY_INDEX;
+		}
+	} else if (qp_modify(id->qp, &init, init_mask) != 0) {
 		return -1;
-	if (qp_attr_for(id, IBV_QPS_RTR, &attr, &mask) != 0)
-		return -1;
+	}
 	if (resp_res != RDMA_MAX_RESP_RES)
 		attr.max_dest_rd_atomic = resp_res;
-	return qp_modify(id->qp, &attr, mask);
-}
-
-int
-rcm_qp_rts(struct rdma_cm_id *id, uint8_t init_depth)
-{
-	struct ibv_qp_attr attr;
-	int mask;
-
-	if (id->qp == NULL)
-		return 0;
-	if (qp_attr_for(id, IBV_QPS_RTS, &attr, &mask) != 0)
+	if (qp_modify(id->qp, &attr, mask) != 0)
 		return -1;
+	qp_attr_from_proto(&resp.cm_qp_attrs[2], &attr, &mask);
 	if (init_depth != RDMA_MAX_INIT_DEPTH)
 		attr.max_rd_atomic = init_depth;
 	return qp_modify(id->qp, &attr, mask);

@@ -169,7 +169,7 @@ struct droce_proto_event_ring {
  * and librdmacm checks the values at compile time.
  */
 
-#define DROCE_PROTO_CM_VERSION		1u
+#define DROCE_PROTO_CM_VERSION		2u
 #define DROCE_PROTO_CM_PDATA_MAX	224	/* the largest private data field (RTU, DREP) */
 
 /* enum rdma_cm_event_type */
@@ -226,6 +226,13 @@ struct droce_proto_cm_conn {
 	uint8_t private_data[DROCE_PROTO_CM_PDATA_MAX];
 };
 
+/*
+ * CM_INIT_QP_ATTR's qp_state asking for the three transitions of a connection at once
+ * (rdma_accept, a CONNECT_RESPONSE): the answer is cm_qp_attrs[], INIT, RTR, RTS, each as
+ * CM_INIT_QP_ATTR would answer for that state, saving two round trips per side.
+ */
+#define DROCE_PROTO_CM_QPS_CONNECT	0x100u
+
 /* An ibv_qp_attr that CM_INIT_QP_ATTR fills: mask is enum ibv_qp_attr_mask's bits. */
 struct droce_proto_cm_qp_attr {
 	uint32_t mask;
@@ -248,19 +255,7 @@ struct droce_proto_cm_qp_attr {
 	struct droce_shm_ah_attr ah;	/* is_global, dgid, sgid_index, hop limit, class, SL */
 };
 
-/* An event (CM_GET_EVENT): struct rdma_cm_event with droce's handles. */
-struct droce_proto_cm_event {
-	uint32_t event;			/* DROCE_PROTO_CM_EVENT_* */
-	int32_t status;			/* 0, -errno, or a REJ reason (> 0) with REJECTED */
-	uint32_t id;			/* the id's handle; CONNECT_REQUEST: a new id */
-	uint32_t listen_id;		/* CONNECT_REQUEST: the listener; else NO_HANDLE */
-	uint64_t uctx;			/* the id's (the listener's for CONNECT_REQUEST) */
-	struct droce_proto_cm_conn conn;	/* CONNECT_REQUEST/RESPONSE, ESTABLISHED, REJECTED,
-						 * DISCONNECTED: the peer's parameters and private data */
-	struct droce_proto_cm_qp_attr ud;	/* UD ESTABLISHED (SIDR_REP): qkey, dest_qp_num, ah */
-};
-
-/* What CM_QUERY says about an id. */
+/* What CM_QUERY says about an id (also carried by some events, see below). */
 struct droce_proto_cm_id_info {
 	uint32_t port;			/* droced port index (device droce<port>); NO_HANDLE: none */
 	uint8_t port_num;		/* 1 once bound to a device, else 0 */
@@ -276,6 +271,28 @@ struct droce_proto_cm_id_info {
 	struct droce_proto_cm_addr dst;
 	uint8_t sgid[16];
 	uint8_t dgid[16];
+};
+
+/*
+ * An event (CM_GET_EVENT): struct rdma_cm_event with droce's handles. With
+ * DROCE_PROTO_CM_EVENT_F_INFO in flags, info is what CM_QUERY would answer for the id
+ * (the new id of a CONNECT_REQUEST) at the moment the event is handed out: droced sets it
+ * on ADDR_RESOLVED, ROUTE_RESOLVED and CONNECT_REQUEST, the events librdmacm would
+ * otherwise follow with a CM_QUERY round trip.
+ */
+#define DROCE_PROTO_CM_EVENT_F_INFO	0x1u
+struct droce_proto_cm_event {
+	uint32_t event;			/* DROCE_PROTO_CM_EVENT_* */
+	int32_t status;			/* 0, -errno, or a REJ reason (> 0) with REJECTED */
+	uint32_t id;			/* the id's handle; CONNECT_REQUEST: a new id */
+	uint32_t listen_id;		/* CONNECT_REQUEST: the listener; else NO_HANDLE */
+	uint64_t uctx;			/* the id's (the listener's for CONNECT_REQUEST) */
+	uint32_t flags;			/* DROCE_PROTO_CM_EVENT_F_* */
+	uint32_t rsvd;
+	struct droce_proto_cm_conn conn;	/* CONNECT_REQUEST/RESPONSE, ESTABLISHED, REJECTED,
+						 * DISCONNECTED: the peer's parameters and private data */
+	struct droce_proto_cm_qp_attr ud;	/* UD ESTABLISHED (SIDR_REP): qkey, dest_qp_num, ah */
+	struct droce_proto_cm_id_info info;	/* with DROCE_PROTO_CM_EVENT_F_INFO */
 };
 
 /* ---- Requests ---- */
@@ -399,7 +416,8 @@ struct droce_proto_req {
 		} cm_reject;
 		struct {
 			uint32_t id;
-			uint32_t qp_state;	/* enum ibv_qp_state: INIT, RTR or RTS */
+			uint32_t qp_state;	/* enum ibv_qp_state: INIT, RTR or RTS; or
+						 * DROCE_PROTO_CM_QPS_CONNECT */
 		} cm_init_qp_attr;
 		struct {
 			uint32_t id;
@@ -532,6 +550,7 @@ struct droce_proto_resp {
 		} cm_id;
 		struct droce_proto_cm_id_info cm_query;	/* also CM_BIND's answer */
 		struct droce_proto_cm_qp_attr cm_qp_attr;
+		struct droce_proto_cm_qp_attr cm_qp_attrs[3];	/* DROCE_PROTO_CM_QPS_CONNECT */
 		struct droce_proto_cm_event cm_event;
 	};
 };
