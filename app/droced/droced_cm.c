@@ -189,6 +189,48 @@ port_gid0(const struct droced_port *p, uint8_t gid[16], uint8_t *index)
 	*index = 0;
 }
 
+/* Leading bits a and b share. */
+static unsigned int
+gid_common_bits(const uint8_t a[16], const uint8_t b[16])
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < 16 && a[i] == b[i]; i++)
+		n += 8;
+	if (i < 16)
+		n += (unsigned int)__builtin_clz((unsigned int)(a[i] ^ b[i]) << 24);
+	return n;
+}
+
+/*
+ * The port's IPv6 GID to reach an IPv6 dst from (not an IPv4-mapped one: a RoCEv2 packet
+ * has one IP version): the one sharing the longest prefix with dst, RFC 6724's last rule,
+ * so a link-local destination gets the link-local GID. false (and *bits 0) when the port
+ * has none.
+ */
+static bool
+port_gid_v6(const struct droced_port *p, const uint8_t dst[16], uint8_t gid[16],
+	    unsigned int *bits)
+{
+	bool found = false;
+	uint32_t i;
+
+	*bits = 0;
+	for (i = 0; i < p->nb_gids; i++) {
+		unsigned int n;
+
+		if (!p->gid_valid[i] || memcmp(p->gids[i], v4_prefix, 12) == 0)
+			continue;
+		n = gid_common_bits(p->gids[i], dst);
+		if (!found || n > *bits) {
+			memcpy(gid, p->gids[i], 16);
+			*bits = n;
+			found = true;
+		}
+	}
+	return found;
+}
+
 static void
 id_set_sgid(struct droced_cm_id *id, const uint8_t gid[16])
 {
@@ -495,6 +537,20 @@ route_port(const struct droce_proto_cm_addr *dst)
 {
 	uint32_t i;
 
+	if (!addr_v4(dst)) {
+		/* IPv6: the port with a GID sharing the longest prefix with dst. */
+		const struct droced_port *best = NULL;
+		unsigned int best_bits = 0, bits;
+		uint8_t gid[16];
+
+		for (i = 0; i < droced.nb_ports; i++)
+			if (port_gid_v6(&droced.ports[i], dst->addr, gid, &bits) &&
+			    (best == NULL || bits > best_bits)) {
+				best = &droced.ports[i];
+				best_bits = bits;
+			}
+		return best != NULL ? (struct droced_port *)best : &droced.ports[0];
+	}
 	if (addr_v4(dst)) {
 		for (i = 0; i < droced.nb_ports; i++) {
 			const struct droced_port *p = &droced.ports[i];
@@ -579,10 +635,17 @@ op_resolve_addr(struct droced_cm_id *id, const struct droce_proto_req *req)
 	if (id->port == NULL) {
 		id->port = route_port(&dst);
 		port_gid0(id->port, gid, &id->sgid_index);
-		/* An IPv4 destination from the port's IPv4 GID. */
+		/* An IPv4 destination from the port's IPv4 GID, an IPv6 one from an IPv6 GID. */
 		if (addr_v4(&dst) && id->port->cfg->ipv4.len != 0) {
 			memcpy(gid, v4_prefix, 12);
 			memcpy(gid + 12, id->port->cfg->ipv4.addr, 4);
+		} else if (!addr_v4(&dst)) {
+			unsigned int bits;
+
+			if (!port_gid_v6(id->port, dst.addr, gid, &bits)) {
+				id->port = NULL;
+				return -EADDRNOTAVAIL;
+			}
 		}
 		id_set_sgid(id, gid);
 		memcpy(id->src.addr, id->sgid, 16);

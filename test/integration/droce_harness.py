@@ -229,15 +229,25 @@ def run_pair(server_argv, client_argv, srv_daemon, cli_daemon, timeout=120,
 class MemifPair:
     """Two droced on one machine joined by net_memif (A is the server: started first)."""
 
-    def __init__(self, droced, tag="memif", mtu=4096, asan=False):
+    # With ipv6=True: fixed MACs, these IPv6 addresses, and each the other's static
+    # neighbour (droce has no IPv6 neighbour discovery yet).
+    MAC_A, MAC_B = "02:00:00:99:00:01", "02:00:00:99:00:02"
+    IP6_A, IP6_B = "fd00:99::1", "fd00:99::2"
+
+    def __init__(self, droced, tag="memif", mtu=4096, asan=False, ipv6=False):
         self.work = Workdir(tag)
         memif = self.work.file("pair.memif")
+        mac_a = mac_b = extra_a = extra_b = ""
+        if ipv6:
+            mac_a, mac_b = ",mac=" + self.MAC_A, ",mac=" + self.MAC_B
+            extra_a = "ipv6 = %s/64\nneighbour = %s %s" % (self.IP6_A, self.IP6_B, self.MAC_B)
+            extra_b = "ipv6 = %s/64\nneighbour = %s %s" % (self.IP6_B, self.IP6_A, self.MAC_A)
         self.a = Daemon(droced, self.work, "a",
-                        "net_memif0,role=server,id=0,socket=%s,bsize=8192" % memif,
-                        "10.99.0.1/24", mtu=mtu, lcore=1)
+                        "net_memif0,role=server,id=0,socket=%s,bsize=8192%s" % (memif, mac_a),
+                        "10.99.0.1/24", mtu=mtu, lcore=1, extra_port=extra_a)
         self.b = Daemon(droced, self.work, "b",
-                        "net_memif0,role=client,id=0,socket=%s,bsize=8192" % memif,
-                        "10.99.0.2/24", mtu=mtu, lcore=1)
+                        "net_memif0,role=client,id=0,socket=%s,bsize=8192%s" % (memif, mac_b),
+                        "10.99.0.2/24", mtu=mtu, lcore=1, extra_port=extra_b)
         self.ip_a, self.ip_b = "10.99.0.1", "10.99.0.2"
 
     def __enter__(self):

@@ -246,12 +246,33 @@ def t_device_removal():
         other.stop()
 
 
+def t_ipv6():
+    """rping and ucmatose over IPv6 addresses (the ports' fd00:99::/64 GIDs): the RDMA CM
+    header carries IPv6 addresses, the packets IPv6 headers. Its own pair: fixed MACs and
+    static neighbours, as droce resolves IPv6 GIDs only through those today."""
+    global pair
+    with MemifPair(BIN["droced"], tag="rdmacm-v6", ipv6=True) as p:
+        pair = p
+        srv, cli = both(LINEBUF + ["rping", "-s", "-v", "-V", "-C", "100", "-a", p.IP6_A,
+                                   "-p", str(RPING_PORT)],
+                        LINEBUF + ["rping", "-c", "-v", "-V", "-C", "100", "-a", p.IP6_A,
+                                   "-p", str(RPING_PORT)])
+        got = re.findall(r"^ping data: rdma-ping-(\d+): ", cli, re.M)
+        check(len(got) == 100 and srv.count("server ping data:") == 100,
+              "rping over IPv6: %d / %d ping lines\n%s\n%s" %
+              (len(got), srv.count("server ping data:"), srv[-1000:], cli[-1000:]))
+        srv, cli = both(["ucmatose", "-b", p.IP6_A, "-c", "2", "-C", "10"],
+                        ["ucmatose", "-s", p.IP6_A, "-c", "2", "-C", "10"])
+        for side, out in (("server", srv), ("client", cli)):
+            check("return status 0" in out, "ucmatose over IPv6, %s:\n%s" % (side, out))
+
+
 def run():
     global pair
     with MemifPair(BIN["droced"], tag="rdmacm") as p:
         pair = p
         run_cases(CASE_LIST, CASES)
-    run_cases([("device_removal", t_device_removal)], CASES)
+    run_cases([("device_removal", t_device_removal), ("ipv6", t_ipv6)], CASES)
 
 
 if __name__ == "__main__":
