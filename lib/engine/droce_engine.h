@@ -143,7 +143,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_malformed, "RoCEv2 packets rejected by the parser (ICRC, lengths, ...)") \
 	X(rx_no_qp, "packets for a QPN with no QP") \
 	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
-	X(slow_rx_wake_fail, "wake-ups of the control thread that failed (its eventfd)") \
+	X(wake_fail, "eventfd wake-ups of the control thread that failed") \
 	X(cmd_wakeups, "idle naps a control command ended early") \
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \

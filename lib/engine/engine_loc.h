@@ -388,6 +388,7 @@ struct droce_engine {
 	uint32_t parse_flags;
 	struct rte_ring *cmds;		/* control -> engine */
 	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */
+	int cmd_done_fd;		/* eventfd: commands were applied (wakes their caller) */
 	struct rte_ring *handoff;	/* other engines -> engine: packets of its QPs */
 	struct rte_ring *slow_rx;	/* engine -> control thread: ARP, ICMP, ... */
 	int slow_rx_wake_fd;		/* eventfd written after a burst that queued MADs */

@@ -247,7 +247,7 @@ engine_stage_rx(struct droce_engine *e)
 		e->slow_rx_wake = false;
 		/* Best effort: a full counter already means "wake up". */
 		if (e->slow_rx_wake_fd >= 0 && write(e->slow_rx_wake_fd, &one, sizeof(one)) < 0)
-			ENGINE_STAT(e, slow_rx_wake_fail);
+			ENGINE_STAT(e, wake_fail);
 	}
 	return n + h;
 }
@@ -416,6 +416,13 @@ engine_stage_cmds(struct droce_engine *e)
 		engine_cmd_apply(e, c);
 		n++;
 	}
+	if (n != 0) {
+		uint64_t one = 1;
+
+		/* Wakes a control thread that stopped spinning for its command (engine_cmd_run). */
+		if (write(e->cmd_done_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			ENGINE_STAT(e, wake_fail);
+	}
 	return n;
 }
 
@@ -465,7 +472,21 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 			engine_stage_cmds(e);
 			continue;
 		}
-		engine_ctl_wait(start);
+		if (rte_rdtsc() - start < rte_get_tsc_hz() / (1000000 / ENGINE_CTL_SPIN_US)) {
+			rte_pause();
+		} else {
+			/*
+			 * Then sleep until the engine says it applied commands (a short sleep
+			 * costs a VM 50 us or more each time; a wake-up comes when the work is
+			 * done). 1 ms at most: the engine may stop meanwhile (see above).
+			 */
+			struct pollfd pfd = { .fd = e->cmd_done_fd, .events = POLLIN };
+			uint64_t n;
+
+			if (poll(&pfd, 1, 1) > 0 && read(e->cmd_done_fd, &n, sizeof(n)) < 0 &&
+			    errno != EAGAIN)
+				break;
+		}
 	}
 	return cmd->result;
 }
@@ -668,11 +689,14 @@ droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engin
 	e->handoff = rte_ring_create(name, ENGINE_HANDOFF_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	/* Non-blocking: a command's write never waits, the idle engine's read never blocks. */
 	e->cmd_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0) {
+	e->cmd_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0 || e->cmd_done_fd < 0) {
 		rte_ring_free(e->cmds);
 		rte_ring_free(e->handoff);
 		if (e->cmd_wake_fd >= 0)
 			close(e->cmd_wake_fd);
+		if (e->cmd_done_fd >= 0)
+			close(e->cmd_done_fd);
 		rte_free(e);
 		rte_errno = ENOMEM;
 		return NULL;
@@ -695,6 +719,7 @@ droce_engine_destroy(struct droce_engine *e)
 	rte_ring_free(e->handoff);
 	rte_ring_free(e->cmds);
 	close(e->cmd_wake_fd);
+	close(e->cmd_done_fd);
 	e->dev->engines[e->id] = NULL;
 	rte_free(e);
 }
