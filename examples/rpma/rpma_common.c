@@ -80,6 +80,23 @@ rc_step(const char *fmt, ...)
 }
 
 int
+rc_parse_role(int argc, char **argv, int first, bool *server, const char **addr,
+	      const char **port)
+{
+	if (argc - first != 3)
+		return rc_usage_error("want server|client ADDR PORT");
+	if (strcmp(argv[first], "server") == 0)
+		*server = true;
+	else if (strcmp(argv[first], "client") == 0)
+		*server = false;
+	else
+		return rc_usage_error("'%s' is neither server nor client", argv[first]);
+	*addr = argv[first + 1];
+	*port = argv[first + 2];
+	return 0;
+}
+
+int
 rc_parse_u32(const char *opt, const char *arg, uint32_t min, uint32_t max, uint32_t *out)
 {
 	unsigned long long v;

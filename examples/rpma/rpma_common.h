@@ -63,6 +63,13 @@ int rc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A step done: one line on stdout, flushed (the tests read it while the program runs). */
 void rc_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * The operands "server|client ADDR PORT" (argv[first..]); as rc_usage_error on failure.
+ * The strings are argv's.
+ */
+int rc_parse_role(int argc, char **argv, int first, bool *server, const char **addr,
+		  const char **port);
+
 /* Parse a decimal number in [min, max] for option opt; as rc_usage_error on failure. */
 int rc_parse_u32(const char *opt, const char *arg, uint32_t min, uint32_t max,
 		 uint32_t *out);

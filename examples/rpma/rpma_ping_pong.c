@@ -113,14 +113,8 @@ parse(int argc, char **argv, struct pp_opts *o)
 			return rc_usage_error("unknown option");
 		}
 	}
-	if (argc - optind != 3)
-		return rc_usage_error("want server|client ADDR PORT");
-	if (strcmp(argv[optind], "server") == 0)
-		o->server = true;
-	else if (strcmp(argv[optind], "client") != 0)
-		return rc_usage_error("'%s' is neither server nor client", argv[optind]);
-	o->addr = argv[optind + 1];
-	o->port = argv[optind + 2];
+	if (rc_parse_role(argc, argv, optind, &o->server, &o->addr, &o->port) != 0)
+		return RC_EXIT_USAGE;
 	return 0;
 }
 

@@ -41,40 +41,6 @@ rcm_debug(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static const char *
-socket_path(void)
-{
-	const char *p = getenv(DROCE_PROTO_SOCKET_ENV);
-
-	return p != NULL && p[0] != '\0' ? p : DROCE_PROTO_SOCKET_DEFAULT;
-}
-
-static int
-sock_connect(const char *path, int *err)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		*err = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0) {
-		*err = errno;
-		return -1;
-	}
-	while (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno == EINTR)
-			continue;
-		*err = errno;
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
 /* The transport's verdict on droced: these mean the other end of the socket is gone. */
 static bool
 sock_lost(int err)
@@ -163,9 +129,10 @@ rcm_channel_open(int *err)
 		*err = ENOMEM;
 		return NULL;
 	}
-	c->sock = sock_connect(socket_path(), &ret);
+	c->sock = droce_proto_connect(droce_proto_socket_path());
+	ret = c->sock < 0 ? -c->sock : 0;
 	if (c->sock < 0) {
-		rcm_debug("droced at %s: %s", socket_path(), strerror(ret));
+		rcm_debug("droced at %s: %s", droce_proto_socket_path(), strerror(ret));
 		free(c);
 		*err = ENODEV;
 		return NULL;

@@ -573,6 +573,15 @@ int droce_proto_send(int sock, const void *msg, size_t len, const int *fds, unsi
 ssize_t droce_proto_recv(int sock, void *msg, size_t len, int *fds, unsigned int max_fds,
 			 unsigned int *nfds);
 
+/* droced's socket: $DROCE_SOCKET when set and not empty, else DROCE_PROTO_SOCKET_DEFAULT. */
+const char *droce_proto_socket_path(void);
+
+/*
+ * A SOCK_SEQPACKET socket (close-on-exec) connected to path; retries on EINTR. The fd, or
+ * -errno (-ENAMETOOLONG for a path that does not fit a sockaddr_un).
+ */
+int droce_proto_connect(const char *path);
+
 /* "HELLO", "CREATE_QP", ...; "UNKNOWN" out of range. */
 const char *droce_proto_op_name(uint32_t op);
 

@@ -6,8 +6,10 @@
  */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "droce_shm_proto.h"
@@ -138,6 +140,36 @@ static const char *const op_names[DROCE_OP_MAX] = {
 	[DROCE_OP_CM_GET_EVENT] = "CM_GET_EVENT",
 	[DROCE_OP_CM_NOTIFY] = "CM_NOTIFY",
 };
+
+const char *
+droce_proto_socket_path(void)
+{
+	const char *p = getenv(DROCE_PROTO_SOCKET_ENV);
+
+	return p != NULL && p[0] != '\0' ? p : DROCE_PROTO_SOCKET_DEFAULT;
+}
+
+int
+droce_proto_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	while (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = errno;
+		close(s);
+		return -err;
+	}
+	return s;
+}
 
 const char *
 droce_proto_op_name(uint32_t op)

@@ -21,9 +21,7 @@
 const char *
 verbs_socket_path(void)
 {
-	const char *p = getenv(DROCE_PROTO_SOCKET_ENV);
-
-	return p != NULL && p[0] != '\0' ? p : DROCE_PROTO_SOCKET_DEFAULT;
+	return droce_proto_socket_path();
 }
 
 /*
@@ -62,24 +60,10 @@ verbs_warn(const char *fmt, ...)
 int
 verbs_sock_connect(const char *path, int *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s;
+	int s = droce_proto_connect(path);
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		*err = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0) {
-		*err = errno;
-		return -1;
-	}
-	while (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno == EINTR)
-			continue;
-		*err = errno;
-		close(s);
+		*err = -s;
 		return -1;
 	}
 	return s;
