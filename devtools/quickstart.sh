@@ -138,16 +138,20 @@ done
 
 cat <<EOT
 
-== 4. Unmodified rdma-core programs: Debian's ibv_rc_pingpong and ibv_srq_pingpong ==
+== 4. Unmodified rdma-core programs: ibv_rc_pingpong, ibv_srq_pingpong, rping ==
 The same binaries that drive a ConnectX, unchanged: LD_LIBRARY_PATH puts droce's
-libibverbs.so.1 ($compat) in front of the system's. On RoCE they need a GID index (-g 0);
--c checks every received byte. ibv_srq_pingpong runs 16 QPs on one SRQ on each side.
+libibverbs.so.1 and librdmacm.so.1 ($compat) in front of the system's. On RoCE the
+ping-pongs need a GID index (-g 0); -c checks every received byte. ibv_srq_pingpong runs
+16 QPs on one SRQ on each side. rping connects through rdma_cm to A's own address (the CM
+messages cross the memif link too) and -V validates every ping.
 
 \$ export LD_LIBRARY_PATH=$compat
 \$ DROCE_SOCKET=/run/droce/a.sock ibv_rc_pingpong -g 0 -c &
 \$ DROCE_SOCKET=/run/droce/b.sock ibv_rc_pingpong -g 0 -c 127.0.0.1
 \$ DROCE_SOCKET=/run/droce/a.sock ibv_srq_pingpong -g 0 -c -q 16 -n 200 &
 \$ DROCE_SOCKET=/run/droce/b.sock ibv_srq_pingpong -g 0 -c -q 16 -n 200 127.0.0.1
+\$ DROCE_SOCKET=/run/droce/a.sock rping -s -a 10.99.0.1 -V -C 100 &
+\$ DROCE_SOCKET=/run/droce/b.sock rping -c -a 10.99.0.1 -V -C 100 -v | tail -2
 EOT
 # run_unmodified NAME ARGS...: server through A, client through B; sets unmod_rc.
 unmod_rc=0
@@ -170,6 +174,24 @@ run_unmodified() {
 }
 run_unmodified ibv_rc_pingpong ibv_rc_pingpong -g 0 -c
 run_unmodified ibv_srq_pingpong ibv_srq_pingpong -g 0 -c -q 16 -n 200
+rping_rc=0
+if command -v rping >/dev/null; then
+	LD_LIBRARY_PATH=$compat DROCE_SOCKET=/run/droce/a.sock timeout "$app_timeout" \
+		rping -s -a 10.99.0.1 -V -C 100 >"$logs/rping-server.log" 2>&1 &
+	server=$!
+	sleep 0.5
+	LD_LIBRARY_PATH=$compat DROCE_SOCKET=/run/droce/b.sock timeout "$app_timeout" \
+		rping -c -a 10.99.0.1 -V -C 100 -v >"$logs/rping-client.log" 2>&1 || rping_rc=$?
+	wait "$server" || rping_rc=$?
+	tail -n 2 "$logs/rping-client.log" | sed 's/^/  rping client| /'
+	if ((rping_rc == 0)) && (($(grep -c '^ping data: rdma-ping-' "$logs/rping-client.log") != 100)); then
+		rping_rc=1
+	fi
+	((rping_rc == 0)) && echo "  rping: 100 pings through rdma_cm, every one validated"
+else
+	echo "  rping: not installed (rdmacm-utils; devtools/setup.sh installs it)"
+	rping_rc=1
+fi
 
 cat <<EOT
 
@@ -196,13 +218,14 @@ fail() {
 ((srq_rc == 0 && srq_clients_rc == 0)) ||
 	fail "SRQ server: server exit $srq_rc, a client exited $srq_clients_rc"
 ((unmod_rc == 0)) || fail "an unmodified ibv_*_pingpong failed (see its output above)"
+((rping_rc == 0)) || fail "rping through rdma_cm failed (see $logs/rping-*.log)"
 grep -q '^qps=0$' <<<"$status_a" || fail "droced A still holds QPs after the programs ended"
 [[ -z $left ]] || fail "control sockets left behind: $left"
 $ok || exit 1
 cat <<EOT
 quickstart: OK. RoCEv2 traffic ran between two droced over memif: an RC ping-pong, an SRQ
-server with $clients clients, and Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong,
-every byte checked. Next: doc/getting-started.md (running droced and your own programs),
-doc/unmodified-programs.md (any ibverbs program on droce), ./devtools/run-tests.sh (every
-test suite).
+server with $clients clients, Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong, and
+rping connected through rdma_cm, every byte checked. Next: doc/getting-started.md (running
+droced and your own programs), doc/unmodified-programs.md (any ibverbs or rdma_cm program
+on droce), ./devtools/run-tests.sh (every test suite).
 EOT
