@@ -11,6 +11,7 @@ import glob
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -342,6 +343,15 @@ class VethPair:
     def __exit__(self, et, ev, tb):
         self.close(clean=et is None)
         return False
+
+
+def free_tcp_port():
+    """A TCP port nothing on the host's loopback uses now: for the out-of-band exchange of
+    programs such as fi_pingpong, so that two runs of a test at once (meson test --repeat)
+    cannot connect to each other's server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def parse_args(names):

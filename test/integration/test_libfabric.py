@@ -36,13 +36,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, log, main, parse_args,
-                           run_cases, run_pair)
+from droce_harness import (App, MemifPair, check, expect_idle, free_tcp_port, log, main,
+                           parse_args, run_cases, run_pair)
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
 # fi_pingpong's out-of-band TCP port (kernel TCP, so unique among the tests).
-OOB_PORT = 19350
 ITERS = 1000
 NS = "droce-lf-%d" % os.getpid()
 IFACE = ("lf%d" % os.getpid())[:13]
@@ -129,8 +128,9 @@ def t_fi_info_msg_addr():
 def pingpong(prov, ep, size, netns=None, extra_env=None, timeout=120):
     common = ["fi_pingpong", "-p", prov, "-e", ep, "-c", "-I", str(ITERS), "-S", str(size)]
     env = dict(ENV, **(extra_env or {}))
-    srv, cli = run_pair(common + ["-B", str(OOB_PORT)],
-                        common + ["-P", str(OOB_PORT), "127.0.0.1"], pair.a, pair.b,
+    oob = free_tcp_port()
+    srv, cli = run_pair(common + ["-B", str(oob)],
+                        common + ["-P", str(oob), "127.0.0.1"], pair.a, pair.b,
                         timeout, srv_netns=netns, cli_netns=netns, start_delay=1.0, env=env)
     what = "fi_pingpong -p %s -e %s -S %d" % (prov, ep, size)
     for side, out in (("server", srv), ("client", cli)):

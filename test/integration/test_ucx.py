@@ -21,10 +21,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, main, parse_args, run_cases,
-                           run_pair)
+from droce_harness import (App, MemifPair, check, expect_idle, free_tcp_port, main,
+                           parse_args, run_cases, run_pair)
 
-TCP_PORT = 19330
 ITERS = 10000
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"], "UCX_NET_DEVICES": "droce0:1"}
@@ -58,7 +57,7 @@ def t_info():
 def perftest(tl, test, timeout=120):
     node_present()
     common = ["ucx_perftest", "-d", "droce0:1", "-x", tl, "-t", test, "-n", str(ITERS),
-              "-p", str(TCP_PORT)]
+              "-p", str(free_tcp_port())]
     srv, cli = run_pair(common, common + ["127.0.0.1"], pair.a, pair.b, timeout, env=ENV,
                         start_delay=1.0)
     for side, out in (("server", srv), ("client", cli)):
