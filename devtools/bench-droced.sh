@@ -60,8 +60,8 @@ BUILD="$dir" PREFIX="$prefix" WORK="$work" SLEEPS="$sleeps" QPS="$qps" ITERS="$i
 SECS="$secs" timeout --kill-after=10 1500 /usr/bin/python3 - <<'EOF' &
 import os, signal, subprocess, sys, time
 
-sys.path.insert(0, os.path.join(os.getcwd(), "test/integration"))
-import droce_harness as h
+sys.path.insert(0, os.path.join(os.getcwd(), "devtools"))
+import bench_daemons
 
 build, prefix, work = os.environ["BUILD"], os.environ["PREFIX"], os.environ["WORK"]
 sleeps = [int(x) for x in os.environ["SLEEPS"].split(",")]
@@ -78,33 +78,13 @@ T_LAT_US, T_BW_GBPS, T_QP_RATE = 3.0, 25.0, 20000
 signal.signal(signal.SIGTERM, lambda s, f: sys.exit(143))
 
 
-class Work:
-    """The shell's temporary directory, as the harness's Workdir (removed by the shell)."""
-    path = work
-
-    def file(self, name):
-        return os.path.join(work, name)
-
-    def close(self):
-        pass
-
-
 def daemon(name, device, ipv4, idle_sleep, limits=""):
-    d = h.Daemon(droced, Work(), name, device, ipv4, idle_sleep_us=idle_sleep, limits=limits)
-    # This run's prefix, so the shell's clean-up finds what the EAL leaves.
-    old, d.prefix = d.prefix, "%s-%s" % (prefix, name)
-    with open(d.config) as f:
-        text = f.read().replace(old, d.prefix)
-    with open(d.config, "w") as f:
-        f.write(text)
-    return d
+    return bench_daemons.daemon(droced, work, prefix, name, device, ipv4,
+                                idle_sleep_us=idle_sleep, limits=limits)
 
 
 def start(*ds):
-    for d in ds:
-        d.start()
-        with open(os.path.join(work, "pgids"), "a") as f:
-            f.write("%d\n" % d.proc.pid)
+    bench_daemons.start(work, *ds)
 
 
 def stop(*ds):

@@ -61,8 +61,8 @@ BUILD="$dir" PREFIX="$prefix" WORK="$work" CONNS="$conns" RUNS="$runs" SLEEP="$s
 timeout --kill-after=10 1500 /usr/bin/python3 - <<'EOF' &
 import os, re, signal, statistics, subprocess, sys, time
 
-sys.path.insert(0, os.path.join(os.getcwd(), "test/integration"))
-import droce_harness as h
+sys.path.insert(0, os.path.join(os.getcwd(), "devtools"))
+import bench_daemons
 
 build, prefix, work = os.environ["BUILD"], os.environ["PREFIX"], os.environ["WORK"]
 conns, runs, sleep_us = int(os.environ["CONNS"]), int(os.environ["RUNS"]), int(os.environ["SLEEP"])
@@ -73,26 +73,9 @@ RUN_TIMEOUT = 300
 signal.signal(signal.SIGTERM, lambda s, f: sys.exit(143))
 
 
-class Work:
-    path = work
-
-    def file(self, name):
-        return os.path.join(work, name)
-
-    def close(self):
-        pass
-
-
 def daemon(name, device, ipv4):
-    d = h.Daemon(droced, Work(), name, device, ipv4, idle_sleep_us=sleep_us)
-    old, d.prefix = d.prefix, "%s-%s" % (prefix, name)
-    with open(d.config) as f:
-        text = f.read().replace(old, d.prefix)
-    with open(d.config, "w") as f:
-        f.write(text)
-    d.start()
-    with open(os.path.join(work, "pgids"), "a") as f:
-        f.write("%d\n" % d.proc.pid)
+    d = bench_daemons.daemon(droced, work, prefix, name, device, ipv4, idle_sleep_us=sleep_us)
+    bench_daemons.start(work, d)
     return d
 
 
