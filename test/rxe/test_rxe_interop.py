@@ -147,19 +147,18 @@ class EndRace(TestFailure):
     ping-pong has no end handshake: under loss this happens with any two stacks)."""
 
 
-def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, iters=None):
-    """One exchange: the server side first (listening), then the client. droce_argv and
-    guest_cmd get the server's address appended on the client side. Returns the outputs
-    (droce, guest); raises unless both exit 0 (EndRace when one side did all iters)."""
+def serve_then_connect(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, listening,
+                       timeout):
+    """The server side first, then, once listening(where, server) returns, the client;
+    whichever side fails, the other is stopped. Returns (rc_d, out_d, rc_g, out_g)."""
     if droce_serves:
-        srv = droce_app(droce_argv, "droce")
+        srv = droce_app(droce_srv, "droce")
         try:
-            wait_listening("droce", port, srv)
+            listening("droce", srv)
         except TestFailure:
             srv.stop()
             raise
-        job = bench.guest.spawn("%s %s" % (guest_cmd, bench.link.HOST_IP), timeout)
-        rc_g, out_g = job.wait()
+        rc_g, out_g = bench.guest.spawn(guest_cli, timeout).wait()
         if rc_g != 0:
             srv.stop()
         try:
@@ -169,13 +168,13 @@ def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, it
             rc_d = srv.wait()
         out_d = srv.output
     else:
-        job = bench.guest.spawn(guest_cmd, timeout)
+        job = bench.guest.spawn(guest_srv, timeout)
         try:
-            wait_listening("guest", port, job)
+            listening("guest", job)
         except TestFailure:
             job.kill()
             raise
-        cli = droce_app(droce_argv + [bench.link.GUEST_IP], "droce")
+        cli = droce_app(droce_cli, "droce")
         try:
             rc_d = cli.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -185,6 +184,17 @@ def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, it
             job.kill()
         rc_g, out_g = job.wait()
         out_d = cli.output
+    return rc_d, out_d, rc_g, out_g
+
+
+def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, iters=None):
+    """One exchange: the server side first (listening), then the client. droce_argv and
+    guest_cmd get the server's address appended on the client side. Returns the outputs
+    (droce, guest); raises unless both exit 0 (EndRace when one side did all iters)."""
+    rc_d, out_d, rc_g, out_g = serve_then_connect(
+        droce_argv, droce_argv + [bench.link.GUEST_IP], guest_cmd,
+        "%s %s" % (guest_cmd, bench.link.HOST_IP), droce_serves,
+        lambda where, server: wait_listening(where, port, server), timeout)
     if iters is not None and (rc_d == 0) != (rc_g == 0):
         done = re.compile(r"^%d iters in" % iters, re.M)
         if done.search(out_d if rc_d == 0 else out_g):
@@ -502,39 +512,9 @@ def wait_cm_listening(where, port, server, timeout=60):
 def run_cm_both(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, port,
                 timeout=CASE_TIMEOUT):
     """One rdma_cm exchange, the server first; returns the outputs (droce, guest)."""
-    if droce_serves:
-        srv = droce_app(droce_srv, "droce")
-        try:
-            wait_cm_listening("droce", port, srv)
-        except TestFailure:
-            srv.stop()
-            raise
-        rc_g, out_g = bench.guest.spawn(guest_cli, timeout).wait()
-        if rc_g != 0:
-            srv.stop()
-        try:
-            rc_d = srv.wait(timeout)
-        except subprocess.TimeoutExpired:
-            srv.stop()
-            rc_d = srv.wait()
-        out_d = srv.output
-    else:
-        job = bench.guest.spawn(guest_srv, timeout)
-        try:
-            wait_cm_listening("guest", port, job)
-        except TestFailure:
-            job.kill()
-            raise
-        cli = droce_app(droce_cli, "droce")
-        try:
-            rc_d = cli.wait(timeout)
-        except subprocess.TimeoutExpired:
-            cli.stop()
-            rc_d = cli.wait()
-        if rc_d != 0:
-            job.kill()
-        rc_g, out_g = job.wait()
-        out_d = cli.output
+    rc_d, out_d, rc_g, out_g = serve_then_connect(
+        droce_srv, droce_cli, guest_srv, guest_cli, droce_serves,
+        lambda where, server: wait_cm_listening(where, port, server), timeout)
     if rc_d != 0 or rc_g != 0:
         raise TestFailure("droce side exit %s, guest side exit %s\n--- droce:\n%s\n"
                           "--- guest:\n%s" % (rc_d, rc_g, out_d, out_g))
