@@ -36,8 +36,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, free_tcp_port, log, main,
-                           parse_args, run_cases, run_pair)
+from droce_harness import (App, MemifPair, TestFailure, check, expect_idle, free_tcp_port,
+                           log, main, parse_args, run_cases, run_pair)
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
@@ -150,9 +150,35 @@ def pingpong(prov, ep, size, netns=None, extra_env=None, timeout=120):
 SIZES = (1, 4096, 65536)
 
 
+# ofi_rxd's end: now and then (about one run in ten here, at 64 KiB) the client reports
+# every transfer sent and acknowledged, then never exits: its endpoint close waits on the
+# reliability protocol of a server that has already finished and gone. A ping-pong has no
+# end handshake; this is the ping-pongs' end race of doc/interop.md, in libfabric. Such a
+# run (server exit 0, the client's complete row, the client killed by the timeout) is run
+# again, at most RDM_ATTEMPTS times; any other failure fails at once.
+RDM_TIMEOUT = 30
+RDM_ATTEMPTS = 3
+
+
+def rdm_end_race(err, size):
+    text = str(err)
+    cli = text.split("--- client:", 1)[-1]
+    return (text.startswith("server exit 0, client exit 124") and
+            any(r[0] == size_str(size) and r[1] == r[2] == cnt_str(ITERS)
+                for r in ROW.findall(cli)))
+
+
 def t_rdm():
     for size in SIZES:
-        pingpong("verbs;ofi_rxd", "rdm", size)
+        for attempt in range(1, RDM_ATTEMPTS + 1):
+            try:
+                pingpong("verbs;ofi_rxd", "rdm", size, timeout=RDM_TIMEOUT)
+                break
+            except TestFailure as e:
+                if attempt == RDM_ATTEMPTS or not rdm_end_race(e, size):
+                    raise
+                log("     rdm -S %d: the client finished every transfer but did not exit "
+                    "(ofi_rxd's end race), attempt %d again" % (size, attempt))
 
 
 def t_dgram():
