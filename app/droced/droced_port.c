@@ -69,7 +69,7 @@ droced_port_tx_wake(struct droced_port *p)
 {
 	/* slow_tx's consumer is the port's first engine (droced_port_engine_conf). */
 	if (p->nb_engines > 0 && droced.engines[p->engines[0]] != NULL)
-		droce_engine_wake(droced.engines[p->engines[0]]);
+		droce_engine_slow_tx_push(droced.engines[p->engines[0]]);
 }
 
 static void

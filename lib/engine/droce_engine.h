@@ -85,7 +85,8 @@ struct droce_engine_conf {
 	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];	/* the port's GID table */
 	uint32_t nb_gids;
 	/*
-	 * Sleep this long after 1024 idle loop iterations (0: never, for a dedicated core).
+	 * Sleep this long at a time once idle for ENGINE_IDLE_NAP_US (0: never, for a dedicated
+	 * core); the control thread applies commands to a sleeping engine itself.
 	 * Lets tests run several engines on two CPUs; timers still fire, later by up to it.
 	 */
 	uint32_t idle_sleep_us;
@@ -121,6 +122,12 @@ void droce_engine_destroy(struct droce_engine *e);
  * such as a frame on its slow_tx ring. Any thread; a write to an eventfd.
  */
 void droce_engine_wake(struct droce_engine *e);
+/*
+ * Sends the frames queued on e's slow_tx: on the calling thread, at once, if the engine
+ * naps (which it goes on doing), else by ending its nap. The control thread's one caller
+ * at a time; it replaces droce_engine_wake() after a slow_tx enqueue.
+ */
+void droce_engine_slow_tx_push(struct droce_engine *e);
 
 /*
  * The engine loop, for rte_eal_remote_launch(droce_engine_run, e, lcore): runs until
@@ -145,6 +152,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
 	X(wake_fail, "eventfd wake-ups of the control thread that failed") \
 	X(cmd_wakeups, "idle naps a control command ended early") \
+	X(cmds_in_nap, "commands the control thread applied while the engine napped") \
+	X(slow_tx_in_nap, "slow_tx frames the control thread sent while the engine napped") \
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \

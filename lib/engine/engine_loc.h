@@ -32,7 +32,7 @@ extern int droce_engine_logtype;
 #define ENGINE_ACKREQ_EVERY	16	/* AckReq at least this often in a long message */
 #define ENGINE_CMD_RING		64
 #define ENGINE_HANDOFF_RING	4096
-#define ENGINE_IDLE_LOOPS	1024
+#define ENGINE_IDLE_NAP_US	20	/* idle this long before an engine with idle_sleep_us naps */
 #define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
 #define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
 #define ENGINE_ATOMIC_LEN	8	/* an atomic's operands, target and local buffer (9.4.5) */
@@ -374,6 +374,8 @@ void engine_quiesce(struct droce_dev *dev);
 
 TAILQ_HEAD(engine_qp_list_head, droce_qp);
 
+enum { ENGINE_OWN_RUN, ENGINE_OWN_NAP, ENGINE_OWN_CTL };
+
 struct droce_engine {
 	struct droce_dev *dev;
 	uint32_t id;
@@ -397,7 +399,14 @@ struct droce_engine {
 	uint64_t tsc_hz;
 	uint64_t now;			/* TSC at the start of this loop pass */
 	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */
-	uint32_t idle;
+	uint64_t idle_since;		/* TSC of the first idle pass of this idle spell, or 0 */
+	uint64_t idle_nap_tsc;		/* ENGINE_IDLE_NAP_US in TSC ticks */
+	/*
+	 * Who may touch the engine's state: its thread (ENGINE_OWN_RUN), nobody while it
+	 * naps (ENGINE_OWN_NAP), or the control thread applying a command during the nap
+	 * (ENGINE_OWN_CTL; engine_cmd_run). The nap ends with NAP -> RUN.
+	 */
+	_Atomic uint32_t own;
 	_Atomic uint32_t stop;
 	_Atomic uint32_t running;
 	_Atomic uint64_t epoch;		/* loop passes; odd while inside one */

@@ -406,8 +406,9 @@ engine_cmd_apply(struct droce_engine *e, struct engine_cmd *c)
 	atomic_store_explicit(&c->done, 1, memory_order_release);
 }
 
+/* Applies the queued commands in order; their callers are not told. */
 static unsigned int
-engine_stage_cmds(struct droce_engine *e)
+engine_cmds_apply_queued(struct droce_engine *e)
 {
 	void *c;
 	unsigned int n = 0;
@@ -416,6 +417,14 @@ engine_stage_cmds(struct droce_engine *e)
 		engine_cmd_apply(e, c);
 		n++;
 	}
+	return n;
+}
+
+static unsigned int
+engine_stage_cmds(struct droce_engine *e)
+{
+	unsigned int n = engine_cmds_apply_queued(e);
+
 	if (n != 0) {
 		uint64_t one = 1;
 
@@ -451,6 +460,37 @@ droce_engine_wake(struct droce_engine *e)
 		ENGINE_LOG(DEBUG, "engine %u: wake-up: %s\n", e->id, strerror(errno));
 }
 
+/*
+ * Applies cmd on the calling (control) thread while the engine naps: the engine cannot
+ * leave its nap until the state is handed back (ENGINE_OWN_CTL -> NAP), and the
+ * acquire/release pair orders everything either side wrote. Waking the engine for a
+ * command and waiting for its answer costs two thread wake-ups, tens of microseconds each
+ * on a VM, and a connection's set-up is several commands per side. Commands still queued
+ * go first, in order. The engine is woken afterwards only when the command gave it work
+ * its lists hold (a QP to RTS with WQEs posted); a timer armed meanwhile fires at the end
+ * of the nap, as timers always do on a napping engine. Returns false if the engine is not
+ * napping (the command must be queued).
+ */
+static bool
+engine_cmd_apply_napping(struct droce_engine *e, struct engine_cmd *cmd)
+{
+	uint32_t nap = ENGINE_OWN_NAP;
+	bool work;
+
+	if (!atomic_compare_exchange_strong_explicit(&e->own, &nap, ENGINE_OWN_CTL,
+						     memory_order_acquire, memory_order_relaxed))
+		return false;
+	e->now = rte_rdtsc();
+	engine_cmds_apply_queued(e);
+	engine_cmd_apply(e, cmd);
+	work = !TAILQ_EMPTY(&e->active) || !TAILQ_EMPTY(&e->acks);
+	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
+	e->st.cmds_in_nap++;
+	if (work)
+		droce_engine_wake(e);
+	return true;
+}
+
 int
 engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 {
@@ -462,6 +502,8 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 		engine_cmd_apply(e, cmd);
 		return cmd->result;
 	}
+	if (engine_cmd_apply_napping(e, cmd))
+		return cmd->result;
 	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0)
 		usleep(10);
 	droce_engine_wake(e);	/* ends its idle nap (engine_idle_sleep) */
@@ -543,6 +585,34 @@ engine_stage_slow_tx(struct droce_engine *e)
 	return n;
 }
 
+/*
+ * A napping engine's port queue is free while the control thread holds the engine: CM
+ * MADs and ARP go out without a wake-up of the engine (a few per connection), as
+ * commands are applied (engine_cmd_apply_napping).
+ */
+void
+droce_engine_slow_tx_push(struct droce_engine *e)
+{
+	uint32_t nap = ENGINE_OWN_NAP;
+	unsigned int n;
+	bool left;
+
+	if (e->idle_sleep_us == 0)
+		return;		/* a polling engine finds them in its next pass */
+	if (!atomic_compare_exchange_strong_explicit(&e->own, &nap, ENGINE_OWN_CTL,
+						     memory_order_acquire, memory_order_relaxed)) {
+		droce_engine_wake(e);
+		return;
+	}
+	n = engine_stage_slow_tx(e);
+	engine_tx_flush(e);
+	e->st.slow_tx_in_nap += n;
+	left = e->nb_tx != 0 || !rte_ring_empty(e->slow_tx);
+	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
+	if (left)
+		droce_engine_wake(e);	/* the port was full: the engine retries */
+}
+
 unsigned int
 droce_engine_poll(struct droce_engine *e)
 {
@@ -570,13 +640,11 @@ droce_engine_poll(struct droce_engine *e)
 }
 
 /*
- * An idle engine naps idle_sleep_us, but a command (a QP modify, a CQ, ...) ends the nap:
- * the control thread waits for every command it queues, and a connection's set-up is
- * several of them on each side (rdma_cm: create, INIT, RTR, RTS), so a command left for
- * the end of a 50 us nap would bound a daemon to a few thousand connections a second.
- * engine_cmd_run() writes the eventfd after each enqueue (droce_engine_wake(), which droced
- * also calls after queuing a frame on slow_tx); its count stays set until read here, so
- * work queued just before the nap ends it at once.
+ * An engine idle for ENGINE_IDLE_NAP_US naps idle_sleep_us. A command that finds it
+ * napping is applied by the control thread itself (engine_cmd_apply_napping); one queued
+ * while it ran, or a frame queued on slow_tx, ends the nap: engine_cmd_run() and droced
+ * write the eventfd after each enqueue (droce_engine_wake()), and its count stays set until
+ * read here, so work queued just before the nap ends it at once.
  */
 static void
 engine_idle_sleep(struct droce_engine *e)
@@ -587,9 +655,20 @@ engine_idle_sleep(struct droce_engine *e)
 		.tv_nsec = (long)(e->idle_sleep_us % 1000000) * 1000,
 	};
 	uint64_t n;
+	uint32_t nap;
 
+	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
 	if (ppoll(&pfd, 1, &ts, NULL) > 0 && read(e->cmd_wake_fd, &n, sizeof(n)) > 0)
 		ENGINE_STAT(e, cmd_wakeups);
+	/* Back to work, once a command being applied meanwhile is done. */
+	for (;;) {
+		nap = ENGINE_OWN_NAP;
+		if (atomic_compare_exchange_weak_explicit(&e->own, &nap, ENGINE_OWN_RUN,
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			break;
+		rte_pause();
+	}
 }
 
 int
@@ -600,10 +679,12 @@ droce_engine_run(void *arg)
 	atomic_store_explicit(&e->running, 1, memory_order_release);
 	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
 		if (droce_engine_poll(e) != 0) {
-			e->idle = 0;
+			e->idle_since = 0;
 			continue;
 		}
-		if (e->idle_sleep_us != 0 && ++e->idle >= ENGINE_IDLE_LOOPS)
+		if (e->idle_since == 0)
+			e->idle_since = e->now;
+		if (e->idle_sleep_us != 0 && e->now - e->idle_since >= e->idle_nap_tsc)
 			engine_idle_sleep(e);
 		else
 			rte_pause();
@@ -617,6 +698,7 @@ void
 droce_engine_stop(struct droce_engine *e)
 {
 	atomic_store_explicit(&e->stop, 1, memory_order_release);
+	droce_engine_wake(e);	/* a long nap would delay the stop */
 }
 
 void
@@ -678,6 +760,7 @@ droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engin
 	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;
 	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
+	e->idle_nap_tsc = e->tsc_hz / 1000000 * ENGINE_IDLE_NAP_US;
 	e->timer_next = UINT64_MAX;
 	TAILQ_INIT(&e->active);
 	TAILQ_INIT(&e->timers);

@@ -113,6 +113,11 @@ struct tc_path {
 void tc_pair_open(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 		  unsigned int nb_eng_b);
 /*
+ * The engines' idle_sleep_us on hosts a and b of the next tc_pair_open* (0: they never
+ * nap); that pair's only, the others nap TC_IDLE_US.
+ */
+void tc_next_pair_idle(uint32_t a_us, uint32_t b_us);
+/*
  * The same with drivers/net/fault on each host's receive side: fault_a and fault_b are
  * its arguments without port= ("seed=7,drop=10000"), or NULL for none.
  */

@@ -2,9 +2,11 @@
 /*
  * The first thing to check when the engine breaks: one RC SEND of five MTUs between two
  * engines joined by net_ring, every completion field on both sides, the bytes, and the
- * packet count. The other test_engine_*.c files cover each part in depth.
+ * packet count; and the engine that naps (idle_sleep_us). The other test_engine_*.c files
+ * cover each part in depth.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 
@@ -67,3 +69,52 @@ DROCE_TEST(rc_send_one)
 	tc_pair_close(&a, &b);
 }
 
+
+/*
+ * An engine that naps: the control thread applies a command itself while the engine
+ * sleeps (cmds_in_nap), and ends the nap when the command gave the engine work. Engine a
+ * naps 200 ms at a time and b polls, so a SEND posted while a's QP was in SQD must arrive
+ * well within those 200 ms of the SQD -> RTS change.
+ */
+DROCE_TEST(napping_engine)
+{
+	struct tc_host a, b;
+	struct tc_path path = { .mtu = IBV_MTU_1024, .timeout = 14, .retry_cnt = 7,
+				.rnr_retry = 7, .min_rnr_timer = 1, .psn_a = 1, .psn_b = 2 };
+	struct droce_shm_qp_attr attr;
+	struct ibv_wc wc[2];
+	struct tc_cq *ca, *cb;
+	struct tc_qp *qa, *qb;
+	struct tc_mr *ma, *mb;
+	uint64_t in_nap;
+
+	tc_next_pair_idle(200000, 0);
+	tc_pair_open(&a, &b, 1, 1);
+	ca = tc_cq_create(&a, 64);
+	cb = tc_cq_create(&b, 64);
+	qa = rc_qp(&a, DROCE_SHM_QPT_RC, ca, 0);
+	qb = rc_qp(&b, DROCE_SHM_QPT_RC, cb, 0);
+	ma = tc_mr_reg(&a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	mb = tc_mr_reg(&b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	tc_connect(qa, qb, &path);
+	memset(&attr, 0, sizeof(attr));
+	attr.mask = DROCE_SHM_QP_STATE;
+	attr.qp_state = DROCE_SHM_QPS_SQD;
+	CHECK_EQ_I64(tc_modify(qa, &attr), 0);
+	memset(ma->buf, 0x5a, 100);
+	CHECK_EQ_I64(tc_recv(qb, 1, mb, 0, 4096), 0);
+	CHECK_EQ_I64(tc_send(qa, 2, ma, 0, 100, IBV_SEND_SIGNALED), 0);
+	/* SQD holds it; a, idle far longer than it waits before a nap, is asleep. */
+	usleep(50000);
+	CHECK_EQ_I64(tc_poll(cb, 1, wc), 0);
+	in_nap = tc_counter(&a, "cmds_in_nap");
+	attr.qp_state = DROCE_SHM_QPS_RTS;
+	CHECK_EQ_I64(tc_modify(qa, &attr), 0);
+	CHECK_EQ_U64(tc_counter(&a, "cmds_in_nap"), in_nap + 1);
+	CHECK_EQ_U64(tc_qp_state(qa), DROCE_SHM_QPS_RTS);
+	CHECK_EQ_I64(tc_wait(cb, 1, wc, 100), 1);
+	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ_U64(wc[0].byte_len, 100);
+	CHECK_MEM(mb->buf, ma->buf, 100);
+	tc_pair_close(&a, &b);
+}
