@@ -105,8 +105,9 @@ print_status(const struct droce_proto_status *st)
 	/* rdma_cm and QP1's CM MADs. */
 	printf("cm_channels=%" PRIu32 "\ncm_ids=%" PRIu32 "\ncm_listeners=%" PRIu32 "\n"
 	       "cm_conns=%" PRIu32 "\ncm_rx_mads=%" PRIu64 "\ncm_rx_bad=%" PRIu64 "\n"
-	       "cm_tx_mads=%" PRIu64 "\n", st->cm_channels, st->cm_ids, st->cm_listeners,
-	       st->cm_conns, st->cm_rx_mads, st->cm_rx_bad, st->cm_tx_mads);
+	       "cm_tx_mads=%" PRIu64 "\ncm_qp_moves=%" PRIu64 "\ncm_qp_move_fallbacks=%" PRIu64
+	       "\n", st->cm_channels, st->cm_ids, st->cm_listeners, st->cm_conns, st->cm_rx_mads,
+	       st->cm_rx_bad, st->cm_tx_mads, st->cm_qp_moves, st->cm_qp_move_fallbacks);
 }
 
 static void

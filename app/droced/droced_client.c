@@ -1104,6 +1104,22 @@ park(struct droced_client *c, const struct droce_proto_req *req, const uint8_t d
 	return 1;
 }
 
+/* -EAGAIN: the AV's neighbour is being resolved, nothing was changed. */
+static int
+qp_modify_routed(struct droced_client *c, struct droced_qp *qp, struct droce_shm_qp_attr *attr)
+{
+	int rc;
+
+	/* The engine refuses a non-global AV by itself; only a GID needs a neighbour. */
+	if ((attr->mask & DROCE_SHM_QP_AV) && attr->ah.is_global) {
+		rc = droced_neigh_ensure(c->port, attr->ah.dgid);
+		if (rc != 0)
+			return rc;
+		droced_route_av(&attr->ah);
+	}
+	return droce_qp_modify(qp->qp, attr);
+}
+
 static int
 op_modify_qp(struct droced_client *c, const struct droce_proto_req *req)
 {
@@ -1113,16 +1129,29 @@ op_modify_qp(struct droced_client *c, const struct droce_proto_req *req)
 
 	if (qp == NULL)
 		return -EINVAL;
-	/* The engine refuses a non-global AV by itself; only a GID needs a neighbour. */
-	if ((attr.mask & DROCE_SHM_QP_AV) && attr.ah.is_global) {
-		rc = droced_neigh_ensure(c->port, attr.ah.dgid);
-		if (rc == -EAGAIN)
-			return park(c, req, attr.ah.dgid);
-		if (rc != 0)
-			return rc;
-		droced_route_av(&attr.ah);
+	rc = qp_modify_routed(c, qp, &attr);
+	return rc == -EAGAIN ? park(c, req, attr.ah.dgid) : rc;
+}
+
+int
+droced_client_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
+			    const struct droce_shm_qp_attr *attr)
+{
+	struct droce_shm_qp_attr a = *attr;
+	struct droced_client *c;
+	uint32_t i;
+
+	TAILQ_FOREACH(c, &droced.clients, next) {
+		if (!c->hello || c->dead || c->pid != owner->pid || c->uid != owner->uid)
+			continue;
+		for (i = 0; i < c->qps.cap; i++) {
+			struct droced_qp *qp = c->qps.obj[i];
+
+			if (qp != NULL && droce_qp_num(qp->qp) == qpn)
+				return qp_modify_routed(c, qp, &a);
+		}
 	}
-	return droce_qp_modify(qp->qp, &attr);
+	return -ENOENT;
 }
 
 static int

@@ -106,6 +106,7 @@ struct droced_cm_id {
 	uint8_t retry_count, rnr_retry_count;
 	uint8_t local_ack_timeout;	/* the RTS timeout (Linux av.timeout) */
 	uint8_t srq;
+	bool move_qp;			/* CM_CONNECT's DROCE_PROTO_CM_CONN_F_MOVE_QP */
 	TAILQ_ENTRY(droced_cm_id) lnext;	/* bound or listening list */
 	TAILQ_ENTRY(droced_cm_id) rnext;	/* resolving list */
 };
@@ -117,6 +118,7 @@ static uint16_t port_users[CM_PS_COUNT][65536];
 static uint32_t next_port;
 static uint32_t nb_ids;
 static uint64_t events_lost;	/* past CM_MAX_EVENTS (a channel that never reads) */
+static uint64_t qp_moves, qp_move_fallbacks;	/* DROCE_PROTO_CM_CONN_F_MOVE_QP */
 
 static const uint8_t v4_prefix[12] = { [10] = 0xFF, [11] = 0xFF };
 
@@ -812,6 +814,9 @@ droced_cm_req_listener(struct droced_port *p, const uint8_t dgid[16],
 
 /* ---- Events from the wire ---- */
 
+static int qp_connect(struct droced_cm_id *id, uint32_t qpn, const struct droce_proto_cm_conn *cp);
+static int op_establish(struct droced_cm_id *id);
+
 static void
 conn_params_req(struct droce_proto_cm_conn *cp, const struct droce_cm_req *r)
 {
@@ -887,6 +892,13 @@ droced_cm_conn_event(struct droced_cm_id *id, enum droce_cm_event ev,
 		e->ev.conn.rnr_retry_count = r->rnr_retry_count;
 		e->ev.conn.private_data_len = DROCE_CM_REP_PDATA_LEN;
 		memcpy(e->ev.conn.private_data, r->private_data, DROCE_CM_REP_PDATA_LEN);
+		/*
+		 * The id's QP is librdmacm's: move it and confirm with the RTU here, as Linux's
+		 * cma_rep_recv does for a kernel consumer; the application sees ESTABLISHED. If
+		 * the QP cannot be moved, the CONNECT_RESPONSE lets the library do both.
+		 */
+		if (id->move_qp && qp_connect(id, id->qpn, NULL) == 0 && op_establish(id) == 0)
+			e->ev.event = DROCE_PROTO_CM_EVENT_ESTABLISHED;
 		ev_queue(id->ch, e);
 		return;
 	}
@@ -972,7 +984,7 @@ cma_hdr(const struct droced_cm_id *id, uint8_t *pdata)
 }
 
 static int
-op_connect(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp)
+op_connect(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp, uint32_t flags)
 {
 	struct droce_cm_out out;
 	struct droced_cm_conn *conn;
@@ -1053,6 +1065,7 @@ op_connect(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp)
 	}
 	id->qpn = cp->qp_num & DROCE_SHM_QPN_MAX;
 	id->srq = cp->srq;
+	id->move_qp = (flags & DROCE_PROTO_CM_CONN_F_MOVE_QP) && id->qp_type != DROCE_SHM_QPT_UD;
 	droced_cm_id_attach(id, conn);
 	id->state = ID_CONNECT;
 	droced_cm_conn_out(conn, &out, NULL);
@@ -1060,7 +1073,8 @@ op_connect(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp)
 }
 
 static int
-op_accept(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp)
+op_accept(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp, uint32_t flags,
+	  struct droce_proto_resp *resp)
 {
 	struct droce_cm_out out;
 	struct droce_cm_conn *sm;
@@ -1091,6 +1105,12 @@ op_accept(struct droced_cm_id *id, const struct droce_proto_cm_conn *cp)
 
 		if (cp->private_data_len > DROCE_CM_REP_PDATA_LEN)
 			return -EINVAL;
+		/* The QP must be in RTR before the REP leaves: the RTU may come with data. */
+		if (flags & DROCE_PROTO_CM_CONN_F_MOVE_QP) {
+			if (qp_connect(id, cp->qp_num & DROCE_SHM_QPN_MAX, cp) != 0)
+				return 0;	/* not moved: the library moves it, then accepts */
+			resp->cm_accept.moved = 1;
+		}
 		memset(&rep, 0, sizeof(rep));
 		droced_port_info(id->port, &info);
 		memcpy(&guid, &info.node_guid, 8);
@@ -1321,6 +1341,70 @@ op_init_qp_attrs(struct droced_cm_id *id, struct droce_proto_cm_qp_attr a[3])
 		if (rc != 0)
 			return rc;
 	}
+	return 0;
+}
+
+/* A CM_INIT_QP_ATTR answer as a modify of droced's own (what ibv_modify_qp would send). */
+static void
+qp_attr_to_shm(const struct droce_proto_cm_qp_attr *a, struct droce_shm_qp_attr *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->mask = a->mask;
+	s->qp_state = (uint8_t)a->qp_state;
+	s->qp_access_flags = a->qp_access_flags;
+	s->dest_qp_num = a->dest_qp_num;
+	s->rq_psn = a->rq_psn;
+	s->sq_psn = a->sq_psn;
+	s->qkey = a->qkey;
+	s->pkey_index = a->pkey_index;
+	s->port_num = a->port_num;
+	s->path_mtu = a->path_mtu;
+	s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	s->max_rd_atomic = a->max_rd_atomic;
+	s->min_rnr_timer = a->min_rnr_timer;
+	s->timeout = a->timeout;
+	s->retry_cnt = a->retry_cnt;
+	s->rnr_retry = a->rnr_retry;
+	s->ah = a->ah;
+}
+
+/*
+ * Moves QP qpn of the id's process to RTR, then RTS (DROCE_PROTO_CM_CONN_F_MOVE_QP), with
+ * the attributes op_init_qp_attrs gives, as librdmacm's rcm_qp_connect applies them: the
+ * QP is in INIT since rdma_create_qp, so INIT's access flags and P_Key index ride on the
+ * RTR change (optional there, IBA 11.2.4.2), and an accept's responder resources and
+ * initiator depth (cp; NULL on the active side) replace the CM's. Not 0: nothing the
+ * library could not redo (at worst the QP is left in RTR, which it moves on from).
+ */
+static int
+qp_connect(struct droced_cm_id *id, uint32_t qpn, const struct droce_proto_cm_conn *cp)
+{
+	struct droce_proto_cm_qp_attr a[3];
+	struct droce_shm_qp_attr rtr, rts;
+	int rc;
+
+	rc = op_init_qp_attrs(id, a);
+	if (rc == 0) {
+		qp_attr_to_shm(&a[1], &rtr);
+		rtr.mask |= a[0].mask & (DROCE_SHM_QP_ACCESS_FLAGS | DROCE_SHM_QP_PKEY_INDEX);
+		rtr.qp_access_flags = a[0].qp_access_flags;
+		rtr.pkey_index = a[0].pkey_index;
+		qp_attr_to_shm(&a[2], &rts);
+		if (cp != NULL) {
+			rtr.max_dest_rd_atomic = cp->responder_resources;
+			rts.max_rd_atomic = cp->initiator_depth;
+		}
+		rc = droced_client_qp_modify_num(id->ch->c, qpn, &rtr);
+	}
+	if (rc == 0)
+		rc = droced_client_qp_modify_num(id->ch->c, qpn, &rts);
+	if (rc != 0) {
+		qp_move_fallbacks++;
+		DROCED_LOG(DEBUG, "cm: id %u: QP %u not moved (%s): the library moves it\n",
+			   id->handle, qpn, strerror(-rc));
+		return rc;
+	}
+	qp_moves++;
 	return 0;
 }
 
@@ -1586,9 +1670,9 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 	case DROCE_OP_CM_LISTEN:
 		return op_listen(id, req->cm_listen.backlog);
 	case DROCE_OP_CM_CONNECT:
-		return op_connect(id, &req->cm_conn.conn);
+		return op_connect(id, &req->cm_conn.conn, req->cm_conn.flags);
 	case DROCE_OP_CM_ACCEPT:
-		return op_accept(id, &req->cm_conn.conn);
+		return op_accept(id, &req->cm_conn.conn, req->cm_conn.flags, resp);
 	case DROCE_OP_CM_ESTABLISH:
 		return op_establish(id);
 	case DROCE_OP_CM_REJECT:
@@ -1668,4 +1752,6 @@ droced_cm_status(struct droce_proto_status *st)
 	st->cm_tx_mads = droced.gsi.tx_mads;
 	for (i = 0; i < DROCED_GSI_BAD_COUNT; i++)
 		st->cm_rx_bad += droced.gsi.rx_bad[i];
+	st->cm_qp_moves = qp_moves;
+	st->cm_qp_move_fallbacks = qp_move_fallbacks;
 }

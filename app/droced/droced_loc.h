@@ -261,6 +261,14 @@ struct droced_client {
 
 struct droced_client *droced_client_new(int fd);
 /*
+ * Modifies QP number qpn of a device context of owner's process (same pid and uid): how
+ * droced's CM moves an rdma_cm id's QP (DROCE_PROTO_CM_CONN_F_MOVE_QP). 0; -ENOENT: no
+ * such QP of that process; -EAGAIN: the AV's neighbour is not resolved yet (nothing
+ * changed); or the engine's refusal.
+ */
+int droced_client_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
+				const struct droce_shm_qp_attr *attr);
+/*
  * Handles one request of n bytes with nfds descriptors: fills resp, or returns 1 when the
  * request is parked (no response yet). Descriptors it keeps are set to -1 in fds.
  */

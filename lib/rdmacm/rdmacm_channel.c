@@ -9,9 +9,10 @@
  * device then gets one RDMA_CM_EVENT_DEVICE_REMOVAL, and after those, ENODEV.
  *
  * Events are processed as rdma-core's cma.c does with the kernel's: the route of a
- * resolved id is queried, a CONNECT_REQUEST gets a new id, a CONNECT_RESPONSE on an id
- * with a QP moves the QP to RTR and RTS and sends the RTU (CM_ESTABLISH) before it is
- * reported as ESTABLISHED.
+ * resolved id is queried, a CONNECT_REQUEST gets a new id. An id with a QP of the library's
+ * own hears ESTABLISHED when the REP came: droced moved the QP to RTR and RTS and sent the
+ * RTU (DROCE_PROTO_CM_CONN_F_MOVE_QP). Only if droced could not is the event a
+ * CONNECT_RESPONSE, and the library does both (CM_ESTABLISH) before it reports ESTABLISHED.
  */
 
 #include <errno.h>
@@ -508,6 +509,12 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 			return EAGAIN;
 		}
 		copy_conn(e, &ev->conn);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		copy_param(e, r, ev);
+		/* Active side: droced moved the QP on the REP (DROCE_PROTO_CM_CONN_F_MOVE_QP). */
+		if (r->id.qp != NULL && r->id.qp_type != IBV_QPT_UD)
+			r->id.qp->state = IBV_QPS_RTS;
 		break;
 	default:
 		copy_param(e, r, ev);

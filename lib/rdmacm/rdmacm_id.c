@@ -434,6 +434,9 @@ rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (id->qp != NULL) {
 		qp_num = id->qp->qp_num;
 		srq = id->qp->srq != NULL;
+		/* droced moves it on the REP and sends the RTU (rcm_event_fill's ESTABLISHED). */
+		if (id->qp_type != IBV_QPT_UD)
+			req.cm_conn.flags = DROCE_PROTO_CM_CONN_F_MOVE_QP;
 	}
 	req.cm_conn.id = r->handle;
 	ret = conn_to_proto(r, conn_param, qp_num, srq, &req.cm_conn.conn);
@@ -488,23 +491,42 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	} else {
 		r->responder_resources = conn_param->responder_resources;
 	}
-	if (id->qp_type != IBV_QPT_UD) {
-		if (rcm_qp_connect(id, r->responder_resources, r->initiator_depth) != 0)
-			return -1;
-	}
 	req.cm_conn.id = r->handle;
 	ret = conn_to_proto(r, conn_param, qp_num, srq, &req.cm_conn.conn);
 	if (ret != 0)
 		return rcm_err(ret);
-	if (id->qp_type == IBV_QPT_UD)
+	if (id->qp_type == IBV_QPT_UD) {
 		req.cm_conn.conn.qkey = ud_qkey(id);
-	ret = rcm_call(to_rch(id->channel), &req, &resp);
+		ret = rcm_call(to_rch(id->channel), &req, &resp);
+		if (ret != 0) {
+			rcm_qp_err(id);
+			return rcm_err(ret);
+		}
+		return 0;
+	}
+	if (id->qp != NULL) {
+		/*
+		 * One round trip: droced moves the QP to RTR and RTS, then sends the REP
+		 * (DROCE_PROTO_CM_CONN_F_MOVE_QP). If it could not move it, it sent nothing
+		 * and the QP is moved from here, as rdma-core's ucma_modify_qp_rtr/rts do.
+		 */
+		req.cm_conn.flags = DROCE_PROTO_CM_CONN_F_MOVE_QP;
+		ret = rcm_call(to_rch(id->channel), &req, &resp);
+		if (ret == 0 && resp.cm_accept.moved) {
+			id->qp->state = IBV_QPS_RTS;
+			return rcm_complete(r);
+		}
+		req.cm_conn.flags = 0;
+	}
+	if (ret == 0) {
+		if (rcm_qp_connect(id, r->responder_resources, r->initiator_depth) != 0)
+			return -1;
+		ret = rcm_call(to_rch(id->channel), &req, &resp);
+	}
 	if (ret != 0) {
 		rcm_qp_err(id);
 		return rcm_err(ret);
 	}
-	if (id->qp_type == IBV_QPT_UD)
-		return 0;
 	return rcm_complete(r);
 }
 

@@ -2,11 +2,13 @@
 
 /*
  * The id's QP, SRQ and CQs: verbs objects of the application's own, made and moved through
- * droce's libibverbs as rdma-core's librdmacm makes and moves them. droced's CM never
- * touches a QP; it says which attributes take it to INIT, RTR and RTS (CM_INIT_QP_ATTR)
- * and ibv_modify_qp applies them: INIT when the QP is created (UD goes on to RTS at once),
- * RTR and RTS when a CONNECT_RESPONSE arrives (before the RTU) or in rdma_accept (before
- * the REP), ERR on rdma_disconnect and on a rejection.
+ * droce's libibverbs as rdma-core's librdmacm makes and moves them. droced's CM says which
+ * attributes take a QP to INIT, RTR and RTS (CM_INIT_QP_ATTR) and ibv_modify_qp applies
+ * them: INIT when the QP is created (UD goes on to RTS at once), ERR on rdma_disconnect and
+ * on a rejection. RTR and RTS of a connected QP are droced's own work (it owns the QP and
+ * the CM: DROCE_PROTO_CM_CONN_F_MOVE_QP, three round trips fewer per side); rcm_qp_connect
+ * below does them only where droced could not: in rdma_accept (before the REP) and on a
+ * CONNECT_RESPONSE (before the RTU).
  */
 
 #include <errno.h>

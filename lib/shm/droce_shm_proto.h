@@ -169,7 +169,7 @@ struct droce_proto_event_ring {
  * and librdmacm checks the values at compile time.
  */
 
-#define DROCE_PROTO_CM_VERSION		2u
+#define DROCE_PROTO_CM_VERSION		3u
 #define DROCE_PROTO_CM_PDATA_MAX	224	/* the largest private data field (RTU, DREP) */
 
 /* enum rdma_cm_event_type */
@@ -210,6 +210,19 @@ struct droce_proto_cm_addr {
 	uint32_t scope_id;	/* sin6_scope_id */
 	uint8_t addr[16];	/* all zero: the wildcard address */
 };
+
+/*
+ * CM_CONNECT and CM_ACCEPT of an RC or UC id whose QP librdmacm made (rdma_create_qp; in
+ * INIT): droced moves that QP, conn.qp_num, a QP of a device context of the same process,
+ * to RTR and RTS itself, with the attributes CM_INIT_QP_ATTR would give, as Linux's rdma_cm
+ * moves a kernel consumer's QP. CM_ACCEPT does it before the REP goes (cm_accept.moved
+ * says whether it could; if not, nothing was sent and the library moves the QP and
+ * accepts without the flag). After CM_CONNECT, a REP makes droced move the QP and send
+ * the RTU, and the id's event is ESTABLISHED; when it cannot, the event is
+ * CONNECT_RESPONSE and the library does both, as without the flag. Either way the
+ * library's round trips for the moves (three per side) are saved.
+ */
+#define DROCE_PROTO_CM_CONN_F_MOVE_QP	0x1u
 
 /* The connection parameters of CM_CONNECT and CM_ACCEPT (struct rdma_conn_param + QP). */
 struct droce_proto_cm_conn {
@@ -404,7 +417,7 @@ struct droce_proto_req {
 		/* CM_CONNECT, CM_ACCEPT */
 		struct {
 			uint32_t id;
-			uint32_t rsvd;
+			uint32_t flags;		/* DROCE_PROTO_CM_CONN_F_* */
 			struct droce_proto_cm_conn conn;
 		} cm_conn;
 		struct {
@@ -472,6 +485,10 @@ struct droce_proto_status {
 	uint64_t cm_rx_mads;
 	uint64_t cm_rx_bad;
 	uint64_t cm_tx_mads;
+	/* QPs droced's CM moved to RTS (DROCE_PROTO_CM_CONN_F_MOVE_QP), and moves it left to
+	 * the library (no such QP, a neighbour not resolved yet, a refused change). */
+	uint64_t cm_qp_moves;
+	uint64_t cm_qp_move_fallbacks;
 };
 
 struct droce_proto_resp {
@@ -549,6 +566,9 @@ struct droce_proto_resp {
 			uint32_t id;		/* CM_CREATE_ID, CM_MIGRATE (the id's new handle) */
 		} cm_id;
 		struct droce_proto_cm_id_info cm_query;	/* also CM_BIND's answer */
+		struct {
+			uint32_t moved;		/* 1: the QP is in RTS and the REP went */
+		} cm_accept;			/* with DROCE_PROTO_CM_CONN_F_MOVE_QP */
 		struct droce_proto_cm_qp_attr cm_qp_attr;
 		struct droce_proto_cm_qp_attr cm_qp_attrs[3];	/* DROCE_PROTO_CM_QPS_CONNECT */
 		struct droce_proto_cm_event cm_event;

@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, log, main, parse_args,
+from droce_harness import (App, MemifPair, check, ctl, expect_idle, log, main, parse_args,
                            run_cases, run_pair)
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
@@ -160,10 +160,26 @@ def cmtime(conns):
     return steps, cli
 
 
+def qp_moves():
+    """Each daemon's (cm_qp_moves, cm_qp_move_fallbacks): the QPs its CM moved to RTS."""
+    out = []
+    for d in (pair.a, pair.b):
+        st = ctl(BIN["droce_ctl"], d)
+        out.append((int(st["cm_qp_moves"]), int(st["cm_qp_move_fallbacks"])))
+    return out
+
+
 def t_cmtime():
+    before = qp_moves()
     steps, out = cmtime(200)
     # total ms of the connect step over all connections, started together
     check(steps["connect"][0] > 0, "cmtime connect: %s\n%s" % (steps["connect"], out))
+    # Each QP was moved by droced's CM (rdma_accept on A, the REP on B), none by the library.
+    after = qp_moves()
+    for name, (m0, f0), (m1, f1) in zip("AB", before, after):
+        check(m1 - m0 == 200 and f1 == f0,
+              "droced %s: CM moved %d QPs to RTS (want 200), %d left to the library (want 0)"
+              % (name, m1 - m0, f1 - f0))
 
 
 def perftest(prog, opts, sizes, iters):
