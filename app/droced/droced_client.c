@@ -1056,6 +1056,20 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 		rc = rte_errno == ENOSPC ? -ENOMEM : -rte_errno;
 		goto fail;
 	}
+	if (req->create_qp.init_port != 0) {
+		struct droce_shm_qp_attr init;
+
+		memset(&init, 0, sizeof(init));
+		init.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
+			    DROCE_SHM_QP_ACCESS_FLAGS;
+		init.qp_state = DROCE_SHM_QPS_INIT;
+		init.port_num = req->create_qp.init_port;
+		rc = droce_qp_modify(qp->qp, &init);
+		if (rc != 0) {
+			droce_qp_destroy(qp->qp);
+			goto fail;
+		}
+	}
 	rc = table_add(&c->qps, qp, &handle);
 	if (rc != 0) {
 		droce_qp_destroy(qp->qp);

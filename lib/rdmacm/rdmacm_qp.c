@@ -4,8 +4,8 @@
  * The id's QP, SRQ and CQs: verbs objects of the application's own, made and moved through
  * droce's libibverbs as rdma-core's librdmacm makes and moves them. droced's CM says which
  * attributes take a QP to INIT, RTR and RTS (CM_INIT_QP_ATTR) and ibv_modify_qp applies
- * them: INIT when the QP is created (UD goes on to RTS at once), ERR on rdma_disconnect and
- * on a rejection. RTR and RTS of a connected QP are droced's own work (it owns the QP and
+ * them: INIT when the QP is created (a connected QP is created in INIT; UD goes on to RTS
+ * at once), ERR on rdma_disconnect and on a rejection. RTR and RTS of a connected QP are droced's own work (it owns the QP and
  * the CM: DROCE_PROTO_CM_CONN_F_MOVE_QP, three round trips fewer per side); rcm_qp_connect
  * below does them only where droced could not: in rdma_accept (before the REP) and on a
  * CONNECT_RESPONSE (before the RTU).
@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "droce_verbs.h"
 #include "rdmacm_loc.h"
 
 void
@@ -157,25 +158,30 @@ rcm_qp_err(struct rdma_cm_id *id)
 }
 
 /*
- * A connected QP goes to INIT; a UD QP on to RTS with SQ PSN 0, as rdma-core's. A
- * connected QP's INIT needs nothing from droced yet: the access flags and P_Key index it
- * would answer are applied with the RTR change (rcm_qp_connect), once the peer's
- * parameters are known, and a QP in INIT takes no packet meanwhile. So they start empty
- * here, one round trip less per connection; the end state is rdma-core's.
+ * The QP, created in INIT when connected (qp_create); a UD QP goes to INIT and on to RTS
+ * with SQ PSN 0, as rdma-core's.
  */
+static struct ibv_qp *
+qp_create(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	/*
+	 * A connected QP's INIT needs nothing from the CM yet: the access flags and P_Key
+	 * index it would answer are applied with the RTR change, once the peer's parameters
+	 * are known, and a QP in INIT takes no packet meanwhile. So it is created in INIT
+	 * with none (droce_create_qp_init: one request for both, where rdma-core makes
+	 * three); the end state is rdma-core's.
+	 */
+	if (id->qp_type != IBV_QPT_UD)
+		return droce_create_qp_init(id->verbs, attr, RCM_PORT_NUM);
+	return ibv_create_qp_ex(id->verbs, attr);
+}
+
 static int
-qp_init(struct rdma_cm_id *id, struct ibv_qp *qp)
+qp_ud_ready(struct rdma_cm_id *id, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr;
 	int mask;
 
-	if (id->qp_type != IBV_QPT_UD) {
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_INIT;
-		attr.port_num = RCM_PORT_NUM;
-		return qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_ACCESS_FLAGS);
-	}
 	if (qp_attr_for(id, IBV_QPS_INIT, &attr, &mask) != 0 || qp_modify(qp, &attr, mask) != 0)
 		return -1;
 	attr.qp_state = IBV_QPS_RTR;
@@ -265,10 +271,10 @@ rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		attr->recv_cq = id->recv_cq;
 	if (id->srq != NULL && attr->srq == NULL)
 		attr->srq = id->srq;
-	qp = ibv_create_qp_ex(id->verbs, attr);
+	qp = qp_create(id, attr);
 	if (qp == NULL)
 		goto err_cqs;
-	if (qp_init(id, qp) != 0)
+	if (id->qp_type == IBV_QPT_UD && qp_ud_ready(id, qp) != 0)
 		goto err_qp;
 	id->pd = qp->pd;
 	id->qp = qp;

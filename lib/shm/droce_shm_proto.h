@@ -37,7 +37,7 @@
 #include "droce_shm.h"
 #include "droce_shm_ctl.h"
 
-#define DROCE_PROTO_VERSION		1u
+#define DROCE_PROTO_VERSION		2u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8
@@ -372,7 +372,13 @@ struct droce_proto_req {
 			uint32_t srq;		/* DROCE_PROTO_NO_HANDLE: own receive queue */
 			uint8_t qp_type;	/* enum ibv_qp_type */
 			uint8_t sq_sig_all;
-			uint8_t rsvd[2];
+			/*
+			 * Not 0: the QP goes on to INIT on this port (P_Key index 0, no
+			 * access flags) before the answer, one round trip for
+			 * librdmacm's rdma_create_qp (droce_create_qp_init).
+			 */
+			uint8_t init_port;
+			uint8_t rsvd;
 			struct droce_proto_cap cap;
 		} create_qp;
 		struct {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "droce_verbs.h"
 #include "verbs_loc.h"
 
 /* The send opcodes the wr_* API can build: everything a send WQE carries. */
@@ -481,8 +482,9 @@ qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 	return 0;
 }
 
-struct ibv_qp *
-verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+/* init_port not 0: droced moves the QP to INIT on that port before it answers. */
+static struct ibv_qp *
+qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t init_port)
 {
 	struct droce_proto_req req = { .op = DROCE_OP_CREATE_QP };
 	struct droce_proto_resp resp;
@@ -506,6 +508,7 @@ verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 	req.create_qp.srq = a->srq != NULL ? a->srq->handle : DROCE_PROTO_NO_HANDLE;
 	req.create_qp.qp_type = (uint8_t)a->qp_type;
 	req.create_qp.sq_sig_all = a->sq_sig_all != 0;
+	req.create_qp.init_port = init_port;
 	req.create_qp.cap.max_send_wr = a->cap.max_send_wr;
 	req.create_qp.cap.max_send_sge = a->cap.max_send_sge;
 	req.create_qp.cap.max_inline_data = a->cap.max_inline_data;
@@ -576,7 +579,7 @@ verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 	ib->srq = a->srq;
 	ib->handle = resp.qp.handle;
 	ib->qp_num = resp.qp.qp_num;
-	ib->state = IBV_QPS_RESET;
+	ib->state = init_port != 0 ? IBV_QPS_INIT : IBV_QPS_RESET;
 	ib->qp_type = a->qp_type;
 	pthread_mutex_init(&ib->mutex, NULL);
 	pthread_cond_init(&ib->cond, NULL);
@@ -588,6 +591,25 @@ verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
 	a->cap.max_inline_data = qp->cap.max_inline_data;
 	qp_list_add(c, qp);
 	return ib;
+}
+
+struct ibv_qp *
+verbs_qp_create_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *a)
+{
+	return qp_create(context, a, 0);
+}
+
+/*
+ * droce's librdmacm only (droce_verbs.h): ibv_create_qp_ex, then ibv_modify_qp to INIT
+ * on port port_num with P_Key index 0 and no access flags, in one request.
+ */
+VERBS_EXPORT struct ibv_qp *
+droce_create_qp_init(struct ibv_context *context, struct ibv_qp_init_attr_ex *a,
+		     uint8_t port_num)
+{
+	if (port_num == 0)
+		return verbs_err_null(EINVAL);
+	return qp_create(context, a, port_num);
 }
 
 VERBS_EXPORT struct ibv_qp *
