@@ -61,7 +61,7 @@ struct droce_ah {
 uint8_t *mr_resolve(const struct droce_domain *dom, uint32_t key, uint32_t pd,
 		    uint32_t access, uint64_t addr, uint64_t len);
 
-/* ---- Domain (engine_ctl.c) ---- */
+/* ---- Domain (engine_objects.c) ---- */
 
 struct droce_domain {
 	struct droce_dev *dev;
