@@ -199,6 +199,7 @@ enum engine_qp_list {
 	QP_ON_TIMER = 1u << 1,	/* engine->timers: ACK or RNR timer running */
 	QP_ON_ACK = 1u << 2,	/* engine->acks: an ACK to send at the end of the rx burst */
 	QP_ON_ERR = 1u << 3,	/* engine->errs: in ERR, watched for new posts to flush */
+	QP_ON_READ = 1u << 4,	/* engine->reads: READ or atomic responses to send */
 };
 
 struct droce_qp {
@@ -231,6 +232,7 @@ struct droce_qp {
 	TAILQ_ENTRY(droce_qp) timer_link;
 	TAILQ_ENTRY(droce_qp) ack_link;
 	TAILQ_ENTRY(droce_qp) err_link;
+	TAILQ_ENTRY(droce_qp) read_link;
 	struct droce_shm_qp_attr attr;	/* as last applied, for query */
 	struct droce_wire_tmpl tmpl;	/* RC/UC: the path to the peer */
 	uint32_t mtu;
@@ -254,6 +256,7 @@ struct droce_qp {
 		uint8_t retry_left;
 		uint8_t rnr_left;
 		bool rnr_wait;
+		bool kick;		/* moved to RTS: fetch what was posted (req_send) */
 		bool rd_resume;		/* a READ was asked again: wait for its answer */
 		bool drained;		/* SQD reached with nothing outstanding */
 		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
@@ -305,16 +308,26 @@ qp_swqe(const struct droce_qp *qp, uint32_t i)
 void qp_to_error(struct droce_qp *qp);
 /* Completes every WR still in the send and receive rings with IBV_WC_WR_FLUSH_ERR. */
 void qp_flush(struct droce_qp *qp);
+/* Stage: every QP in ERR flushes what was posted since the last pass (11.6.3). */
+void qp_stage_errors(struct droce_engine *e);
+/* n more receive-ring entries have their completions written. */
+void qp_rq_done(struct droce_qp *qp, uint32_t n);
 /* Applies a modify on the owning engine. */
 int qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
 		    const struct droce_wire_addr *addr);
 void qp_list_add(struct droce_qp *qp, enum engine_qp_list which);
 void qp_list_del(struct droce_qp *qp, enum engine_qp_list which);
+/* Puts qp on the timer list; deadline (TSC) may be the engine's earliest. */
 void qp_timer_arm(struct droce_qp *qp, uint64_t deadline);
 /* Send completion in the send CQ if the WQE asks for one (or failed). */
 void qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status);
 /* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
 void qp_sqd_check(struct droce_qp *qp);
+
+/* ---- Receive stage (engine_rx.c) ---- */
+
+/* Receives, steers and dispatches a burst from the port and one from the handoff ring. */
+unsigned int rx_stage(struct droce_engine *e);
 
 /* ---- Requester (engine_req.c) ---- */
 
@@ -328,6 +341,10 @@ void req_seek(struct droce_qp *qp, uint32_t psn);
 void req_doorbell(struct droce_qp *qp);
 /* Local ACK timer and RNR timer expiry. */
 void req_timer(struct droce_qp *qp, uint64_t now);
+/* Stages: doorbells, the requester's round robin, the timers. */
+unsigned int req_stage_doorbells(struct droce_engine *e);
+unsigned int req_stage_send(struct droce_engine *e);
+void req_stage_timers(struct droce_engine *e);
 
 /* ---- Completer (engine_comp.c) ---- */
 
@@ -342,12 +359,21 @@ void resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
 /* Sends the coalesced ACK of qp (end of an rx burst). */
 void resp_send_ack(struct droce_qp *qp);
-/* Flushes the receive ring of a QP in ERR. */
-void resp_flush(struct droce_qp *qp);
-/* Sends up to budget READ response packets of qp; returns how many. */
-unsigned int resp_read_send(struct droce_qp *qp, unsigned int budget);
+/* Stage: one coalesced ACK for each QP that asked for one during the rx stage. */
+void resp_stage_acks(struct droce_engine *e);
 
-/* ---- Engine (engine_loop.c) ---- */
+/* ---- Responses: READ, atomic, ACK and NAK packets (engine_read_resp.c) ---- */
+
+/* Sends an ACKNOWLEDGE of psn with AETH syndrome (ACK, NAK or RNR NAK) and qp's MSN. */
+void read_resp_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+/* Has a READ accepted earlier responses left to send? Skips the finished ones. */
+bool read_resp_pending(struct droce_qp *qp);
+/* Sends up to budget READ response packets of qp; returns how many. */
+unsigned int read_resp_send(struct droce_qp *qp, unsigned int budget);
+/* Stage: round robin over QPs with READ or atomic responses owed. */
+unsigned int read_resp_stage(struct droce_engine *e);
+
+/* ---- Engine and its commands (engine_loop.c, engine_cmd.c) ---- */
 
 enum engine_cmd_type {
 	ENGINE_CMD_QP_MODIFY,
@@ -369,6 +395,8 @@ struct engine_cmd {
 
 /* Runs cmd on engine e and waits for it (control thread). */
 int engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd);
+/* Stage: applies every queued command; returns how many. */
+unsigned int engine_cmd_stage(struct droce_engine *e);
 /* Returns once every running engine has finished the loop pass it was in. */
 void engine_quiesce(struct droce_dev *dev);
 
@@ -415,6 +443,7 @@ struct droce_engine {
 	struct engine_qp_list_head timers;
 	struct engine_qp_list_head acks;
 	struct engine_qp_list_head errs;
+	struct engine_qp_list_head reads;
 	struct droce_domain *doms[64];	/* domains with doorbells on this engine */
 	uint32_t nb_doms;
 
@@ -431,9 +460,13 @@ engine_tx_room(const struct droce_engine *e)
 {
 	return ENGINE_TX_MAX - e->nb_tx;
 }
+/* ---- Transmit (engine_tx.c) ---- */
+
 /* Queues m for transmission (the caller made sure of room, else it is dropped). */
 void engine_tx(struct droce_engine *e, struct rte_mbuf *m);
 void engine_tx_flush(struct droce_engine *e);
+/* Stage: frames from the control thread's slow_tx ring, as many as there is room for. */
+unsigned int engine_tx_slow(struct droce_engine *e);
 
 /*
  * Builds a packet of qp with template tmpl: headers from h, payload_len bytes of payload
@@ -474,9 +507,15 @@ dev_qp(struct droce_dev *dev, uint32_t qpn)
 /* The neighbour's MAC for gid: 0 or -EHOSTUNREACH. */
 int dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
 
+/* ---- Timers (engine_timer.c) ---- */
+
 /* 4.096 us * 2^timeout in TSC ticks (IB 9.7.6.1.3); 0 for timeout 0 (no timer). */
 uint64_t engine_ack_timeout_tsc(const struct droce_engine *e, unsigned int timeout);
 /* RNR NAK timer code (IB table 45) in TSC ticks. */
 uint64_t engine_rnr_timer_tsc(const struct droce_engine *e, unsigned int code);
+/* Has the earliest deadline of e's timer list possibly passed (e->now)? */
+bool engine_timers_due(const struct droce_engine *e);
+/* The earlier of next and qp's running timers' deadlines. */
+uint64_t engine_timer_earliest(const struct droce_qp *qp, uint64_t next);
 
 #endif /* ENGINE_LOC_H */

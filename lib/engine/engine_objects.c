@@ -1,18 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The control side of the engines: device, domains, keys, address handles, CQs, SRQs and
- * QPs. Runs on the control thread; what changes an engine's state goes to that engine as
+ * The control side's objects: device, engines (create, destroy, counters), domains,
+ * keys, address handles, CQs, SRQs and QPs. Runs on the control thread; what changes an engine's state goes to that engine as
  * a command (engine_cmd_run), what engines only read is published with release stores and
  * retired after engine_quiesce().
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <rte_malloc.h>
 
 #include "engine_loc.h"
+
+RTE_LOG_REGISTER(droce_engine_logtype, droce.engine, NOTICE);
+
+const char *const droce_engine_counter_names[] = {
+#define COUNTER_NAME(name, desc) #name,
+	DROCE_ENGINE_COUNTERS(COUNTER_NAME)
+#undef COUNTER_NAME
+};
+
+const char *const droce_engine_counter_descs[] = {
+#define COUNTER_DESC(name, desc) desc,
+	DROCE_ENGINE_COUNTERS(COUNTER_DESC)
+#undef COUNTER_DESC
+};
 
 static bool
 is_pow2(uint32_t v)
@@ -636,4 +655,111 @@ droce_qp_destroy(struct droce_qp *qp)
 	rte_free(qp->req.wq);
 	rte_free(qp);
 	return 0;
+}
+
+/* ---- Engines: create, destroy, counters ---- */
+
+void
+droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st)
+{
+	const volatile uint64_t *src = (const volatile uint64_t *)&e->st;
+	uint64_t *dst = (uint64_t *)st;
+	size_t i;
+
+	for (i = 0; i < DROCE_ENGINE_NB_COUNTERS; i++)
+		dst[i] = src[i];
+}
+
+void
+droce_engine_stats_print(FILE *f, const struct droce_engine *e)
+{
+	struct droce_engine_stats st;
+	size_t i;
+
+	droce_engine_stats_get(e, &st);
+	for (i = 0; i < DROCE_ENGINE_NB_COUNTERS; i++) {
+		uint64_t v = ((const uint64_t *)&st)[i];
+
+		if (v != 0)
+			fprintf(f, " %s=%" PRIu64, droce_engine_counter_names[i], v);
+	}
+}
+
+struct droce_engine *
+droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engine_conf *conf)
+{
+	char name[RTE_RING_NAMESIZE];
+	struct droce_engine *e;
+
+	if (id >= DROCE_ENGINE_MAX || dev->engines[id] != NULL || conf->mp == NULL ||
+	    conf->nb_gids > DROCE_ENGINE_MAX_GIDS || !rte_eth_dev_is_valid_port(conf->port_id)) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	e = rte_zmalloc("droce_engine", sizeof(*e), RTE_CACHE_LINE_SIZE);
+	if (e == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	e->dev = dev;
+	e->id = id;
+	e->port_id = conf->port_id;
+	e->rx_queue = conf->rx_queue;
+	e->tx_queue = conf->tx_queue;
+	e->mp = conf->mp;
+	memcpy(e->mac, conf->mac, sizeof(e->mac));
+	memcpy(e->gids, conf->gids, sizeof(e->gids));
+	e->nb_gids = conf->nb_gids;
+	e->idle_sleep_us = conf->idle_sleep_us;
+	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
+	e->slow_rx = conf->slow_rx;
+	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;
+	e->slow_tx = conf->slow_tx;
+	e->tsc_hz = rte_get_tsc_hz();
+	e->idle_nap_tsc = e->tsc_hz / 1000000 * ENGINE_IDLE_NAP_US;
+	e->timer_next = UINT64_MAX;
+	TAILQ_INIT(&e->active);
+	TAILQ_INIT(&e->timers);
+	TAILQ_INIT(&e->acks);
+	TAILQ_INIT(&e->errs);
+	TAILQ_INIT(&e->reads);
+	snprintf(name, sizeof(name), "droce_cmd_%p", (void *)e);
+	e->cmds = rte_ring_create(name, ENGINE_CMD_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "droce_hoff_%p", (void *)e);
+	e->handoff = rte_ring_create(name, ENGINE_HANDOFF_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	/* Non-blocking: a command's write never waits, the idle engine's read never blocks. */
+	e->cmd_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	e->cmd_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0 || e->cmd_done_fd < 0) {
+		rte_ring_free(e->cmds);
+		rte_ring_free(e->handoff);
+		if (e->cmd_wake_fd >= 0)
+			close(e->cmd_wake_fd);
+		if (e->cmd_done_fd >= 0)
+			close(e->cmd_done_fd);
+		rte_free(e);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	dev->engines[id] = e;
+	return e;
+}
+
+void
+droce_engine_destroy(struct droce_engine *e)
+{
+	void *m;
+
+	if (e == NULL)
+		return;
+	engine_tx_flush(e);
+	rte_pktmbuf_free_bulk(e->tx, e->nb_tx);
+	while (rte_ring_sc_dequeue(e->handoff, &m) == 0)
+		rte_pktmbuf_free(m);
+	rte_ring_free(e->handoff);
+	rte_ring_free(e->cmds);
+	close(e->cmd_wake_fd);
+	close(e->cmd_done_fd);
+	e->dev->engines[e->id] = NULL;
+	rte_free(e);
 }

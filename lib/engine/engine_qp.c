@@ -24,6 +24,9 @@ qp_list_add(struct droce_qp *qp, enum engine_qp_list which)
 	case QP_ON_ACTIVE:
 		TAILQ_INSERT_TAIL(&e->active, qp, active_link);
 		break;
+	case QP_ON_READ:
+		TAILQ_INSERT_TAIL(&e->reads, qp, read_link);
+		break;
 	case QP_ON_TIMER:
 		TAILQ_INSERT_TAIL(&e->timers, qp, timer_link);
 		break;
@@ -44,6 +47,8 @@ qp_list_del(struct droce_qp *qp, enum engine_qp_list which)
 
 	if (on & QP_ON_ACTIVE)
 		TAILQ_REMOVE(&e->active, qp, active_link);
+	if (on & QP_ON_READ)
+		TAILQ_REMOVE(&e->reads, qp, read_link);
 	if (on & QP_ON_TIMER)
 		TAILQ_REMOVE(&e->timers, qp, timer_link);
 	if (on & QP_ON_ACK)
@@ -151,11 +156,65 @@ qp_flush_send(struct droce_qp *qp)
 	qp->req.cur_off = 0;
 }
 
+/*
+ * n more receive-ring entries have their completions written (in the ring's order: a QP
+ * completes its receives in the order they were posted). Published for libdroce's flush
+ * should droced die (droce_shm.h); SRQ entries are the SRQ's, not counted here.
+ */
+void
+qp_rq_done(struct droce_qp *qp, uint32_t n)
+{
+	if (qp->srq != NULL)
+		return;
+	qp->resp.rq_done += n;
+	__atomic_store_n(&qp->ctl->rq_done, qp->resp.rq_done, __ATOMIC_RELEASE);
+}
+
+/* The receive ring's half of qp_flush(). */
+static void
+qp_flush_recv(struct droce_qp *qp)
+{
+	uint64_t wr_id[ENGINE_BURST];
+	uint32_t prod, n;
+
+	if (qp->resp.have_wqe) {
+		qp->resp.have_wqe = false;
+		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
+		qp_rq_done(qp, 1);
+	}
+	if (qp->srq != NULL)
+		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
+	prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
+	if (prod - qp->resp.rq_cons > qp->rq_size)
+		prod = qp->resp.rq_cons;	/* a lie: flush nothing */
+	/* As for the send ring: wr_ids read, slots given back, then the completions. */
+	while (qp->resp.rq_cons != prod) {
+		for (n = 0; n < ENGINE_BURST && qp->resp.rq_cons + n != prod; n++)
+			wr_id[n] = ((const struct droce_shm_rwqe *)(qp->rq_ring +
+				(size_t)((qp->resp.rq_cons + n) & (qp->rq_size - 1)) *
+				qp->rq_stride))->wr_id;
+		qp->resp.rq_cons += n;
+		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
+		engine_cqe_flush(qp, qp->rcq, wr_id, n);
+		qp_rq_done(qp, n);
+	}
+}
+
 void
 qp_flush(struct droce_qp *qp)
 {
 	qp_flush_send(qp);
-	resp_flush(qp);
+	qp_flush_recv(qp);
+}
+
+/* QPs in ERR: anything posted since is flushed at once (11.6.3: WRs posted in ERR). */
+void
+qp_stage_errors(struct droce_engine *e)
+{
+	struct droce_qp *qp;
+
+	TAILQ_FOREACH(qp, &e->errs, err_link)
+		qp_flush(qp);
 }
 
 void
@@ -165,7 +224,7 @@ qp_to_error(struct droce_qp *qp)
 		return;
 	qp_publish_state(qp, DROCE_SHM_QPS_ERR);
 	ENGINE_STAT(qp->engine, qp_error);
-	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_TIMER | QP_ON_ACK);
+	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_READ | QP_ON_TIMER | QP_ON_ACK);
 	qp->req.ack_deadline = 0;
 	qp->req.rnr_wait = false;
 	qp_list_add(qp, QP_ON_ERR);
@@ -184,12 +243,13 @@ qp_reset(struct droce_qp *qp)
 	uint32_t sq_prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
 	uint32_t rq_prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
 
-	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_TIMER | QP_ON_ACK | QP_ON_ERR);
+	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_READ | QP_ON_TIMER | QP_ON_ACK | QP_ON_ERR);
 	qp->req.fetch = qp->req.cons = qp->req.cur = sq_prod;
 	qp->req.cur_off = 0;
 	qp->req.psn = qp->req.psn_max = qp->req.una = qp->req.next_psn = 0;
 	qp->req.ack_deadline = qp->req.rnr_deadline = 0;
 	qp->req.rnr_wait = false;
+	qp->req.kick = false;
 	qp->req.rd_resume = false;
 	qp->req.drained = false;
 	qp->req.since_ackreq = 0;
@@ -300,9 +360,17 @@ qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
 	if (next == DROCE_SHM_QPS_SQD && qp->state != DROCE_SHM_QPS_SQD)
 		qp->req.drained = false;
 	qp_publish_state(qp, next);
-	/* Leaving SQD (or entering RTS) may let queued WQEs go. */
-	if (next == DROCE_SHM_QPS_RTS)
-		req_doorbell(qp);
+	/*
+	 * Leaving SQD (or entering RTS) may let queued WQEs go: the requester fetches what was
+	 * posted meanwhile (req.kick) in this pass's requester stage.
+	 */
+	if (next == DROCE_SHM_QPS_RTS) {
+		uint32_t prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
+
+		qp->req.kick = true;
+		if ((prod != qp->req.fetch || qp->req.cur != qp->req.fetch) && !qp->req.rnr_wait)
+			qp_list_add(qp, QP_ON_ACTIVE);
+	}
 	/* Nothing in flight: drained now, no ACK or packet will come to say so. */
 	if (next == DROCE_SHM_QPS_SQD)
 		qp_sqd_check(qp);

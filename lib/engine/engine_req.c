@@ -441,11 +441,18 @@ unsigned int
 req_send(struct droce_qp *qp, unsigned int budget)
 {
 	struct droce_engine *e = qp->engine;
-	/* READ responses first: they answer requests older than anything sent now. */
-	unsigned int n = qp->type == DROCE_SHM_QPT_RC ? resp_read_send(qp, budget) : 0;
+	unsigned int n = 0;
 
 	if (qp->state != DROCE_SHM_QPS_RTS && qp->state != DROCE_SHM_QPS_SQD)
 		return n;
+	if (qp->req.kick) {
+		/* Moved to RTS by a command (qp_modify_apply): the WQEs posted meanwhile. */
+		qp->req.kick = false;
+		if (!req_fetch(qp)) {
+			qp_to_error(qp);
+			return n;
+		}
+	}
 	if (qp->req.rnr_wait)
 		return n;
 	while (n < budget && qp->req.cur != qp->req.fetch) {
@@ -540,4 +547,96 @@ req_timer(struct droce_qp *qp, uint64_t now)
 	}
 	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0)
 		qp_list_del(qp, QP_ON_TIMER);
+}
+
+/* ---- Stages ---- */
+
+/*
+ * Doorbells: for each domain with QPs on this engine, the summary word, then each flagged
+ * word; every set bit names a QP slot whose new WQEs are copied (req_doorbell).
+ */
+unsigned int
+req_stage_doorbells(struct droce_engine *e)
+{
+	unsigned int work = 0;
+	uint32_t d;
+
+	for (d = 0; d < e->nb_doms; d++) {
+		struct droce_domain *dom = e->doms[d];
+		struct droce_shm_doorbell *db = dom->db[e->id];
+		uint64_t summary;
+
+		if (__atomic_load_n(&db->summary, __ATOMIC_RELAXED) == 0)
+			continue;
+		summary = __atomic_exchange_n(&db->summary, 0, __ATOMIC_ACQUIRE);
+		while (summary != 0) {
+			unsigned int w = __builtin_ctzll(summary);
+			uint64_t bits;
+
+			summary &= summary - 1;
+			if (w >= DROCE_SHM_DB_WORDS)
+				break;
+			bits = __atomic_exchange_n(&db->words[w], 0, __ATOMIC_ACQUIRE);
+			while (bits != 0) {
+				unsigned int slot = w * 64 + __builtin_ctzll(bits);
+				struct droce_qp *qp = __atomic_load_n(&dom->db_qp[e->id][slot],
+								      __ATOMIC_ACQUIRE);
+
+				bits &= bits - 1;
+				/* A bit for an empty slot is the application's business: ignore it. */
+				if (qp != NULL && qp->engine == e) {
+					req_doorbell(qp);
+					work++;
+				}
+			}
+		}
+	}
+	return work;
+}
+
+/* The requester: round robin over QPs with packets to send. */
+unsigned int
+req_stage_send(struct droce_engine *e)
+{
+	struct engine_qp_list_head turn = TAILQ_HEAD_INITIALIZER(turn);
+	unsigned int sent = 0;
+	struct droce_qp *qp;
+
+	/*
+	 * Each QP on the list now gets one quantum: the list is taken whole, and a QP with
+	 * more to send puts itself back on e->active for the next pass. QPs waiting in turn
+	 * keep QP_ON_ACTIVE, so nothing adds them twice.
+	 */
+	TAILQ_CONCAT(&turn, &e->active, active_link);
+	while ((qp = TAILQ_FIRST(&turn)) != NULL) {
+		unsigned int room = engine_tx_room(e);
+
+		if (room == 0) {
+			/* No room: the rest keep their place, ahead of any re-added QP. */
+			TAILQ_CONCAT(&turn, &e->active, active_link);
+			TAILQ_CONCAT(&e->active, &turn, active_link);
+			break;
+		}
+		TAILQ_REMOVE(&turn, qp, active_link);
+		qp->lists &= ~QP_ON_ACTIVE;
+		sent += req_send(qp, RTE_MIN(room, (unsigned int)ENGINE_REQ_QUANTUM));
+	}
+	return sent;
+}
+
+/* Local ACK and RNR timers, scanned only when the earliest deadline may have passed. */
+void
+req_stage_timers(struct droce_engine *e)
+{
+	struct droce_qp *qp, *tmp;
+	uint64_t next = UINT64_MAX;
+
+	if (!engine_timers_due(e))
+		return;
+	for (qp = TAILQ_FIRST(&e->timers); qp != NULL; qp = tmp) {
+		tmp = TAILQ_NEXT(qp, timer_link);
+		req_timer(qp, e->now);
+		next = engine_timer_earliest(qp, next);
+	}
+	e->timer_next = next;
 }

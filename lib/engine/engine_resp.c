@@ -151,34 +151,6 @@ resp_take(struct droce_qp *qp)
 
 /* ---- Answers ---- */
 
-static void
-resp_send_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
-{
-	struct droce_wire_hdrs h;
-	struct rte_mbuf *m;
-
-	memset(&h, 0, sizeof(h));
-	h.opcode = DROCE_OP_RC_ACKNOWLEDGE;
-	h.pkey = DROCE_PKEY_DEFAULT;
-	h.dqpn = qp->dest_qpn;
-	h.psn = psn;
-	h.aeth.syndrome = syndrome;
-	h.aeth.msn = qp->resp.msn;
-	if (engine_pkt_start(qp->engine, &qp->tmpl, &h, 0, &m) == NULL)
-		return;		/* the requester's timer recovers a lost answer */
-	engine_pkt_finish(qp->engine, &qp->tmpl, m);
-}
-
-/* Has a READ accepted earlier responses left to send? Skips the finished ones. */
-static bool
-resp_rd_pending(struct droce_qp *qp)
-{
-	while (qp->resp.rd_send != qp->resp.rd_head &&
-	       qp->resp.rd[qp->resp.rd_send & (ENGINE_RD_RES - 1)].left == 0)
-		qp->resp.rd_send++;
-	return qp->resp.rd_send != qp->resp.rd_head;
-}
-
 void
 resp_send_ack(struct droce_qp *qp)
 {
@@ -188,12 +160,12 @@ resp_send_ack(struct droce_qp *qp)
 	 * An ACK goes after the READ responses before it: one that overtook them would tell
 	 * the requester they were lost (an implied NAK) and make it ask again.
 	 */
-	if (resp_rd_pending(qp)) {
+	if (read_resp_pending(qp)) {
 		qp->resp.ack_deferred = true;
 		return;
 	}
 	ENGINE_STAT(qp->engine, ack_sent);
-	resp_send_aeth(qp, qp->resp.ack_psn, DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID);
+	read_resp_aeth(qp, qp->resp.ack_psn, DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID);
 }
 
 static void
@@ -213,27 +185,13 @@ resp_nak(struct droce_qp *qp, uint8_t code)
 	 * still owed go out first (as many as the tx buffer takes): else the requester
 	 * would see the NAK before the answers of the earlier requests and fail them.
 	 */
-	if (resp_rd_pending(qp) && room > 1) {
-		resp_read_send(qp, room - 1);
+	if (read_resp_pending(qp) && room > 1) {
+		read_resp_send(qp, room - 1);
 		if (qp->state == DROCE_SHM_QPS_ERR)
 			return;		/* a READ's region went away: that NAK went out */
 	}
 	ENGINE_STAT(qp->engine, nak_err_sent);
-	resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
-}
-
-/*
- * n more receive-ring entries have their completions written (in the ring's order: a QP
- * completes its receives in the order they were posted). Published for libdroce's flush
- * should droced die (droce_shm.h); SRQ entries are the SRQ's, not counted here.
- */
-static void
-resp_rq_done(struct droce_qp *qp, uint32_t n)
-{
-	if (qp->srq != NULL)
-		return;
-	qp->resp.rq_done += n;
-	__atomic_store_n(&qp->ctl->rq_done, qp->resp.rq_done, __ATOMIC_RELEASE);
+	read_resp_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
 }
 
 /* Completes the WQE in hand (error or success) on the receive CQ. */
@@ -278,7 +236,7 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 	}
 	written = engine_cqe_write(qp->engine, qp->rcq, &wc);
 	/* Done either way: an overrun CQ is in error, nothing more is read from it. */
-	resp_rq_done(qp, 1);
+	qp_rq_done(qp, 1);
 	if (!written || status != DROCE_SHM_WC_SUCCESS)
 		qp_to_error(qp);
 }
@@ -421,7 +379,7 @@ resp_rc_read(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	qp->resp.epsn = droce_psn_add(psn, r->npkts);
 	qp->resp.nak_sent = false;
 	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
-	qp_list_add(qp, QP_ON_ACTIVE);
+	qp_list_add(qp, QP_ON_READ);
 }
 
 /*
@@ -459,7 +417,7 @@ resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	r->left = r->npkts - d;
 	if ((int32_t)(qp->resp.rd_send - j) > 0)
 		qp->resp.rd_send = j;
-	qp_list_add(qp, QP_ON_ACTIVE);
+	qp_list_add(qp, QP_ON_READ);
 }
 
 /* ---- Atomics (RC, IB 9.4.5) ---- */
@@ -528,7 +486,7 @@ resp_rc_atomic(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	qp->resp.epsn = droce_psn_add(psn, 1);
 	qp->resp.nak_sent = false;
 	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
-	qp_list_add(qp, QP_ON_ACTIVE);
+	qp_list_add(qp, QP_ON_READ);
 }
 
 /*
@@ -556,105 +514,10 @@ resp_atomic_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 			r->left = 1;
 			if ((int32_t)(qp->resp.rd_send - j) > 0)
 				qp->resp.rd_send = j;
-			qp_list_add(qp, QP_ON_ACTIVE);
+			qp_list_add(qp, QP_ON_READ);
 			return;
 		}
 	}
-}
-
-/*
- * The next response packet of READ r: FIRST/ONLY where the request being answered
- * starts, LAST at its end, AETH on those. 0, -EAGAIN (no mbuf) or -EACCES
- * (the region went away: remote access error NAK, and the QP goes to ERR).
- */
-static int
-resp_read_packet(struct droce_qp *qp, struct engine_rd_res *r)
-{
-	struct droce_engine *e = qp->engine;
-	uint32_t plen = RTE_MIN(qp->mtu, r->len - r->off);
-	bool first = r->psn == r->start_psn, last = r->left == 1;
-	const uint8_t *src = NULL;
-	struct droce_wire_hdrs h;
-	struct rte_mbuf *m;
-	uint8_t *payload;
-
-	if (r->atomic) {
-		/* The one answer of an atomic: AETH and the original value (9.3.6). */
-		memset(&h, 0, sizeof(h));
-		h.opcode = DROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
-		h.pkey = DROCE_PKEY_DEFAULT;
-		h.dqpn = qp->dest_qpn;
-		h.psn = r->psn;
-		h.aeth.syndrome = DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID;
-		h.aeth.msn = qp->resp.msn;
-		h.atomic_ack_orig = r->orig;
-		if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
-			return -EAGAIN;
-		engine_pkt_finish(e, &qp->tmpl, m);
-		ENGINE_STAT(e, rd_resp_sent);
-		r->left = 0;
-		return 0;
-	}
-	if (plen != 0) {
-		src = mr_resolve(qp->dom, r->rkey, qp->pd, IBV_ACCESS_REMOTE_READ,
-				 r->va + r->off, plen);
-		if (src == NULL) {
-			ENGINE_STAT(e, nak_err_sent);
-			resp_send_aeth(qp, r->psn, DROCE_AETH_NAK | DROCE_NAK_REMOTE_ACCESS);
-			qp_to_error(qp);
-			return -EACCES;
-		}
-	}
-	memset(&h, 0, sizeof(h));
-	h.opcode = first && last ? DROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
-		   first ? DROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
-		   last ? DROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
-		   DROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-	h.pkey = DROCE_PKEY_DEFAULT;
-	h.dqpn = qp->dest_qpn;
-	h.psn = r->psn;
-	h.aeth.syndrome = DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID;
-	h.aeth.msn = qp->resp.msn;
-	payload = engine_pkt_start(e, &qp->tmpl, &h, plen, &m);
-	if (payload == NULL)
-		return -EAGAIN;
-	if (plen != 0)
-		memcpy(payload, src, plen);
-	engine_pkt_finish(e, &qp->tmpl, m);
-	ENGINE_STAT(e, rd_resp_sent);
-	r->psn = droce_psn_add(r->psn, 1);
-	r->off += plen;
-	r->left--;
-	return 0;
-}
-
-unsigned int
-resp_read_send(struct droce_qp *qp, unsigned int budget)
-{
-	unsigned int n = 0;
-
-	if (!resp_rd_pending(qp))
-		return 0;
-	if (qp->state != DROCE_SHM_QPS_RTR && qp->state != DROCE_SHM_QPS_RTS &&
-	    qp->state != DROCE_SHM_QPS_SQD)
-		return 0;
-	while (n < budget && resp_rd_pending(qp)) {
-		int rc = resp_read_packet(qp,
-					  &qp->resp.rd[qp->resp.rd_send & (ENGINE_RD_RES - 1)]);
-
-		if (rc == -EAGAIN)
-			break;
-		if (rc != 0)
-			return n;
-		n++;
-	}
-	if (resp_rd_pending(qp)) {
-		qp_list_add(qp, QP_ON_ACTIVE);
-	} else if (qp->resp.ack_deferred) {
-		qp->resp.ack_deferred = false;
-		resp_send_ack(qp);
-	}
-	return n;
 }
 
 /* ---- RC ---- */
@@ -665,7 +528,7 @@ resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
 {
 	ENGINE_STAT(qp->engine, nak_rnr_sent);
 	qp->resp.nak_sent = true;
-	resp_send_aeth(qp, psn, DROCE_AETH_RNR_NAK |
+	read_resp_aeth(qp, psn, DROCE_AETH_RNR_NAK |
 		       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
 }
 
@@ -757,7 +620,7 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
 			ENGINE_STAT(e, nak_seq_sent);
-			resp_send_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
+			read_resp_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
 		}
 		return;
 	}
@@ -970,31 +833,14 @@ resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	}
 }
 
+/* One ACK per QP per burst, for the newest PSN: ACKs are cumulative (IB 9.7.5.1.4). */
 void
-resp_flush(struct droce_qp *qp)
+resp_stage_acks(struct droce_engine *e)
 {
-	uint64_t wr_id[ENGINE_BURST];
-	uint32_t prod, n;
+	struct droce_qp *qp;
 
-	if (qp->resp.have_wqe) {
-		qp->resp.have_wqe = false;
-		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
-		resp_rq_done(qp, 1);
-	}
-	if (qp->srq != NULL)
-		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
-	prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
-	if (prod - qp->resp.rq_cons > qp->rq_size)
-		prod = qp->resp.rq_cons;	/* a lie: flush nothing */
-	/* As for the send ring: wr_ids read, slots given back, then the completions. */
-	while (qp->resp.rq_cons != prod) {
-		for (n = 0; n < ENGINE_BURST && qp->resp.rq_cons + n != prod; n++)
-			wr_id[n] = ((const struct droce_shm_rwqe *)(qp->rq_ring +
-				(size_t)((qp->resp.rq_cons + n) & (qp->rq_size - 1)) *
-				qp->rq_stride))->wr_id;
-		qp->resp.rq_cons += n;
-		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
-		engine_cqe_flush(qp, qp->rcq, wr_id, n);
-		resp_rq_done(qp, n);
+	while ((qp = TAILQ_FIRST(&e->acks)) != NULL) {
+		qp_list_del(qp, QP_ON_ACK);
+		resp_send_ack(qp);
 	}
 }

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The receive stage: a burst from the port, then one from the handoff ring (packets other
+ * engines steered here, and our own loopback), each parsed, steered to the engine that
+ * owns its QP, and dispatched: requests to the responder, responses to the completer.
+ */
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+
+#include <droce_wire_mbuf.h>
+
+#include "engine_loc.h"
+
+static void
+engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
+{
+	struct droce_wire_seg segs[8];
+	struct droce_wire_pkt pkt;
+	enum droce_wire_result r;
+	unsigned int nseg = droce_wire_mbuf_segs(m, segs, RTE_DIM(segs));
+	struct droce_qp *qp;
+	uint32_t flags, dqpn;
+
+	if (nseg == 0) {
+		ENGINE_STAT(e, rx_malformed);
+		goto drop;
+	}
+	r = droce_wire_parse(segs, nseg, e->parse_flags, &pkt);
+	if (r != DROCE_WIRE_OK) {
+		if (droce_wire_result_is_foreign(r)) {
+			ENGINE_STAT(e, rx_foreign);
+			if (e->slow_rx != NULL) {
+				if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
+					ENGINE_STAT(e, rx_slow);
+					return;
+				}
+				ENGINE_STAT(e, rx_slow_drop);
+			}
+		} else {
+			ENGINE_STAT(e, rx_malformed);
+			ENGINE_LOG(DEBUG, "engine %u: dropped: %s (%u segments, %u bytes)\n",
+				   e->id, droce_wire_result_name(r), nseg, m->pkt_len);
+		}
+		goto drop;
+	}
+	flags = pkt.info->flags;
+	if (flags & DROCE_OPF_CNP) {
+		ENGINE_STAT(e, rx_cnp);
+		goto drop;
+	}
+	dqpn = droce_bth_dqpn(droce_pkt_bth(&pkt));
+	/* QP1 is the GSI: its MADs (connection management) are the control thread's. */
+	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
+		if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
+			ENGINE_STAT(e, rx_gsi);
+			e->slow_rx_wake = true;
+			return;
+		}
+		ENGINE_STAT(e, rx_slow_drop);
+		goto drop;
+	}
+	qp = dev_qp(e->dev, dqpn);
+	if (qp == NULL) {
+		ENGINE_STAT(e, rx_no_qp);
+		goto drop;
+	}
+	if (qp->engine != e) {
+		/* Steering: the owner handles every packet of its QPs. */
+		if (rte_ring_mp_enqueue(qp->engine->handoff, m) != 0) {
+			ENGINE_STAT(e, rx_handoff_drop);
+			goto drop;
+		}
+		ENGINE_STAT(e, rx_handoff_out);
+		return;
+	}
+	if (pkt.info->transport != (qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
+				    qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC :
+				    DROCE_TRANSPORT_UD)) {
+		ENGINE_STAT(e, rx_bad_opcode);
+		goto drop;
+	}
+	if (flags & DROCE_OPF_REQUEST)
+		resp_rx(qp, &pkt, segs, nseg);
+	else
+		comp_rx(qp, &pkt, segs, nseg);
+drop:
+	rte_pktmbuf_free(m);
+}
+
+unsigned int
+rx_stage(struct droce_engine *e)
+{
+	struct rte_mbuf *pkts[ENGINE_BURST];
+	unsigned int n, h, i;
+
+	n = rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST);
+	e->st.rx_pkts += n;
+	for (i = 0; i < n; i++) {
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		engine_dispatch(e, pkts[i]);
+	}
+	h = rte_ring_sc_dequeue_burst(e->handoff, (void **)pkts, ENGINE_BURST, NULL);
+	e->st.rx_handoff_in += h;
+	for (i = 0; i < h; i++)
+		engine_dispatch(e, pkts[i]);
+	if (e->slow_rx_wake) {
+		uint64_t one = 1;
+
+		e->slow_rx_wake = false;
+		/* Best effort: a full counter already means "wake up". */
+		if (e->slow_rx_wake_fd >= 0 && write(e->slow_rx_wake_fd, &one, sizeof(one)) < 0)
+			ENGINE_STAT(e, wake_fail);
+	}
+	return n + h;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transmit: packets are built into mbufs here (engine_pkt_start/finish) and queued in the
+ * engine's tx buffer, flushed once per pass; packets to the port's own MAC are looped back
+ * through the engine's handoff ring; the control thread's slow_tx frames join the buffer.
+ */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "engine_loc.h"
+
+void
+engine_tx(struct droce_engine *e, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	/*
+	 * A packet to our own MAC (the destination GID is one of the port's: loopback, as RoCE
+	 * NICs and rxe do) would not come back from the wire: deliver it here, through our own
+	 * handoff ring, so it is received in a later pass like any other packet.
+	 */
+	if (rte_is_same_ether_addr(&eth->dst_addr, (const struct rte_ether_addr *)e->mac)) {
+		if (rte_ring_mp_enqueue(e->handoff, m) != 0) {
+			ENGINE_STAT(e, tx_drop);
+			rte_pktmbuf_free(m);
+			return;
+		}
+		ENGINE_STAT(e, tx_loopback);
+		return;
+	}
+	if (e->nb_tx == ENGINE_TX_MAX) {
+		ENGINE_STAT(e, tx_drop);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	e->tx[e->nb_tx++] = m;
+}
+
+void
+engine_tx_flush(struct droce_engine *e)
+{
+	uint16_t sent;
+
+	if (e->nb_tx == 0)
+		return;
+	sent = rte_eth_tx_burst(e->port_id, e->tx_queue, e->tx, e->nb_tx);
+	e->st.tx_pkts += sent;
+	/* Keep what the port refused for the next pass: RoCE tolerates delay better than loss. */
+	if (sent > 0 && sent < e->nb_tx)
+		memmove(e->tx, e->tx + sent, (e->nb_tx - sent) * sizeof(e->tx[0]));
+	e->nb_tx -= sent;
+}
+
+uint8_t *
+engine_pkt_start(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
+		 const struct droce_wire_hdrs *h, uint32_t payload_len, struct rte_mbuf **mp)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(e->mp);
+	uint32_t total, cap;
+	uint8_t *p;
+	int hlen;
+
+	*mp = NULL;
+	if (m == NULL) {
+		ENGINE_STAT(e, tx_nombuf);
+		return NULL;
+	}
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	cap = rte_pktmbuf_tailroom(m);
+	hlen = droce_wire_build_hdrs(tmpl, h, payload_len, p, cap);
+	total = (uint32_t)hlen + payload_len + droce_wire_pad(payload_len) + DROCE_ICRC_LEN;
+	if (hlen < 0 || total > cap) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	m->data_len = (uint16_t)total;
+	m->pkt_len = total;
+	*mp = m;
+	return p + hlen;
+}
+
+void
+engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
+		  struct rte_mbuf *m)
+{
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	/* The trailer is BTH.PadCnt pad bytes and the ICRC. */
+	uint32_t trailer = droce_bth_pad((const struct droce_bth *)(p + tmpl->len)) +
+			   DROCE_ICRC_LEN;
+	struct droce_wire_seg seg = { .data = p, .len = m->data_len - trailer };
+
+	droce_wire_build_trailer(tmpl, &seg, 1, p + seg.len);
+	engine_tx(e, m);
+}
+
+/* Frames from the control thread (ARP, ICMP replies): sent as they are. */
+unsigned int
+engine_tx_slow(struct droce_engine *e)
+{
+	struct rte_mbuf *pkts[ENGINE_BURST];
+	unsigned int n, i, room;
+
+	if (e->slow_tx == NULL)
+		return 0;
+	room = engine_tx_room(e);
+	if (room == 0)
+		return 0;
+	n = rte_ring_sc_dequeue_burst(e->slow_tx, (void **)pkts,
+				      RTE_MIN(room, (unsigned int)ENGINE_BURST), NULL);
+	for (i = 0; i < n; i++)
+		e->tx[e->nb_tx++] = pkts[i];
+	e->st.tx_slow += n;
+	return n;
+}
