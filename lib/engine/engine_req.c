@@ -9,22 +9,6 @@
 
 #include "engine_loc.h"
 
-/* Opcode offsets of a SEND and an RDMA WRITE inside its transport (IB table 38). */
-enum {
-	SEND_FIRST = 0x00,
-	SEND_MIDDLE = 0x01,
-	SEND_LAST = 0x02,
-	SEND_LAST_IMM = 0x03,
-	SEND_ONLY = 0x04,
-	SEND_ONLY_IMM = 0x05,
-	WRITE_FIRST = 0x06,
-	WRITE_MIDDLE = 0x07,
-	WRITE_LAST = 0x08,
-	WRITE_LAST_IMM = 0x09,
-	WRITE_ONLY = 0x0A,
-	WRITE_ONLY_IMM = 0x0B,
-};
-
 static uint8_t
 qp_transport(const struct droce_qp *qp)
 {
@@ -360,26 +344,24 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 	struct droce_wire_hdrs h;
 	struct rte_mbuf *m;
 	uint8_t *payload;
-	uint8_t op;
+	uint32_t what;
+	int op;
 
-	if (first && last)
-		op = imm ? SEND_ONLY_IMM : SEND_ONLY;
-	else if (first)
-		op = SEND_FIRST;
-	else if (last)
-		op = imm ? SEND_LAST_IMM : SEND_LAST;
-	else
-		op = SEND_MIDDLE;
-	/* Each WRITE opcode sits WRITE_FIRST above its SEND counterpart (table 38). */
-	if (write)
-		op += WRITE_FIRST - SEND_FIRST;
-	op |= qp_transport(qp);
-	if (inv && last)
-		op = first ? DROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE :
-			     DROCE_OP_RC_SEND_LAST_WITH_INVALIDATE;
+	/*
+	 * The opcode from lib/wire's table, as the peer's parser checks it: the operation,
+	 * the packet's place in the message, and the immediate or invalidate its last
+	 * packet carries (9.2, table 38).
+	 */
+	what = (write ? DROCE_OPF_WRITE : DROCE_OPF_SEND) |
+	       (first ? DROCE_OPF_FIRST : 0) | (last ? DROCE_OPF_LAST : 0) |
+	       (!first && !last ? DROCE_OPF_MIDDLE : 0) |
+	       (last && imm ? DROCE_OPF_IMM : 0) | (last && inv ? DROCE_OPF_INV : 0);
+	op = droce_opcode_find(qp_transport(qp), what);
+	if (op < 0)
+		return -EACCES;	/* req_validate admits no such WQE (INV is RC only) */
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = op;
+	h.opcode = (uint8_t)op;
 	h.se = last && (s->flags & DROCE_SHM_SEND_SOLICITED);
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.psn = qp->req.psn;

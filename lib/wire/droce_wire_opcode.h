@@ -147,4 +147,15 @@ droce_opcode_name(uint8_t opcode)
 	return droce_opcode_table[opcode].name;
 }
 
+/*
+ * The opcode of transport (enum droce_transport) whose row says exactly flags about what
+ * the packet is: its operation (DROCE_OPF_SEND, _WRITE, _READ, ...), its place in the
+ * message (FIRST, MIDDLE, LAST, ONLY) and IMM or INV. What the table derives from those
+ * (REQUEST, RESPONSE, PAYLOAD, RWQE) is ignored. Returns the opcode, or -1 when table 38
+ * has none (a MIDDLE with immediate, a UD SEND other than ONLY, UC with invalidate).
+ * Two rows alike (COMPARE SWAP and FETCH ADD: both ATOMIC | ONLY) give the lower opcode.
+ * A requester builds its opcodes with it, as the parser checks them: from the one table.
+ */
+int droce_opcode_find(uint8_t transport, uint32_t flags);
+
 #endif /* DROCE_WIRE_OPCODE_H */

@@ -120,3 +120,23 @@ const struct droce_opcode_info droce_opcode_table[256] = {
 	/* A17.9.3: BTH (dest QP = the flow's sender, BECN set) and 16 reserved bytes. */
 	ROW(CNP, CNP, H(CNP_RSVD), DROCE_OPF_CNP, 0),
 };
+
+int
+droce_opcode_find(uint8_t transport, uint32_t flags)
+{
+	const uint32_t derived = DROCE_OPF_REQUEST | DROCE_OPF_RESPONSE | DROCE_OPF_PAYLOAD |
+				 DROCE_OPF_RWQE;
+	unsigned int op;
+
+	if (transport & ~DROCE_TRANSPORT_MASK)
+		return -1;
+	flags &= ~derived;
+	/* A transport's opcodes are the 32 with its top three bits (9.2.1, table 38). */
+	for (op = transport; op < transport + 32u; op++) {
+		const struct droce_opcode_info *oi = &droce_opcode_table[op];
+
+		if (oi->name != NULL && (oi->flags & ~derived) == flags)
+			return (int)op;
+	}
+	return -1;
+}

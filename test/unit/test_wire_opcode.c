@@ -364,3 +364,80 @@ DROCE_TEST(opcode_ext_len_and_names)
 	CHECK_EQ_U64(DROCE_BTH_LEN, SPEC_BTH_LEN);
 	CHECK_EQ_U64(DROCE_OPF_ONLY, DROCE_OPF_FIRST | DROCE_OPF_LAST);
 }
+
+/*
+ * droce_opcode_find against table 38 as written above: every SEND and WRITE of RC and UC
+ * at every place in a message, with and without immediate; invalidate on RC only; UD
+ * SENDs ONLY; and every known row found again from its own flags.
+ */
+DROCE_TEST(opcode_find)
+{
+	static const struct {
+		uint8_t tr;
+		uint32_t flags;
+		int op;
+	} cases[] = {
+#define F(x) DROCE_OPF_##x
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(FIRST), 0x00 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(MIDDLE), 0x01 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(LAST), 0x02 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(LAST) | F(IMM), 0x03 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(ONLY), 0x04 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(ONLY) | F(IMM), 0x05 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(FIRST), 0x06 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(MIDDLE), 0x07 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(LAST), 0x08 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(LAST) | F(IMM), 0x09 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(ONLY), 0x0A },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(ONLY) | F(IMM), 0x0B },
+		{ SPEC_TRANSPORT_RC, F(READ) | F(ONLY), 0x0C },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(LAST) | F(INV), 0x16 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(ONLY) | F(INV), 0x17 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(FIRST), 0x20 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(MIDDLE), 0x21 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(LAST), 0x22 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(LAST) | F(IMM), 0x23 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(ONLY), 0x24 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(ONLY) | F(IMM), 0x25 },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(FIRST), 0x26 },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(MIDDLE), 0x27 },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(LAST), 0x28 },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(LAST) | F(IMM), 0x29 },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(ONLY), 0x2A },
+		{ SPEC_TRANSPORT_UC, F(WRITE) | F(ONLY) | F(IMM), 0x2B },
+		{ SPEC_TRANSPORT_UD, F(SEND) | F(ONLY), 0x64 },
+		{ SPEC_TRANSPORT_UD, F(SEND) | F(ONLY) | F(IMM), 0x65 },
+		/* The derived properties do not matter. */
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(FIRST) | F(REQUEST) | F(PAYLOAD) | F(RWQE), 0x00 },
+		/* What table 38 does not have. */
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(MIDDLE) | F(IMM), -1 },
+		{ SPEC_TRANSPORT_RC, F(SEND) | F(FIRST) | F(IMM), -1 },
+		{ SPEC_TRANSPORT_RC, F(WRITE) | F(LAST) | F(INV), -1 },
+		{ SPEC_TRANSPORT_UC, F(SEND) | F(ONLY) | F(INV), -1 },
+		{ SPEC_TRANSPORT_UC, F(READ) | F(ONLY), -1 },
+		{ SPEC_TRANSPORT_UD, F(SEND) | F(FIRST), -1 },
+		{ SPEC_TRANSPORT_UD, F(WRITE) | F(ONLY), -1 },
+		{ SPEC_TRANSPORT_RC, 0, -1 },
+		{ 0x01, F(SEND) | F(ONLY), -1 },	/* not a transport */
+#undef F
+	};
+	unsigned int i, op;
+
+	for (i = 0; i < NELEM(cases); i++) {
+		droce_test_ctx("case %u: transport 0x%02x flags 0x%x", i, cases[i].tr,
+			       cases[i].flags);
+		CHECK_EQ_U64((uint64_t)(int64_t)droce_opcode_find(cases[i].tr, cases[i].flags),
+			     (uint64_t)(int64_t)cases[i].op);
+	}
+	for (op = 0; op < 256; op++) {
+		const struct droce_opcode_info *oi = droce_opcode_info((uint8_t)op);
+		int found;
+
+		if (oi == NULL)
+			continue;
+		droce_test_ctx("%s", oi->name);
+		found = droce_opcode_find(oi->transport, oi->flags);
+		/* FETCH ADD's row reads as COMPARE SWAP's: both are ATOMIC | ONLY. */
+		CHECK_EQ_U64((uint64_t)found, op == 0x14 ? 0x13 : op);
+	}
+}
