@@ -340,7 +340,7 @@ resp_rd_limit(const struct droce_qp *qp)
 
 /*
  * An in-sequence READ request: checked like a WRITE's RETH (remote read this time), then
- * kept as a responder resource whose response the engine sends from its transmit stage.
+ * kept as a responder resource whose response the READ-response stage sends.
  * It takes one PSN per response packet and counts as a message at once (MSN).
  */
 static void
@@ -430,7 +430,7 @@ resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * with respect to the CPU and every other engine: a 64-bit __atomic operation on the
  * target in host byte order, as Linux rxe does. The original value is kept in a
  * responder resource (shared with READs) so that a duplicate is answered, never
- * executed again; the ATOMIC ACKNOWLEDGE goes out from the transmit stage in order
+ * executed again; the ATOMIC ACKNOWLEDGE goes out from the READ-response stage in order
  * with READ responses.
  */
 static void
