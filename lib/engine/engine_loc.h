@@ -202,6 +202,36 @@ enum engine_qp_list {
 	QP_ON_READ = 1u << 4,	/* engine->reads: READ or atomic responses to send */
 };
 
+/*
+ * The responder between two packets of a QP (9.8.3.2): no message in progress, or inside a
+ * SEND or an RDMA WRITE (its FIRST accepted, its LAST not yet), which decides what the next
+ * opcode may be. A receive WQE in hand (resp.have_wqe) is a resource, not a state: UC keeps
+ * one taken for a message a gap dropped, for the next message.
+ */
+#define RESP_STATES(X) \
+	X(IDLE, "idle") \
+	X(SEND, "in a SEND") \
+	X(WRITE, "in an RDMA WRITE")
+
+enum resp_state {
+#define RESP_STATE_ENUM(name, desc) RESP_ST_##name,
+	RESP_STATES(RESP_STATE_ENUM)
+#undef RESP_STATE_ENUM
+};
+
+/* "in a SEND": the responder's state, for logs and debug output. */
+static inline const char *
+resp_state_name(unsigned int state)
+{
+	static const char *const names[] = {
+#define RESP_STATE_NAME(name, desc) desc,
+		RESP_STATES(RESP_STATE_NAME)
+#undef RESP_STATE_NAME
+	};
+
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
 struct droce_qp {
 	/* ---- Fixed at create (control thread), read by any engine ---- */
 	uint32_t qpn;
@@ -270,8 +300,7 @@ struct droce_qp {
 		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
 		uint32_t rq_done;	/* RQ entries completed (published: ctl->rq_done) */
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
-		bool in_msg;		/* between FIRST and LAST */
-		bool in_write;		/* ... of an RDMA WRITE (else of a SEND) */
+		uint8_t state;		/* enum resp_state: the message in progress */
 		bool have_wqe;
 		uint32_t off;		/* bytes of the message placed */
 		uint32_t ack_psn;	/* PSN the next coalesced ACK acknowledges */

@@ -207,7 +207,7 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 	wc.status = status;
 	wc.qp_num = qp->qpn;
 	qp->resp.have_wqe = false;
-	qp->resp.in_msg = false;
+	qp->resp.state = RESP_ST_IDLE;
 	qp->resp.off = 0;
 	if (status == DROCE_SHM_WC_SUCCESS) {
 		const struct droce_bth *bth = droce_pkt_bth(pkt);
@@ -536,9 +536,10 @@ resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
 static bool
 resp_opcode_seq_ok(const struct droce_qp *qp, uint32_t flags)
 {
-	if (!qp->resp.in_msg)
+	if (qp->resp.state == RESP_ST_IDLE)
 		return (flags & DROCE_OPF_FIRST) != 0;
-	return !(flags & DROCE_OPF_FIRST) && !(flags & DROCE_OPF_WRITE) == !qp->resp.in_write;
+	return !(flags & DROCE_OPF_FIRST) &&
+	       !(flags & DROCE_OPF_WRITE) == (qp->resp.state != RESP_ST_WRITE);
 }
 
 /* The rest of an in-sequence RC WRITE packet: placement, answer, completion. */
@@ -569,7 +570,7 @@ resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struc
 	qp->resp.nak_sent = false;
 	if (flags & DROCE_OPF_LAST) {
 		qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
-		qp->resp.in_msg = false;
+		qp->resp.state = RESP_ST_IDLE;
 		if (flags & DROCE_OPF_RWQE) {
 			/* byte_len: the RETH length, as rxe reports it. */
 			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
@@ -577,7 +578,7 @@ resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struc
 				return;
 		}
 	} else {
-		qp->resp.in_msg = true;
+		qp->resp.state = RESP_ST_WRITE;
 	}
 	if (droce_bth_ackreq(bth))
 		resp_schedule_ack(qp, psn);
@@ -635,7 +636,6 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 			qp_to_error(qp);
 		return;
 	}
-	qp->resp.in_write = (flags & DROCE_OPF_WRITE) != 0;
 	if (flags & DROCE_OPF_WRITE) {
 		resp_rc_write(qp, pkt, src);
 		return;
@@ -680,7 +680,7 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		if (qp->state == DROCE_SHM_QPS_ERR)
 			return;
 	} else {
-		qp->resp.in_msg = true;
+		qp->resp.state = RESP_ST_SEND;
 	}
 	if (droce_bth_ackreq(bth))
 		resp_schedule_ack(qp, psn);
@@ -697,9 +697,9 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	uint32_t plen = pkt->payload_len;
 
 	/* A gap ends the message in progress; the WQE in hand serves the next one. */
-	if (psn != qp->resp.epsn && qp->resp.in_msg) {
+	if (psn != qp->resp.epsn && qp->resp.state != RESP_ST_IDLE) {
 		ENGINE_STAT(e, uc_drop);
-		qp->resp.in_msg = false;
+		qp->resp.state = RESP_ST_IDLE;
 		qp->resp.off = 0;
 	}
 	qp->resp.epsn = droce_psn_add(psn, 1);
@@ -708,36 +708,35 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		return;
 	}
 	if (flags & DROCE_OPF_FIRST) {
-		qp->resp.in_msg = false;
+		qp->resp.state = RESP_ST_IDLE;
 		qp->resp.off = 0;
-	} else if (!qp->resp.in_msg) {
+	} else if (qp->resp.state == RESP_ST_IDLE) {
 		ENGINE_STAT(e, uc_drop);	/* the rest of a message we are not taking */
 		return;
 	}
 	if (!resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		ENGINE_STAT(e, uc_drop);
-		qp->resp.in_msg = false;
+		qp->resp.state = RESP_ST_IDLE;
 		return;
 	}
-	qp->resp.in_write = (flags & DROCE_OPF_WRITE) != 0;
 	if (flags & DROCE_OPF_WRITE) {
 		int rc = resp_write(qp, pkt, src);
 
 		/* 9.8.3.3: a UC request the responder cannot execute drops its message. */
 		if (rc != 0) {
 			ENGINE_STAT(e, uc_drop);
-			qp->resp.in_msg = false;
+			qp->resp.state = RESP_ST_IDLE;
 			if (rc == -EIO)
 				qp_to_error(qp);
 			return;
 		}
 		if (!(flags & DROCE_OPF_LAST))
-			qp->resp.in_msg = true;
+			qp->resp.state = RESP_ST_WRITE;
 		else if (flags & DROCE_OPF_RWQE)
 			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
 		else
-			qp->resp.in_msg = false;
+			qp->resp.state = RESP_ST_IDLE;
 		return;
 	}
 	if (!qp->resp.have_wqe) {
@@ -762,7 +761,7 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	if (flags & DROCE_OPF_LAST)
 		resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.off);
 	else
-		qp->resp.in_msg = true;
+		qp->resp.state = RESP_ST_SEND;
 }
 
 /* ---- UD: Q_Key check, the GRH area, one packet per message (9.8.4, 11.4.1.1) ---- */
