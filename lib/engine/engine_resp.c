@@ -241,6 +241,69 @@ resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t sta
 		qp_to_error(qp);
 }
 
+/*
+ * Why the responder refuses a request, one row each: the NAK an RC requester gets
+ * (9.7.5.2.2) and the status of the receive WQE in hand, if there is one; without one the
+ * QP just goes to ERR. UC and UD send no NAK.
+ */
+enum resp_err {
+	RESP_ERR_OPCODE,	/* out of the opcode sequence, or a packet of the wrong length */
+	RESP_ERR_RQ_BROKEN,	/* the receive ring's indices lie */
+	RESP_ERR_TOO_LONG,	/* a SEND longer than its receive WQE */
+	RESP_ERR_PLACE,		/* a receive SGE refused by its lkey */
+	RESP_ERR_WRITE_INVALID,	/* remote write not allowed, over 2^31, or a length mismatch */
+	RESP_ERR_WRITE_ACCESS,	/* the R_Key refuses the WRITE's range */
+	RESP_ERR_READ_INVALID,	/* remote read not allowed, or over 2^31 */
+	RESP_ERR_READ_ACCESS,	/* the R_Key refuses the READ's range */
+	RESP_ERR_ATOMIC_INVALID,	/* remote atomics not allowed, or misaligned */
+	RESP_ERR_ATOMIC_ACCESS,	/* the R_Key refuses the atomic's 8 bytes */
+};
+
+static const struct {
+	const char *name;
+	uint8_t nak;		/* DROCE_NAK_* */
+	uint8_t status;		/* enum droce_shm_wc_status of the WQE in hand */
+} resp_errs[] = {
+	[RESP_ERR_OPCODE] = { "bad opcode sequence or length", DROCE_NAK_INVALID_REQ,
+			      DROCE_SHM_WC_REM_INV_REQ_ERR },
+	[RESP_ERR_RQ_BROKEN] = { "receive ring broken", DROCE_NAK_REMOTE_OP,
+				 DROCE_SHM_WC_REM_INV_REQ_ERR },
+	[RESP_ERR_TOO_LONG] = { "message longer than the receive WQE", DROCE_NAK_INVALID_REQ,
+				DROCE_SHM_WC_LOC_LEN_ERR },
+	[RESP_ERR_PLACE] = { "receive SGE refused", DROCE_NAK_REMOTE_OP,
+			     DROCE_SHM_WC_LOC_PROT_ERR },
+	[RESP_ERR_WRITE_INVALID] = { "WRITE refused", DROCE_NAK_INVALID_REQ,
+				     DROCE_SHM_WC_REM_INV_REQ_ERR },
+	[RESP_ERR_WRITE_ACCESS] = { "WRITE R_Key refused", DROCE_NAK_REMOTE_ACCESS,
+				    DROCE_SHM_WC_REM_ACCESS_ERR },
+	[RESP_ERR_READ_INVALID] = { "READ refused", DROCE_NAK_INVALID_REQ,
+				    DROCE_SHM_WC_REM_INV_REQ_ERR },
+	[RESP_ERR_READ_ACCESS] = { "READ R_Key refused", DROCE_NAK_REMOTE_ACCESS,
+				   DROCE_SHM_WC_REM_ACCESS_ERR },
+	[RESP_ERR_ATOMIC_INVALID] = { "atomic refused", DROCE_NAK_INVALID_REQ,
+				      DROCE_SHM_WC_REM_INV_REQ_ERR },
+	[RESP_ERR_ATOMIC_ACCESS] = { "atomic R_Key refused", DROCE_NAK_REMOTE_ACCESS,
+				     DROCE_SHM_WC_REM_ACCESS_ERR },
+};
+
+/*
+ * The one way a request fails at the responder: its NAK (RC), then the WQE in hand
+ * completes with the row's status, which moves the QP to ERR, or the QP goes there now.
+ */
+static void
+resp_fail(struct droce_qp *qp, const struct droce_wire_pkt *pkt, enum resp_err err)
+{
+	ENGINE_LOG(DEBUG, "QP %u: responder %s, PSN %u: %s\n", qp->qpn,
+		   resp_state_name(qp->resp.state), droce_bth_psn(droce_pkt_bth(pkt)),
+		   resp_errs[err].name);
+	if (qp->type == DROCE_SHM_QPT_RC)
+		resp_nak(qp, resp_errs[err].nak);
+	if (qp->resp.have_wqe)
+		resp_complete(qp, pkt, resp_errs[err].status, 0);
+	else
+		qp_to_error(qp);
+}
+
 /* ---- RDMA WRITE ---- */
 
 /*
@@ -355,14 +418,12 @@ resp_rc_read(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	struct engine_rd_res *r;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) || len > ENGINE_MSG_MAX) {
-		resp_nak(qp, DROCE_NAK_INVALID_REQ);
-		qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_READ_INVALID);
 		return;
 	}
 	if (len != 0 && mr_resolve(qp->dom, rkey, qp->pd, IBV_ACCESS_REMOTE_READ, va, len) ==
 	    NULL) {
-		resp_nak(qp, DROCE_NAK_REMOTE_ACCESS);
-		qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_READ_ACCESS);
 		return;
 	}
 	/* A requester beyond max_dest_rd_atomic READs loses the oldest one's answer. */
@@ -445,22 +506,19 @@ resp_rc_atomic(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 	uint64_t *target, orig;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
-		resp_nak(qp, DROCE_NAK_INVALID_REQ);
-		qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_ATOMIC_INVALID);
 		return;
 	}
 	target = (uint64_t *)mr_resolve(qp->dom, droce_atmeth_rkey(ath), qp->pd,
 					IBV_ACCESS_REMOTE_ATOMIC, va, ENGINE_ATOMIC_LEN);
 	if (target == NULL) {
-		resp_nak(qp, DROCE_NAK_REMOTE_ACCESS);
-		qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_ATOMIC_ACCESS);
 		return;
 	}
 	/* Misaligned: invalid request (9.4.5); the host address shares va's alignment. */
 	if ((va & (ENGINE_ATOMIC_LEN - 1)) != 0 ||
 	    ((uintptr_t)target & (ENGINE_ATOMIC_LEN - 1)) != 0) {
-		resp_nak(qp, DROCE_NAK_INVALID_REQ);
-		qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_ATOMIC_INVALID);
 		return;
 	}
 	if (droce_bth_opcode(droce_pkt_bth(pkt)) == DROCE_OP_RC_COMPARE_SWAP) {
@@ -557,13 +615,8 @@ resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struc
 	}
 	if (rc != 0) {
 		/* As for a SEND the responder cannot take: NAK, and this QP goes to ERR. */
-		resp_nak(qp, rc == -EACCES ? DROCE_NAK_REMOTE_ACCESS :
-			 rc == -EIO ? DROCE_NAK_REMOTE_OP : DROCE_NAK_INVALID_REQ);
-		if (qp->resp.have_wqe)
-			resp_complete(qp, pkt, rc == -EACCES ? DROCE_SHM_WC_REM_ACCESS_ERR :
-				      DROCE_SHM_WC_REM_INV_REQ_ERR, 0);
-		else
-			qp_to_error(qp);
+		resp_fail(qp, pkt, rc == -EACCES ? RESP_ERR_WRITE_ACCESS :
+			  rc == -EIO ? RESP_ERR_RQ_BROKEN : RESP_ERR_WRITE_INVALID);
 		return;
 	}
 	qp->resp.epsn = droce_psn_add(psn, 1);
@@ -629,11 +682,7 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)) ||
 	    !resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
-		resp_nak(qp, DROCE_NAK_INVALID_REQ);
-		if (qp->resp.have_wqe)
-			resp_complete(qp, pkt, DROCE_SHM_WC_REM_INV_REQ_ERR, 0);
-		else
-			qp_to_error(qp);
+		resp_fail(qp, pkt, RESP_ERR_OPCODE);
 		return;
 	}
 	if (flags & DROCE_OPF_WRITE) {
@@ -655,20 +704,17 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 			return;
 		}
 		if (rc < 0) {
-			resp_nak(qp, DROCE_NAK_REMOTE_OP);
-			qp_to_error(qp);
+			resp_fail(qp, pkt, RESP_ERR_RQ_BROKEN);
 			return;
 		}
 	}
 	if (plen > qp->resp.wqe.total - qp->resp.off) {
 		/* Too long for the buffer: local length error here, invalid request there. */
-		resp_nak(qp, DROCE_NAK_INVALID_REQ);
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_TOO_LONG);
 		return;
 	}
 	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
-		resp_nak(qp, DROCE_NAK_REMOTE_OP);
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_PLACE);
 		return;
 	}
 	qp->resp.off += plen;
@@ -750,11 +796,11 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		}
 	}
 	if (plen > qp->resp.wqe.total - qp->resp.off) {
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_TOO_LONG);
 		return;
 	}
 	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_PLACE);
 		return;
 	}
 	qp->resp.off += plen;
@@ -796,12 +842,12 @@ resp_ud(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 	else
 		memcpy(grh, pkt->hdr + pkt->l3_off, DROCE_IPV6_HLEN);
 	if (DROCE_GRH_LEN + plen > qp->resp.wqe.total) {
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_LEN_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_TOO_LONG);
 		return;
 	}
 	if (resp_place(qp, &qp->resp.wqe, 0, DROCE_GRH_LEN, &grh_src) != 0 ||
 	    (plen != 0 && resp_place(qp, &qp->resp.wqe, DROCE_GRH_LEN, plen, src) != 0)) {
-		resp_complete(qp, pkt, DROCE_SHM_WC_LOC_PROT_ERR, 0);
+		resp_fail(qp, pkt, RESP_ERR_PLACE);
 		return;
 	}
 	resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, DROCE_GRH_LEN + plen);
