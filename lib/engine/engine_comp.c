@@ -143,71 +143,122 @@ comp_read_place(struct droce_qp *qp, const struct engine_swqe *w, uint32_t off,
 	return done == len ? 0 : -EACCES;
 }
 
+/* One response on its way through the completer's states (comp_rx). */
+struct comp_pkt {
+	const struct droce_wire_pkt *pkt;
+	const struct droce_wire_seg *segs;
+	unsigned int nseg;
+	uint32_t psn;
+	uint8_t code;		/* AETH syndrome value: NAK code or RNR timer */
+	uint8_t status;		/* COMP_ST_ERROR: how the oldest WQE completes */
+};
+
+/*
+ * Response kind first, then the PSN check, then what it does (9.7.5.2). STALE and BAD
+ * drop it; ERROR completes the oldest WQE with status and moves the QP to ERR.
+ */
+static enum comp_state
+comp_classify(struct droce_qp *qp, struct comp_pkt *c)
+{
+	const struct droce_aeth *aeth = droce_pkt_aeth(c->pkt);
+	uint32_t flags = c->pkt->info->flags;
+	uint8_t syn;
+
+	RTE_SET_USED(qp);
+	if (flags & DROCE_OPF_READ_RESP)
+		return COMP_ST_READ_RESP;
+	if (flags & DROCE_OPF_ATOMIC_ACK)
+		return COMP_ST_ATOMIC_ACK;
+	if (aeth == NULL || !(flags & DROCE_OPF_ACK))
+		return COMP_ST_BAD;
+	syn = droce_aeth_syndrome(aeth);
+	c->code = syn & DROCE_AETH_VALUE_MASK;
+	switch (syn & DROCE_AETH_TYPE_MASK) {
+	case DROCE_AETH_ACK:
+		return COMP_ST_ACK;
+	case DROCE_AETH_RNR_NAK:
+		return COMP_ST_RNR_NAK;
+	case DROCE_AETH_NAK:
+		return c->code == DROCE_NAK_PSN_SEQ_ERR ? COMP_ST_SEQ_NAK : COMP_ST_ERR_NAK;
+	default:
+		return COMP_ST_BAD;
+	}
+}
+
+/*
+ * The WQE a READ response or atomic acknowledge at psn answers, or NULL: the response is
+ * stale (before una, a duplicate, or never asked: *stale set) or answers nothing.
+ */
+static struct engine_swqe *
+comp_rd_atomic_wqe(struct droce_qp *qp, uint32_t psn, bool *stale)
+{
+	uint32_t i;
+
+	*stale = droce_psn_dist(qp->req.una, psn) >=
+		 droce_psn_dist(qp->req.una, qp->req.psn_max);
+	if (*stale)
+		return NULL;
+	for (i = qp->req.cons; i != qp->req.fetch; i++) {
+		struct engine_swqe *x = qp_swqe(qp, i);
+
+		if (droce_psn_dist(x->first_psn, psn) < x->npkts)
+			return x;
+	}
+	return NULL;
+}
+
 /*
  * A READ response packet: in PSN order, each one the next the READ waits for.
  * Its arrival acknowledges every request before the READ (the responder executes in
  * order); a gap means response packets were lost: the READ is asked again from the first
  * one missing, once until an answer comes (the ACK timer covers a lost retry).
  */
-static void
-comp_read_resp(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
-	       const struct droce_wire_seg *segs, unsigned int nseg)
+static enum comp_state
+comp_read_resp(struct droce_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
-	uint32_t flags = pkt->info->flags;
-	struct engine_swqe *w = NULL;
-	uint32_t i, k, want, expect;
-	bool last;
+	uint32_t psn = c->psn;
+	uint32_t flags = c->pkt->info->flags;
+	struct engine_swqe *w;
+	uint32_t k, want, expect;
+	bool last, stale;
 
-	if (droce_psn_dist(qp->req.una, psn) >= droce_psn_dist(qp->req.una, qp->req.psn_max)) {
-		ENGINE_STAT(e, ack_stale);	/* before una (a duplicate), or never asked */
-		return;
-	}
-	for (i = qp->req.cons; i != qp->req.fetch; i++) {
-		struct engine_swqe *x = qp_swqe(qp, i);
-
-		if (droce_psn_dist(x->first_psn, psn) < x->npkts) {
-			w = x;
-			break;
-		}
-	}
+	w = comp_rd_atomic_wqe(qp, psn, &stale);
+	if (stale)
+		return COMP_ST_STALE;
 	if (w == NULL || w->wc_opcode != DROCE_SHM_WC_RDMA_READ ||
-	    w->status != DROCE_SHM_WC_SUCCESS) {
-		ENGINE_STAT(e, rx_bad_opcode);
-		return;
-	}
+	    w->status != DROCE_SHM_WC_SUCCESS)
+		return COMP_ST_BAD;
 	comp_retire(qp, droce_psn_add(w->first_psn, DROCE_PSN_MASK));
 	if (qp->state == DROCE_SHM_QPS_ERR || qp_swqe(qp, qp->req.cons) != w)
-		return;		/* an earlier READ lost part of its response: it goes first */
+		return COMP_ST_DONE;	/* an earlier READ lost part of its response: it goes first */
 	expect = droce_psn_add(w->first_psn, w->rd_got);
 	if (psn != expect) {
-		if (droce_psn_lt(psn, expect)) {
-			ENGINE_STAT(e, ack_stale);
-			return;
-		}
+		if (droce_psn_lt(psn, expect))
+			return COMP_ST_STALE;
 		if (!qp->req.rd_resume) {
 			ENGINE_STAT(e, rd_retry);
 			qp->req.rd_resume = true;
 			req_seek(qp, expect);
 		}
-		return;
+		return COMP_ST_DONE;
 	}
 	k = w->rd_got;
 	last = k == w->npkts - 1;
 	want = last ? w->len - k * qp->mtu : qp->mtu;
-	if (pkt->payload_len != want || last != ((flags & DROCE_OPF_LAST) != 0)) {
-		comp_fail(qp, DROCE_SHM_WC_BAD_RESP_ERR);
-		return;
+	if (c->pkt->payload_len != want || last != ((flags & DROCE_OPF_LAST) != 0)) {
+		c->status = DROCE_SHM_WC_BAD_RESP_ERR;
+		return COMP_ST_ERROR;
 	}
-	if (want != 0 && comp_read_place(qp, w, k * qp->mtu, pkt, segs, nseg) != 0) {
-		comp_fail(qp, DROCE_SHM_WC_LOC_PROT_ERR);
-		return;
+	if (want != 0 && comp_read_place(qp, w, k * qp->mtu, c->pkt, c->segs, c->nseg) != 0) {
+		c->status = DROCE_SHM_WC_LOC_PROT_ERR;
+		return COMP_ST_ERROR;
 	}
 	w->rd_got++;
 	qp->req.rd_resume = false;
 	/* Acknowledges this PSN; the last one retires the READ. */
 	comp_retire(qp, psn);
+	return COMP_ST_DONE;
 }
 
 /*
@@ -215,48 +266,33 @@ comp_read_resp(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
  * into the WQE's 8-byte local buffer in host byte order. Like a READ response it
  * acknowledges every request before it; a second answer to the same atomic is stale.
  */
-static void
-comp_atomic_ack(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+static enum comp_state
+comp_atomic_ack(struct droce_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
-	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
-	const struct droce_atmack *ack = droce_pkt_atmack(pkt);
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	const struct droce_aeth *aeth = droce_pkt_aeth(c->pkt);
+	const struct droce_atmack *ack = droce_pkt_atmack(c->pkt);
 	const struct droce_shm_sge *sge;
-	struct engine_swqe *w = NULL;
+	struct engine_swqe *w;
 	uint8_t val[ENGINE_ATOMIC_LEN];
 	uint64_t orig;
 	uint32_t i, done;
+	bool stale;
 
 	if (aeth == NULL || ack == NULL ||
-	    (droce_aeth_syndrome(aeth) & DROCE_AETH_TYPE_MASK) != DROCE_AETH_ACK) {
-		ENGINE_STAT(e, rx_bad_opcode);
-		return;
-	}
-	if (droce_psn_dist(qp->req.una, psn) >= droce_psn_dist(qp->req.una, qp->req.psn_max)) {
-		ENGINE_STAT(e, ack_stale);	/* before una (a duplicate), or never asked */
-		return;
-	}
-	for (i = qp->req.cons; i != qp->req.fetch; i++) {
-		struct engine_swqe *x = qp_swqe(qp, i);
-
-		if (droce_psn_dist(x->first_psn, psn) < x->npkts) {
-			w = x;
-			break;
-		}
-	}
+	    (droce_aeth_syndrome(aeth) & DROCE_AETH_TYPE_MASK) != DROCE_AETH_ACK)
+		return COMP_ST_BAD;
+	w = comp_rd_atomic_wqe(qp, c->psn, &stale);
+	if (stale)
+		return COMP_ST_STALE;
 	if (w == NULL || !swqe_rd_atomic(w) || w->wc_opcode == DROCE_SHM_WC_RDMA_READ ||
-	    w->status != DROCE_SHM_WC_SUCCESS) {
-		ENGINE_STAT(e, rx_bad_opcode);
-		return;
-	}
-	comp_retire(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	    w->status != DROCE_SHM_WC_SUCCESS)
+		return COMP_ST_BAD;
+	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
 	if (qp->state == DROCE_SHM_QPS_ERR || qp_swqe(qp, qp->req.cons) != w)
-		return;		/* an earlier READ lost part of its response: it goes first */
-	if (w->rd_got != 0) {
-		ENGINE_STAT(e, ack_stale);
-		return;
-	}
+		return COMP_ST_DONE;	/* an earlier READ lost part of its response: it goes first */
+	if (w->rd_got != 0)
+		return COMP_ST_STALE;
 	ENGINE_STAT(e, ack_rcvd);
 	orig = droce_atmack_orig(ack);
 	memcpy(val, &orig, sizeof(val));
@@ -270,111 +306,166 @@ comp_atomic_ack(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 		dst = mr_resolve(qp->dom, sge[i].lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
 				 sge[i].addr, n);
 		if (dst == NULL) {
-			comp_fail(qp, DROCE_SHM_WC_LOC_PROT_ERR);
-			return;
+			c->status = DROCE_SHM_WC_LOC_PROT_ERR;
+			return COMP_ST_ERROR;
 		}
 		memcpy(dst, val + done, n);
 		done += n;
 	}
 	w->rd_got = 1;
 	qp->req.rd_resume = false;
-	comp_retire(qp, psn);
+	comp_retire(qp, c->psn);
+	return COMP_ST_DONE;
 }
 
+static enum comp_state
+comp_ack(struct droce_qp *qp, struct comp_pkt *c)
+{
+	if (!comp_psn_valid(qp, c->psn))
+		return COMP_ST_STALE;
+	ENGINE_STAT(qp->engine, ack_rcvd);
+	comp_retire(qp, c->psn);
+	return COMP_ST_DONE;
+}
+
+/*
+ * A NAK's PSN is the request it refuses: everything before it was executed, so it
+ * acknowledges up to psn - 1. One for a PSN not outstanding is stale.
+ */
+static bool
+comp_nak_psn_valid(const struct droce_qp *qp, uint32_t psn)
+{
+	return comp_psn_valid(qp, droce_psn_add(psn, DROCE_PSN_MASK)) && psn != qp->req.psn_max;
+}
+
+static enum comp_state
+comp_rnr_nak(struct droce_qp *qp, struct comp_pkt *c)
+{
+	struct droce_engine *e = qp->engine;
+
+	/* The NAK's PSN is the request that found no receive WQE; before it all landed. */
+	if (!comp_nak_psn_valid(qp, c->psn))
+		return COMP_ST_STALE;
+	ENGINE_STAT(e, nak_rnr_rcvd);
+	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
+	if (qp->state == DROCE_SHM_QPS_ERR)
+		return COMP_ST_DONE;
+	if (qp->req.rnr_left == 0) {
+		c->status = DROCE_SHM_WC_RNR_RETRY_EXC_ERR;
+		return COMP_ST_ERROR;
+	}
+	if (qp->attr.rnr_retry != ENGINE_RNR_TIMER_INF)
+		qp->req.rnr_left--;
+	/* Wait the responder's timer, then resend from the refused PSN (9.7.5.2.8). */
+	qp->req.rnr_wait = true;
+	qp->req.rnr_deadline = e->now + engine_rnr_timer_tsc(e, c->code);
+	qp->req.ack_deadline = 0;
+	qp_list_del(qp, QP_ON_ACTIVE);
+	/* From una, which is behind psn when a READ before it lost its response. */
+	req_seek(qp, qp->req.una);
+	qp_timer_arm(qp, qp->req.rnr_deadline);
+	return COMP_ST_DONE;
+}
+
+static enum comp_state
+comp_seq_nak(struct droce_qp *qp, struct comp_pkt *c)
+{
+	struct droce_engine *e = qp->engine;
+
+	if (!comp_nak_psn_valid(qp, c->psn))
+		return COMP_ST_STALE;
+	ENGINE_STAT(e, nak_seq_rcvd);
+	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
+	if (qp->state == DROCE_SHM_QPS_ERR || qp->req.rnr_wait)
+		return COMP_ST_DONE;
+	/*
+	 * Go back without spending the retry counter: a NAK proves the peer and the path
+	 * alive, and on a lossy or reordering link NAKs without progress come in runs. Only
+	 * local ACK timeouts count (9.7.6.1.3), so retry_cnt bounds how long a dead peer
+	 * goes unnoticed.
+	 */
+	ENGINE_STAT(e, req_go_back);
+	/* From una, which is behind psn when a READ before it lost its response. */
+	req_seek(qp, qp->req.una);
+	return COMP_ST_DONE;
+}
+
+/* An error NAK (9.7.5.2.2): the request at its PSN fails with the NAK's reason. */
+static enum comp_state
+comp_err_nak(struct droce_qp *qp, struct comp_pkt *c)
+{
+	if (!comp_nak_psn_valid(qp, c->psn))
+		return COMP_ST_STALE;
+	ENGINE_STAT(qp->engine, nak_err_rcvd);
+	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
+	if (qp->state == DROCE_SHM_QPS_ERR)
+		return COMP_ST_DONE;
+	c->status = c->code == DROCE_NAK_INVALID_REQ ? DROCE_SHM_WC_REM_INV_REQ_ERR :
+		    c->code == DROCE_NAK_REMOTE_ACCESS ? DROCE_SHM_WC_REM_ACCESS_ERR :
+		    DROCE_SHM_WC_REM_OP_ERR;
+	return COMP_ST_ERROR;
+}
+
+/*
+ * The completer as a state machine over one response: each state does its part and
+ * names the next, until DONE. A send fails in one place, COMP_ST_ERROR, which logs the
+ * state it came from.
+ */
 void
 comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	const struct droce_wire_seg *segs, unsigned int nseg)
 {
 	struct droce_engine *e = qp->engine;
-	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
-	uint8_t syn, code;
+	struct comp_pkt c = {
+		.pkt = pkt, .segs = segs, .nseg = nseg,
+		.psn = droce_bth_psn(droce_pkt_bth(pkt)),
+	};
+	enum comp_state st = COMP_ST_CLASSIFY, from = COMP_ST_CLASSIFY;
 
 	if (qp->state != DROCE_SHM_QPS_RTS && qp->state != DROCE_SHM_QPS_SQD) {
 		ENGINE_STAT(e, rx_bad_state);
 		return;
 	}
-	if (pkt->info->flags & DROCE_OPF_READ_RESP) {
-		comp_read_resp(qp, pkt, segs, nseg);
-		return;
-	}
-	if (pkt->info->flags & DROCE_OPF_ATOMIC_ACK) {
-		comp_atomic_ack(qp, pkt);
-		return;
-	}
-	if (aeth == NULL || !(pkt->info->flags & DROCE_OPF_ACK)) {
-		ENGINE_STAT(e, rx_bad_opcode);
-		return;
-	}
-	syn = droce_aeth_syndrome(aeth);
-	code = syn & DROCE_AETH_VALUE_MASK;
-	switch (syn & DROCE_AETH_TYPE_MASK) {
-	case DROCE_AETH_ACK:
-		if (!comp_psn_valid(qp, psn)) {
-			ENGINE_STAT(e, ack_stale);
-			return;
+	while (st != COMP_ST_DONE) {
+		enum comp_state next = COMP_ST_DONE;
+
+		switch (st) {
+		case COMP_ST_CLASSIFY:
+			next = comp_classify(qp, &c);
+			break;
+		case COMP_ST_READ_RESP:
+			next = comp_read_resp(qp, &c);
+			break;
+		case COMP_ST_ATOMIC_ACK:
+			next = comp_atomic_ack(qp, &c);
+			break;
+		case COMP_ST_ACK:
+			next = comp_ack(qp, &c);
+			break;
+		case COMP_ST_RNR_NAK:
+			next = comp_rnr_nak(qp, &c);
+			break;
+		case COMP_ST_SEQ_NAK:
+			next = comp_seq_nak(qp, &c);
+			break;
+		case COMP_ST_ERR_NAK:
+			next = comp_err_nak(qp, &c);
+			break;
+		case COMP_ST_STALE:
+			ENGINE_STAT(e, ack_stale);	/* a duplicate, or never asked */
+			break;
+		case COMP_ST_BAD:
+			ENGINE_STAT(e, rx_bad_opcode);
+			break;
+		case COMP_ST_ERROR:
+			ENGINE_LOG(DEBUG, "QP %u: completer %s, PSN %u: status %u\n", qp->qpn,
+				   comp_state_name(from), c.psn, c.status);
+			comp_fail(qp, c.status);
+			break;
+		case COMP_ST_DONE:
+			break;
 		}
-		ENGINE_STAT(e, ack_rcvd);
-		comp_retire(qp, psn);
-		return;
-	case DROCE_AETH_RNR_NAK:
-		/* The NAK's PSN is the request that found no receive WQE; before it all landed. */
-		if (!comp_psn_valid(qp, droce_psn_add(psn, DROCE_PSN_MASK)) ||
-		    psn == qp->req.psn_max) {
-			ENGINE_STAT(e, ack_stale);
-			return;
-		}
-		ENGINE_STAT(e, nak_rnr_rcvd);
-		comp_retire(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-		if (qp->state == DROCE_SHM_QPS_ERR)
-			return;
-		if (qp->req.rnr_left == 0) {
-			comp_fail(qp, DROCE_SHM_WC_RNR_RETRY_EXC_ERR);
-			return;
-		}
-		if (qp->attr.rnr_retry != ENGINE_RNR_TIMER_INF)
-			qp->req.rnr_left--;
-		/* Wait the responder's timer, then resend from the refused PSN (9.7.5.2.8). */
-		qp->req.rnr_wait = true;
-		qp->req.rnr_deadline = e->now + engine_rnr_timer_tsc(e, code);
-		qp->req.ack_deadline = 0;
-		qp_list_del(qp, QP_ON_ACTIVE);
-		/* From una, which is behind psn when a READ before it lost its response. */
-		req_seek(qp, qp->req.una);
-		qp_timer_arm(qp, qp->req.rnr_deadline);
-		return;
-	case DROCE_AETH_NAK:
-		if (!comp_psn_valid(qp, droce_psn_add(psn, DROCE_PSN_MASK)) ||
-		    psn == qp->req.psn_max) {
-			ENGINE_STAT(e, ack_stale);
-			return;
-		}
-		if (code == DROCE_NAK_PSN_SEQ_ERR) {
-			ENGINE_STAT(e, nak_seq_rcvd);
-			comp_retire(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-			if (qp->state == DROCE_SHM_QPS_ERR || qp->req.rnr_wait)
-				return;
-			/*
-			 * Go back without spending the retry counter: a NAK proves the peer
-			 * and the path alive, and on a lossy or reordering link NAKs without
-			 * progress come in runs. Only local ACK timeouts count (9.7.6.1.3), so
-			 * retry_cnt bounds how long a dead peer goes unnoticed.
-			 */
-			ENGINE_STAT(e, req_go_back);
-			/* From una, which is behind psn when a READ before it lost its response. */
-			req_seek(qp, qp->req.una);
-			return;
-		}
-		ENGINE_STAT(e, nak_err_rcvd);
-		comp_retire(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-		if (qp->state == DROCE_SHM_QPS_ERR)
-			return;
-		comp_fail(qp, code == DROCE_NAK_INVALID_REQ ? DROCE_SHM_WC_REM_INV_REQ_ERR :
-			      code == DROCE_NAK_REMOTE_ACCESS ? DROCE_SHM_WC_REM_ACCESS_ERR :
-			      DROCE_SHM_WC_REM_OP_ERR);
-		return;
-	default:
-		ENGINE_STAT(e, rx_bad_opcode);
-		return;
+		from = st;
+		st = next;
 	}
 }

@@ -377,6 +377,39 @@ void req_stage_timers(struct droce_engine *e);
 
 /* ---- Completer (engine_comp.c) ---- */
 
+/* The completer's states over one response (comp_rx): its kind, then what it does. */
+#define COMP_STATES(X) \
+	X(CLASSIFY, "classify") \
+	X(READ_RESP, "READ response") \
+	X(ATOMIC_ACK, "atomic acknowledge") \
+	X(ACK, "ACK") \
+	X(RNR_NAK, "RNR NAK") \
+	X(SEQ_NAK, "PSN sequence error NAK") \
+	X(ERR_NAK, "error NAK") \
+	X(STALE, "stale") \
+	X(BAD, "bad opcode") \
+	X(ERROR, "error") \
+	X(DONE, "done")
+
+enum comp_state {
+#define COMP_STATE_ENUM(name, desc) COMP_ST_##name,
+	COMP_STATES(COMP_STATE_ENUM)
+#undef COMP_STATE_ENUM
+};
+
+/* "RNR NAK": a completer state, for logs and debug output. */
+static inline const char *
+comp_state_name(unsigned int state)
+{
+	static const char *const names[] = {
+#define COMP_STATE_NAME(name, desc) desc,
+		COMP_STATES(COMP_STATE_NAME)
+#undef COMP_STATE_NAME
+	};
+
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
 void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
 /* Retires the WQEs acknowledged by PSN ack (cumulative). */
