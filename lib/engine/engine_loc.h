@@ -232,6 +232,37 @@ resp_state_name(unsigned int state)
 	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }
 
+/* The steps of one RC request through the responder (9.7.5.1, resp_rc). */
+#define RESP_STEPS(X) \
+	X(CHECK_PSN, "check PSN") \
+	X(DUPLICATE, "duplicate") \
+	X(OUT_OF_SEQ, "out of sequence") \
+	X(CHECK_OP, "check opcode") \
+	X(WRITE, "WRITE") \
+	X(READ, "READ") \
+	X(ATOMIC, "atomic") \
+	X(SEND, "SEND") \
+	X(DONE, "done")
+
+enum resp_step {
+#define RESP_STEP_ENUM(name, desc) RESP_STEP_##name,
+	RESP_STEPS(RESP_STEP_ENUM)
+#undef RESP_STEP_ENUM
+};
+
+/* "check PSN": a responder step, for logs and debug output. */
+static inline const char *
+resp_step_name(unsigned int step)
+{
+	static const char *const names[] = {
+#define RESP_STEP_NAME(name, desc) desc,
+		RESP_STEPS(RESP_STEP_NAME)
+#undef RESP_STEP_NAME
+	};
+
+	return step < sizeof(names) / sizeof(names[0]) ? names[step] : "?";
+}
+
 struct droce_qp {
 	/* ---- Fixed at create (control thread), read by any engine ---- */
 	uint32_t qpn;
@@ -301,6 +332,7 @@ struct droce_qp {
 		uint32_t rq_done;	/* RQ entries completed (published: ctl->rq_done) */
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
 		uint8_t state;		/* enum resp_state: the message in progress */
+		uint8_t step;		/* enum resp_step: where the last RC request got to */
 		bool have_wqe;
 		uint32_t off;		/* bytes of the message placed */
 		uint32_t ack_psn;	/* PSN the next coalesced ACK acknowledges */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The control side's objects: device, engines (create, destroy, counters), domains,
- * keys, address handles, CQs, SRQs and QPs. Runs on the control thread; what changes an engine's state goes to that engine as
- * a command (engine_cmd_run), what engines only read is published with release stores and
- * retired after engine_quiesce().
+ * keys, address handles, CQs, SRQs and QPs. Runs on the control thread; what changes an
+ * engine's state goes to that engine as a command (engine_cmd_run), what engines only
+ * read is published with release stores and retired after engine_quiesce().
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -225,11 +225,11 @@ qp_to_error(struct droce_qp *qp)
 	qp_publish_state(qp, DROCE_SHM_QPS_ERR);
 	ENGINE_STAT(qp->engine, qp_error);
 	/* Where it stood when it failed: the responder's state, the requester's place. */
-	ENGINE_LOG(DEBUG, "QP %u to ERR: responder %s%s, PSN %u expected; "
+	ENGINE_LOG(DEBUG, "QP %u to ERR: responder %s%s (last step %s), PSN %u expected; "
 		   "requester at PSN %u, oldest unacknowledged %u, %u WQEs not retired\n",
 		   qp->qpn, resp_state_name(qp->resp.state),
-		   qp->resp.have_wqe ? " (receive WQE held)" : "", qp->resp.epsn, qp->req.psn,
-		   qp->req.una, qp->req.fetch - qp->req.cons);
+		   qp->resp.have_wqe ? " (receive WQE held)" : "", resp_step_name(qp->resp.step),
+		   qp->resp.epsn, qp->req.psn, qp->req.una, qp->req.fetch - qp->req.cons);
 	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_READ | QP_ON_TIMER | QP_ON_ACK);
 	qp->req.ack_deadline = 0;
 	qp->req.rnr_wait = false;

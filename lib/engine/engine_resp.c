@@ -293,9 +293,10 @@ static const struct {
 static void
 resp_fail(struct droce_qp *qp, const struct droce_wire_pkt *pkt, enum resp_err err)
 {
-	ENGINE_LOG(DEBUG, "QP %u: responder %s, PSN %u: %s\n", qp->qpn,
-		   resp_state_name(qp->resp.state), droce_bth_psn(droce_pkt_bth(pkt)),
-		   resp_errs[err].name);
+	ENGINE_LOG(DEBUG, "QP %u: responder %s, step %s, PSN %u: %s\n", qp->qpn,
+		   resp_state_name(qp->resp.state),
+		   qp->type == DROCE_SHM_QPT_RC ? resp_step_name(qp->resp.step) : "-",
+		   droce_bth_psn(droce_pkt_bth(pkt)), resp_errs[err].name);
 	if (qp->type == DROCE_SHM_QPT_RC)
 		resp_nak(qp, resp_errs[err].nak);
 	if (qp->resp.have_wqe)
@@ -637,85 +638,97 @@ resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struc
 		resp_schedule_ack(qp, psn);
 }
 
-static void
-resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+static enum resp_step
+resp_rc_check_psn(struct droce_qp *qp, uint32_t psn)
+{
+	int32_t d = droce_psn_diff(psn, qp->resp.epsn);
+
+	return d < 0 ? RESP_STEP_DUPLICATE : d > 0 ? RESP_STEP_OUT_OF_SEQ : RESP_STEP_CHECK_OP;
+}
+
+/* 9.7.5.1.2: a duplicate is not executed again, only acknowledged (READ: answered). */
+static enum resp_step
+resp_rc_duplicate(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	uint32_t flags = pkt->info->flags;
+
+	ENGINE_STAT(qp->engine, resp_dup);
+	if (flags & DROCE_OPF_READ)
+		resp_read_dup(qp, pkt);
+	else if (flags & DROCE_OPF_ATOMIC)
+		resp_atomic_dup(qp, pkt);
+	else
+		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
+	return RESP_STEP_DONE;
+}
+
+/*
+ * 9.7.5.1.3: one PSN sequence error NAK per episode, then silence until the expected PSN
+ * arrives, as Linux's rxe does. When the requester goes back and loses the expected
+ * packet again, its timer ends the episode: a second NAK there reached rxe 6.1 in the
+ * middle of its resend, and it stalled for good (doc/interop.md).
+ */
+static enum resp_step
+resp_rc_out_of_seq(struct droce_qp *qp)
 {
 	struct droce_engine *e = qp->engine;
-	const struct droce_bth *bth = droce_pkt_bth(pkt);
-	uint32_t psn = droce_bth_psn(bth);
-	int32_t d = droce_psn_diff(psn, qp->resp.epsn);
+
+	ENGINE_STAT(e, resp_out_of_seq);
+	if (!qp->resp.nak_sent) {
+		qp->resp.nak_sent = true;
+		ENGINE_STAT(e, nak_seq_sent);
+		read_resp_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
+	}
+	return RESP_STEP_DONE;
+}
+
+/* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */
+static enum resp_step
+resp_rc_check_op(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+{
 	uint32_t flags = pkt->info->flags;
 	uint32_t plen = pkt->payload_len;
-	int rc;
 
-	if (d < 0) {
-		/* 9.7.5.1.2: a duplicate is not executed again, only acknowledged. */
-		ENGINE_STAT(e, resp_dup);
-		if (flags & DROCE_OPF_READ) {
-			resp_read_dup(qp, pkt);
-			return;
-		}
-		if (flags & DROCE_OPF_ATOMIC) {
-			resp_atomic_dup(qp, pkt);
-			return;
-		}
-		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
-		return;
-	}
-	if (d > 0) {
-		/*
-		 * 9.7.5.1.3: one PSN sequence error NAK per episode, then silence until the
-		 * expected PSN arrives, as Linux's rxe does. When the requester goes back and
-		 * loses the expected packet again, its timer ends the episode: a second NAK
-		 * there reached rxe 6.1 in the middle of its resend, and it stalled for good
-		 * (doc/interop.md).
-		 */
-		ENGINE_STAT(e, resp_out_of_seq);
-		if (!qp->resp.nak_sent) {
-			qp->resp.nak_sent = true;
-			ENGINE_STAT(e, nak_seq_sent);
-			read_resp_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | DROCE_NAK_PSN_SEQ_ERR);
-		}
-		return;
-	}
-	/* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */
 	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)) ||
 	    !resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		resp_fail(qp, pkt, RESP_ERR_OPCODE);
-		return;
+		return RESP_STEP_DONE;
 	}
-	if (flags & DROCE_OPF_WRITE) {
-		resp_rc_write(qp, pkt, src);
-		return;
-	}
-	if (flags & DROCE_OPF_READ) {
-		resp_rc_read(qp, pkt);
-		return;
-	}
-	if (flags & DROCE_OPF_ATOMIC) {
-		resp_rc_atomic(qp, pkt);
-		return;
-	}
+	return (flags & DROCE_OPF_WRITE) ? RESP_STEP_WRITE :
+	       (flags & DROCE_OPF_READ) ? RESP_STEP_READ :
+	       (flags & DROCE_OPF_ATOMIC) ? RESP_STEP_ATOMIC : RESP_STEP_SEND;
+}
+
+/* An in-sequence SEND packet: the receive WQE (RNR NAK without one), its bytes, its end. */
+static enum resp_step
+resp_rc_send(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	const struct droce_bth *bth = droce_pkt_bth(pkt);
+	uint32_t psn = droce_bth_psn(bth);
+	uint32_t flags = pkt->info->flags;
+	uint32_t plen = pkt->payload_len;
+	int rc;
+
 	if (!qp->resp.have_wqe) {
 		rc = resp_take(qp);
 		if (rc == 0) {
 			resp_rnr_nak(qp, psn);
-			return;
+			return RESP_STEP_DONE;
 		}
 		if (rc < 0) {
 			resp_fail(qp, pkt, RESP_ERR_RQ_BROKEN);
-			return;
+			return RESP_STEP_DONE;
 		}
 	}
 	if (plen > qp->resp.wqe.total - qp->resp.off) {
 		/* Too long for the buffer: local length error here, invalid request there. */
 		resp_fail(qp, pkt, RESP_ERR_TOO_LONG);
-		return;
+		return RESP_STEP_DONE;
 	}
 	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
 		resp_fail(qp, pkt, RESP_ERR_PLACE);
-		return;
+		return RESP_STEP_DONE;
 	}
 	qp->resp.off += plen;
 	qp->resp.epsn = droce_psn_add(psn, 1);
@@ -724,12 +737,60 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 		qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
 		resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.off);
 		if (qp->state == DROCE_SHM_QPS_ERR)
-			return;
+			return RESP_STEP_DONE;
 	} else {
 		qp->resp.state = RESP_ST_SEND;
 	}
 	if (droce_bth_ackreq(bth))
 		resp_schedule_ack(qp, psn);
+	return RESP_STEP_DONE;
+}
+
+/*
+ * One RC request: steps from the PSN check to DONE, each the next's caller's choice
+ * (resp.step says where a QP is, for resp_fail's log). Every refusal goes through
+ * resp_fail(), every RNR NAK through resp_rnr_nak().
+ */
+static void
+resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+{
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	enum resp_step st = RESP_STEP_CHECK_PSN;
+
+	while (st != RESP_STEP_DONE) {
+		qp->resp.step = st;
+		switch (st) {
+		case RESP_STEP_CHECK_PSN:
+			st = resp_rc_check_psn(qp, psn);
+			break;
+		case RESP_STEP_DUPLICATE:
+			st = resp_rc_duplicate(qp, pkt);
+			break;
+		case RESP_STEP_OUT_OF_SEQ:
+			st = resp_rc_out_of_seq(qp);
+			break;
+		case RESP_STEP_CHECK_OP:
+			st = resp_rc_check_op(qp, pkt);
+			break;
+		case RESP_STEP_WRITE:
+			resp_rc_write(qp, pkt, src);
+			st = RESP_STEP_DONE;
+			break;
+		case RESP_STEP_READ:
+			resp_rc_read(qp, pkt);
+			st = RESP_STEP_DONE;
+			break;
+		case RESP_STEP_ATOMIC:
+			resp_rc_atomic(qp, pkt);
+			st = RESP_STEP_DONE;
+			break;
+		case RESP_STEP_SEND:
+			st = resp_rc_send(qp, pkt, src);
+			break;
+		case RESP_STEP_DONE:
+			break;
+		}
+	}
 }
 
 /* ---- UC: no ACKs; a message with a gap is dropped whole (9.8.3.3) ---- */
