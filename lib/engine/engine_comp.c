@@ -31,7 +31,8 @@ comp_psn_valid(const struct droce_qp *qp, uint32_t ack)
 	       droce_psn_dist(qp->req.una, qp->req.psn_max);
 }
 
-void
+/* Retires the WQEs acknowledged by PSN ack (cumulative). */
+static void
 comp_retire(struct droce_qp *qp, uint32_t ack)
 {
 	struct droce_engine *e = qp->engine;

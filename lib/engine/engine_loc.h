@@ -392,16 +392,8 @@ unsigned int rx_stage(struct droce_engine *e);
 
 /* ---- Requester (engine_req.c) ---- */
 
-/* Copies new WQEs from the send ring; false when the ring indices lie (QP -> ERR). */
-bool req_fetch(struct droce_qp *qp);
-/* Sends up to budget packets of qp; returns how many. */
-unsigned int req_send(struct droce_qp *qp, unsigned int budget);
 /* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
 void req_seek(struct droce_qp *qp, uint32_t psn);
-/* Doorbell: new WQEs in the send ring (or new posts to flush in ERR). */
-void req_doorbell(struct droce_qp *qp);
-/* Local ACK timer and RNR timer expiry. */
-void req_timer(struct droce_qp *qp, uint64_t now);
 /* Stages: doorbells, the requester's round robin, the timers. */
 unsigned int req_stage_doorbells(struct droce_engine *e);
 unsigned int req_stage_send(struct droce_engine *e);
@@ -444,15 +436,11 @@ comp_state_name(unsigned int state)
 
 void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
-/* Retires the WQEs acknowledged by PSN ack (cumulative). */
-void comp_retire(struct droce_qp *qp, uint32_t ack);
 
 /* ---- Responder (engine_resp.c) ---- */
 
 void resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
-/* Sends the coalesced ACK of qp (end of an rx burst). */
-void resp_send_ack(struct droce_qp *qp);
 /* Stage: one coalesced ACK for each QP that asked for one during the rx stage. */
 void resp_stage_acks(struct droce_engine *e);
 
@@ -556,8 +544,6 @@ engine_tx_room(const struct droce_engine *e)
 }
 /* ---- Transmit (engine_tx.c) ---- */
 
-/* Queues m for transmission (the caller made sure of room, else it is dropped). */
-void engine_tx(struct droce_engine *e, struct rte_mbuf *m);
 void engine_tx_flush(struct droce_engine *e);
 /* Stage: frames from the control thread's slow_tx ring, as many as there is room for. */
 unsigned int engine_tx_slow(struct droce_engine *e);

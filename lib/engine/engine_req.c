@@ -82,7 +82,8 @@ req_validate(struct droce_qp *qp, struct engine_swqe *w)
 	return DROCE_SHM_WC_SUCCESS;
 }
 
-bool
+/* Copies new WQEs from the send ring; false when the ring indices lie (QP -> ERR). */
+static bool
 req_fetch(struct droce_qp *qp)
 {
 	uint32_t prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
@@ -123,7 +124,8 @@ req_fetch(struct droce_qp *qp)
 	return true;
 }
 
-void
+/* Doorbell: new WQEs in the send ring (or new posts to flush in ERR). */
+static void
 req_doorbell(struct droce_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR) {
@@ -419,7 +421,8 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 	return 0;
 }
 
-unsigned int
+/* Sends up to budget packets of qp; returns how many. */
+static unsigned int
 req_send(struct droce_qp *qp, unsigned int budget)
 {
 	struct droce_engine *e = qp->engine;
@@ -496,7 +499,8 @@ req_send(struct droce_qp *qp, unsigned int budget)
 	return n;
 }
 
-void
+/* Local ACK timer and RNR timer expiry. */
+static void
 req_timer(struct droce_qp *qp, uint64_t now)
 {
 	struct droce_engine *e = qp->engine;

@@ -151,7 +151,8 @@ resp_take(struct droce_qp *qp)
 
 /* ---- Answers ---- */
 
-void
+/* Sends the coalesced ACK of qp (end of an rx burst). */
+static void
 resp_send_ack(struct droce_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR)

@@ -10,7 +10,8 @@
 
 #include "engine_loc.h"
 
-void
+/* Queues m for transmission, or loops it back; dropped without room (tx_drop). */
+static void
 engine_tx(struct droce_engine *e, struct rte_mbuf *m)
 {
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
