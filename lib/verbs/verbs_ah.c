@@ -72,7 +72,7 @@ out:
 VERBS_EXPORT struct ibv_ah *
 ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_AH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_AH };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct ibv_ah *ah;
@@ -102,7 +102,7 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	if (ret == 0) {
 		ret = ah_mark(c, resp.obj.handle, 1);
 		if (ret != 0) {
-			struct droce_proto_req d = { .op = DROCE_OP_DESTROY_AH };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_AH };
 
 			d.obj.handle = resp.obj.handle;
 			verbs_ctl_call(c, &d, NULL, 0, &resp);
@@ -121,7 +121,7 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 VERBS_EXPORT int
 ibv_destroy_ah(struct ibv_ah *ah)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_AH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_AH };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	int ret;

@@ -257,7 +257,7 @@ cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	  struct ibv_comp_channel *channel, int comp_vector)
 {
 	unsigned int nfds = 0;
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_CQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_CQ };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct dv_cq *cq;
@@ -504,7 +504,7 @@ ibv_resize_cq(struct ibv_cq *cq, int cqe)
 VERBS_EXPORT int
 ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_CQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_CQ };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct dv_cq *cq;

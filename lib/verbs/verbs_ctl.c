@@ -125,12 +125,12 @@ ctl_dead(struct dv_context *c, const struct droce_proto_req *req)
 {
 	verbs_fatal(c);
 	switch (req->op) {
-	case DROCE_OP_DEALLOC_PD:
-	case DROCE_OP_DEREG_MR:
-	case DROCE_OP_DESTROY_CQ:
-	case DROCE_OP_DESTROY_SRQ:
-	case DROCE_OP_DESTROY_QP:
-	case DROCE_OP_DESTROY_AH:
+	case DROCE_PROTO_OP_DEALLOC_PD:
+	case DROCE_PROTO_OP_DEREG_MR:
+	case DROCE_PROTO_OP_DESTROY_CQ:
+	case DROCE_PROTO_OP_DESTROY_SRQ:
+	case DROCE_PROTO_OP_DESTROY_QP:
+	case DROCE_PROTO_OP_DESTROY_AH:
 		return 0;
 	default:
 		return EIO;

@@ -57,7 +57,7 @@ VERBS_EXPORT struct ibv_device **
 ibv_get_device_list(int *num_devices)
 {
 	const char *path = verbs_socket_path();
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_PORTS };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_PORTS };
 	struct droce_proto_resp resp;
 	struct ibv_device **list;
 	uint32_t i, n = 0;
@@ -173,7 +173,7 @@ hello_check(const struct droce_proto_resp *r, unsigned int nfds)
 VERBS_EXPORT struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_HELLO };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_HELLO };
 	struct droce_proto_resp resp;
 	struct dv_device *d;
 	struct dv_context *c;

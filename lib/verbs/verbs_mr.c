@@ -123,7 +123,7 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 {
 	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 	int fds[DROCE_PROTO_MR_MAX_PIECES];
-	struct droce_proto_req req = { .op = DROCE_OP_REG_MR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REG_MR };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct dv_mr *mr;
@@ -166,7 +166,7 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	if (ret == 0) {
 		ret = key_insert(c, resp.obj.lkey, iova, length, acc);
 		if (ret != 0) {
-			struct droce_proto_req d = { .op = DROCE_OP_DEREG_MR };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DEREG_MR };
 
 			d.obj.handle = resp.obj.handle;
 			verbs_ctl_call(c, &d, NULL, 0, &resp);
@@ -220,7 +220,7 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 VERBS_EXPORT int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DEREG_MR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEREG_MR };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	int ret;

@@ -13,7 +13,7 @@
 VERBS_EXPORT struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *context)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_ALLOC_PD };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_ALLOC_PD };
 	struct droce_proto_resp resp;
 	struct ibv_pd *pd;
 	int ret;
@@ -37,7 +37,7 @@ ibv_alloc_pd(struct ibv_context *context)
 VERBS_EXPORT int
 ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DEALLOC_PD };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEALLOC_PD };
 	struct droce_proto_resp resp;
 	int ret;
 

@@ -486,7 +486,7 @@ qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 static struct ibv_qp *
 qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t init_port)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_QP };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct ibv_qp *ib;
@@ -519,7 +519,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
 	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
 			 !send_ops_supported(a, resp.qp.supported_wr))) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
 		ret = qp_resp_check(c, &resp, a->srq != NULL) != 0 ? EPROTO : EOPNOTSUPP;
@@ -556,7 +556,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	qp->view.ah_check = verbs_ah_check;
 	qp->view.check_arg = c;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && qp_batch_init(qp) != 0) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.qp.handle;
@@ -649,7 +649,7 @@ ibv_qp_to_qp_ex(struct ibv_qp *qp)
 VERBS_EXPORT int
 ibv_destroy_qp(struct ibv_qp *ib)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_QP };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct dv_qp *qp;
@@ -761,7 +761,7 @@ qp_attr_to_shm(const struct ibv_qp_attr *a, int mask, struct droce_shm_qp_attr *
 VERBS_EXPORT int
 ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_MODIFY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_QP };
 	struct droce_proto_resp resp;
 	struct droce_shm_qp_limits lim;
 	struct dv_context *c;
@@ -798,7 +798,7 @@ VERBS_EXPORT int
 ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
 	     struct ibv_qp_init_attr *init_attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_QP };
 	struct droce_proto_resp resp;
 	const struct droce_shm_qp_attr *s;
 	struct ibv_qp_cap cap;

@@ -35,7 +35,7 @@ verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_re
 VERBS_EXPORT struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_SRQ };
 	struct droce_proto_resp resp;
 	const struct droce_proto_limits *l;
 	struct dv_context *c;
@@ -65,7 +65,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 			 !verbs_region_ok(c, resp.srq.ctl_off, sizeof(struct droce_shm_srq)) ||
 			 !verbs_region_ok(c, resp.srq.ring_off,
 					  (uint64_t)resp.srq.size * resp.srq.stride))) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_SRQ };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_SRQ };
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.srq.handle;
@@ -107,7 +107,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 VERBS_EXPORT int
 ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_MODIFY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_SRQ };
 	struct droce_proto_resp resp;
 	struct dv_srq *srq;
 	int ret;
@@ -131,7 +131,7 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 VERBS_EXPORT int
 ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_SRQ };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -151,7 +151,7 @@ ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 VERBS_EXPORT int
 ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_SRQ };
 	struct droce_proto_resp resp;
 	struct dv_context *c;
 	struct dv_srq *srq, **pp;

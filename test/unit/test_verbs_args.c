@@ -114,17 +114,17 @@ fake_main(void *arg)
 			resp.op = req.op;
 			resp.seq = req.seq;
 			switch (req.op) {
-			case DROCE_OP_QUERY_PORTS:
+			case DROCE_PROTO_OP_QUERY_PORTS:
 				resp.ports.nb_ports = 1;
 				fake_port(&resp.ports.port[0]);
 				break;
-			case DROCE_OP_HELLO:
+			case DROCE_PROTO_OP_HELLO:
 				fake_hello(&resp);
 				out[0] = fk.memfd;
 				out[1] = fk.evfd;
 				nout = 2;
 				break;
-			case DROCE_OP_REG_MR:
+			case DROCE_PROTO_OP_REG_MR:
 				__atomic_add_fetch(&fk.requests, 1, __ATOMIC_SEQ_CST);
 				fk.last = req;
 				resp.obj.handle = 3;
