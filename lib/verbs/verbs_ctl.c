@@ -121,7 +121,7 @@ verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *
  * up and exit, as after a NIC's fatal error); everything else fails with EIO.
  */
 static int
-ctl_dead(struct dv_context *c, const struct droce_proto_req *req)
+ctl_dead(struct verbs_dctx *c, const struct droce_proto_req *req)
 {
 	verbs_fatal(c);
 	switch (req->op) {
@@ -145,7 +145,7 @@ ctl_lost(int ret)
 }
 
 static int
-ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
+ctl_call(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
 	 unsigned int nfds, struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
 	 unsigned int *nrfds)
 {
@@ -166,7 +166,7 @@ ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
 }
 
 int
-verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
+verbs_ctl_call_fds(struct verbs_dctx *c, struct droce_proto_req *req,
 		   struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
 		   unsigned int *nrfds)
 {
@@ -175,7 +175,7 @@ verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
 
 /* A round trip on a context's socket that returns no descriptors. */
 int
-verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
+verbs_ctl_call(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
 	       unsigned int nfds, struct droce_proto_resp *resp)
 {
 	return ctl_call(c, req, fds, nfds, resp, NULL, 0, NULL);

@@ -32,7 +32,7 @@
 int
 verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct dv_qp *qp = to_dqp(ibqp);
+	struct verbs_dqp *qp = to_dqp(ibqp);
 	struct ibv_send_wr *bad = NULL;
 	int ret;
 
@@ -53,7 +53,7 @@ verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 int
 verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct dv_qp *qp = to_dqp(ibqp);
+	struct verbs_dqp *qp = to_dqp(ibqp);
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
@@ -72,17 +72,17 @@ verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 /* ---- wr_* API: builds ibv_send_wrs in the QP's batch; wr_complete posts them ---- */
 
-static inline struct dv_qp *
+static inline struct verbs_dqp *
 qpx_to_dqp(struct ibv_qp_ex *qpx)
 {
-	return dv_container_of(qpx, struct dv_qp, qpx);
+	return verbs_container_of(qpx, struct verbs_dqp, qpx);
 }
 
 /* The next WR of the batch, its common fields set; NULL (and batch_err) when full. */
 static struct ibv_send_wr *
 wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w;
 
 	if (qp->batch_n == qp->batch_max) {
@@ -103,7 +103,7 @@ wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 static struct ibv_send_wr *
 wr_cur(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 
 	if (qp->batch_n == 0) {
 		qp->batch_err = EINVAL;
@@ -115,7 +115,7 @@ wr_cur(struct ibv_qp_ex *qpx)
 static void
 wr_start(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 
 	qp->batch_n = 0;
 	qp->batch_err = 0;
@@ -124,7 +124,7 @@ wr_start(struct ibv_qp_ex *qpx)
 static int
 wr_complete(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *bad;
 	uint32_t i;
 	int ret = qp->batch_err;
@@ -253,7 +253,7 @@ wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 static void
 wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w = wr_cur(qpx);
 
 	if (w == NULL)
@@ -279,7 +279,7 @@ static void
 wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 			const struct ibv_data_buf *buf_list)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w = wr_cur(qpx);
 	uint8_t *dst;
 	size_t i, total = 0;
@@ -314,7 +314,7 @@ wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 }
 
 static int
-qp_batch_init(struct dv_qp *qp)
+qp_batch_init(struct verbs_dqp *qp)
 {
 	struct ibv_qp_ex *x = &qp->qpx;
 
@@ -348,7 +348,7 @@ qp_batch_init(struct dv_qp *qp)
 /* ---- Create / destroy ---- */
 
 static void
-qp_free(struct dv_qp *qp)
+qp_free(struct verbs_dqp *qp)
 {
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
@@ -369,7 +369,7 @@ pow2(uint32_t v)
 /* Checks CREATE_QP's answer before its offsets become pointers. */
 /* The QP joins the list async events and a dead daemon's flush find QPs in. */
 static void
-qp_list_add(struct dv_context *c, struct dv_qp *qp)
+qp_list_add(struct verbs_dctx *c, struct verbs_dqp *qp)
 {
 	pthread_mutex_lock(&c->obj_lock);
 	qp->next = c->qps;
@@ -378,9 +378,9 @@ qp_list_add(struct dv_context *c, struct dv_qp *qp)
 }
 
 static void
-qp_list_del(struct dv_context *c, struct dv_qp *qp)
+qp_list_del(struct verbs_dctx *c, struct verbs_dqp *qp)
 {
-	struct dv_qp **pp;
+	struct verbs_dqp **pp;
 
 	pthread_mutex_lock(&c->obj_lock);
 	for (pp = &c->qps; *pp != NULL; pp = &(*pp)->next)
@@ -393,7 +393,7 @@ qp_list_del(struct dv_context *c, struct dv_qp *qp)
 }
 
 static int
-qp_resp_check(const struct dv_context *c, const struct droce_proto_resp *r, bool has_srq)
+qp_resp_check(const struct verbs_dctx *c, const struct droce_proto_resp *r, bool has_srq)
 {
 	const struct droce_shm_region_hdr *hdr = (const void *)c->region;
 	uint64_t db_off;
@@ -488,9 +488,9 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 {
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_QP };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	struct ibv_qp *ib;
-	struct dv_qp *qp;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (context == NULL || a == NULL)
@@ -651,8 +651,8 @@ ibv_destroy_qp(struct ibv_qp *ib)
 {
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_QP };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_qp *qp;
+	struct verbs_dctx *c;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (ib == NULL)
@@ -764,8 +764,8 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_QP };
 	struct droce_proto_resp resp;
 	struct droce_shm_qp_limits lim;
-	struct dv_context *c;
-	struct dv_qp *qp;
+	struct verbs_dctx *c;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (ib == NULL || attr == NULL)

@@ -15,7 +15,7 @@
 int
 verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct dv_srq *srq = to_dsrq(ibsrq);
+	struct verbs_dsrq *srq = to_dsrq(ibsrq);
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
@@ -38,8 +38,8 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_SRQ };
 	struct droce_proto_resp resp;
 	const struct droce_proto_limits *l;
-	struct dv_context *c;
-	struct dv_srq *srq;
+	struct verbs_dctx *c;
+	struct verbs_dsrq *srq;
 	int ret;
 
 	if (pd == NULL || attr == NULL)
@@ -109,7 +109,7 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_SRQ };
 	struct droce_proto_resp resp;
-	struct dv_srq *srq;
+	struct verbs_dsrq *srq;
 	int ret;
 
 	if (ibsrq == NULL || attr == NULL ||
@@ -153,8 +153,8 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_SRQ };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_srq *srq, **pp;
+	struct verbs_dctx *c;
+	struct verbs_dsrq *srq, **pp;
 	int ret;
 
 	if (ibsrq == NULL)
