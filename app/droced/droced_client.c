@@ -338,15 +338,15 @@ droced_client_free(struct droced_client *c)
 static void
 event_ring_put(struct droced_client *c, uint32_t type, uint32_t handle)
 {
-	struct droce_proto_event_ring *r = c->evring;
+	struct droce_shm_event_ring *r = c->evring;
 	uint32_t cons = __atomic_load_n(&r->ring.cons, __ATOMIC_ACQUIRE);
 
 	/* cons is the application's; a lying one only loses or overwrites its own events. */
-	if (c->ev_prod - cons >= DROCE_PROTO_EVENT_RING) {
+	if (c->ev_prod - cons >= DROCE_SHM_EVENT_RING) {
 		r->lost++;
 		return;
 	}
-	r->ev[c->ev_prod & (DROCE_PROTO_EVENT_RING - 1)] = (struct droce_proto_event){
+	r->ev[c->ev_prod & (DROCE_SHM_EVENT_RING - 1)] = (struct droce_shm_event){
 		.type = type, .handle = handle,
 	};
 	c->ev_prod++;

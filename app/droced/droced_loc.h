@@ -239,7 +239,7 @@ struct droced_client {
 	int region_fd;
 	struct droce_shm_arena *arena;
 	struct droce_domain *dom;
-	struct droce_proto_event_ring *evring;
+	struct droce_shm_event_ring *evring;
 	int async_efd;		/* async notification pipe: write end (droced's) */
 	int async_rfd;		/* its read end, sent with HELLO */
 	uint32_t ev_prod;		/* ours: the copy in the region is the client's to read */

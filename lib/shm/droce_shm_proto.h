@@ -18,7 +18,8 @@
  * transitions, keys); libdroce does the argument checks it can do alone first.
  *
  * Besides the messages, the region carries one ring that only droced writes: asynchronous
- * events (struct droce_proto_event_ring), announced on the async notification fd of HELLO.
+ * events (struct droce_shm_event_ring in droce_shm.h, at HELLO's event_ring_off), announced
+ * on the async notification fd of HELLO.
  *
  * Notification fds (the async fd of HELLO, the fd of a CQ created with a channel) are the
  * read ends of pipes that droced creates: droced (or its engine) writes a byte or a few per
@@ -45,7 +46,6 @@
 #define DROCE_PROTO_MAX_FDS		64	/* per message */
 #define DROCE_PROTO_MR_MAX_PIECES	DROCE_PROTO_MAX_FDS
 #define DROCE_PROTO_NO_HANDLE		UINT32_MAX
-#define DROCE_PROTO_EVENT_RING		256	/* entries of the async event ring */
 
 enum droce_proto_op {
 	DROCE_PROTO_OP_QUERY_PORTS = 1,	/* no fds; allowed before HELLO */
@@ -128,19 +128,6 @@ struct droce_proto_gid {
 	uint8_t type;		/* enum ibv_gid_type: 2 = RoCE v2 */
 	uint8_t valid;		/* 0: an empty entry (ibv_query_gid_ex: ENODATA) */
 	uint8_t rsvd[2];
-};
-
-/* ---- Async event ring (in the region; droced produces, the application consumes) ---- */
-
-struct droce_proto_event {
-	uint32_t type;		/* enum ibv_event_type */
-	uint32_t handle;	/* CQ or SRQ handle, QPN for QP events; unused for device events */
-};
-
-struct droce_proto_event_ring {
-	struct droce_shm_ring ring;
-	uint64_t lost;		/* events dropped because the ring was full (droced writes) */
-	struct droce_proto_event ev[DROCE_PROTO_EVENT_RING];
 };
 
 /* ---- rdma_cm: the RDMA connection manager's channel (librdmacm <-> droced's CM) ----
@@ -513,7 +500,7 @@ struct droce_proto_resp {
 			uint32_t version;
 			uint32_t nb_engines;
 			uint64_t region_size;		/* bytes of the region memfd */
-			uint64_t event_ring_off;	/* struct droce_proto_event_ring */
+			uint64_t event_ring_off;	/* struct droce_shm_event_ring */
 			struct droce_proto_port_info port;
 			struct droce_proto_limits limits;
 			uint32_t nb_gids;

@@ -64,7 +64,7 @@ ev_kind(uint32_t type)
  * the acks); false when the object is not (or no longer) alive. Called with obj_lock.
  */
 static bool
-ev_resolve(struct verbs_dctx *c, const struct droce_proto_event *e, struct ibv_async_event *ev)
+ev_resolve(struct verbs_dctx *c, const struct droce_shm_event *e, struct ibv_async_event *ev)
 {
 	pthread_mutex_t *m = NULL;
 	uint32_t *reported = NULL;
@@ -125,7 +125,7 @@ ev_resolve(struct verbs_dctx *c, const struct droce_proto_event *e, struct ibv_a
 }
 
 static bool
-ev_alive(struct verbs_dctx *c, const struct droce_proto_event *e)
+ev_alive(struct verbs_dctx *c, const struct droce_shm_event *e)
 {
 	switch (ev_kind(e->type)) {
 	case EV_CQ: {
@@ -192,7 +192,7 @@ evq_signal(struct verbs_dctx *c)
  * IBV_EVENT_DEVICE_FATAL: a program that reads its events late still learns of it.
  */
 static bool
-evq_push(struct verbs_dctx *c, const struct droce_proto_event *e)
+evq_push(struct verbs_dctx *c, const struct droce_shm_event *e)
 {
 	uint32_t room = e->type == IBV_EVENT_DEVICE_FATAL ? VERBS_EVQ_LEN : VERBS_EVQ_LEN - 1;
 
@@ -214,16 +214,16 @@ evq_push(struct verbs_dctx *c, const struct droce_proto_event *e)
 static void
 ev_pull_locked(struct verbs_dctx *c)
 {
-	struct droce_proto_event_ring *r = c->evring;
+	struct droce_shm_event_ring *r = c->evring;
 	uint32_t cons, prod;
 
 	cons = __atomic_load_n(&r->ring.cons, __ATOMIC_RELAXED);
 	prod = __atomic_load_n(&r->ring.prod, __ATOMIC_ACQUIRE);
 	/* A producer index that runs ahead by more than the ring is droced lying: skip. */
-	if (prod - cons > DROCE_PROTO_EVENT_RING)
+	if (prod - cons > DROCE_SHM_EVENT_RING)
 		cons = prod;
 	for (; cons != prod; cons++) {
-		struct droce_proto_event e = r->ev[cons % DROCE_PROTO_EVENT_RING];
+		struct droce_shm_event e = r->ev[cons % DROCE_SHM_EVENT_RING];
 
 		if (ev_alive(c, &e) && !evq_push(c, &e))
 			break;	/* full: the rest waits in droced's ring */
@@ -250,7 +250,7 @@ verbs_async_pull(struct verbs_dctx *c)
 void
 verbs_async_fatal(struct verbs_dctx *c)
 {
-	struct droce_proto_event e = { .type = IBV_EVENT_DEVICE_FATAL };
+	struct droce_shm_event e = { .type = IBV_EVENT_DEVICE_FATAL };
 
 	pthread_mutex_lock(&c->ev_lock);
 	if (!c->fatal_queued)
@@ -272,7 +272,7 @@ verbs_async_forget(struct verbs_dctx *c)
 	pthread_mutex_lock(&c->ev_lock);
 	keep = c->evq_cons;
 	for (i = c->evq_cons; i != c->evq_prod; i++) {
-		struct droce_proto_event e = c->evq[i % VERBS_EVQ_LEN];
+		struct droce_shm_event e = c->evq[i % VERBS_EVQ_LEN];
 
 		if (ev_alive(c, &e))
 			c->evq[keep++ % VERBS_EVQ_LEN] = e;
@@ -295,7 +295,7 @@ evq_take(struct verbs_dctx *c, struct ibv_async_event *event)
 	pthread_mutex_lock(&c->ev_lock);
 	ev_pull_locked(c);
 	while (!got && c->evq_cons != c->evq_prod) {
-		struct droce_proto_event e = c->evq[c->evq_cons % VERBS_EVQ_LEN];
+		struct droce_shm_event e = c->evq[c->evq_cons % VERBS_EVQ_LEN];
 
 		c->evq_cons++;
 		got = ev_resolve(c, &e, event);

@@ -164,7 +164,7 @@ hello_check(const struct droce_proto_resp *r, unsigned int nfds)
 	if (r->hello.region_size == 0 || r->hello.region_size > SIZE_MAX ||
 	    r->hello.event_ring_off > r->hello.region_size ||
 	    r->hello.region_size - r->hello.event_ring_off <
-	    sizeof(struct droce_proto_event_ring) ||
+	    sizeof(struct droce_shm_event_ring) ||
 	    r->hello.event_ring_off % DROCE_SHM_CACHE_LINE != 0)
 		return EPROTO;
 	return 0;
@@ -239,7 +239,7 @@ ibv_open_device(struct ibv_device *device)
 	c->seq = 1;
 	c->region = region;
 	c->region_size = resp.hello.region_size;
-	c->evring = (struct droce_proto_event_ring *)(c->region + resp.hello.event_ring_off);
+	c->evring = (struct droce_shm_event_ring *)(c->region + resp.hello.event_ring_off);
 	c->nb_engines = resp.hello.nb_engines;
 	c->port = resp.hello.port;
 	c->limits = resp.hello.limits;

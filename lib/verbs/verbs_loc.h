@@ -77,7 +77,7 @@
 #define VERBS_GRH_LEN		40
 #define VERBS_IPV4_HDR_LEN	20
 /* libdroce's async event queue: droced's ring, and room for the events libdroce raises. */
-#define VERBS_EVQ_LEN		(DROCE_PROTO_EVENT_RING + 16)
+#define VERBS_EVQ_LEN		(DROCE_SHM_EVENT_RING + 16)
 
 /* ibv_query_gid_type()'s numbering (rdma-core's enum ibv_gid_type_sysfs, infiniband/driver.h). */
 #define VERBS_GID_TYPE_SYSFS_IB_ROCE_V1	0
@@ -112,10 +112,10 @@ struct verbs_dctx {
 	 * Async events (verbs_async.c): droced's ring and notification pipe, and the queue
 	 * behind context->async_fd (an eventfd set exactly while the queue is non-empty).
 	 */
-	struct droce_proto_event_ring *evring;
+	struct droce_shm_event_ring *evring;
 	int ev_pipe;
 	pthread_mutex_t ev_lock;		/* the queue, and consumer of evring */
-	struct droce_proto_event evq[VERBS_EVQ_LEN];
+	struct droce_shm_event evq[VERBS_EVQ_LEN];
 	uint32_t evq_prod, evq_cons;
 	bool evq_signalled;
 	bool fatal_queued;			/* an IBV_EVENT_DEVICE_FATAL was queued */
