@@ -18,6 +18,10 @@
  * Every index the engine reads is checked against the geometry it was given by the
  * control path (never the geometry stored here), and a QP whose rings lie goes to error.
  *
+ * Shared fields are plain integers that both sides access with the __atomic builtins, never
+ * _Atomic types: C11 lets an _Atomic type differ in size and alignment from the plain one,
+ * and this layout is the ABI. <stdatomic.h> is for one process's own state (the engine's).
+ *
  * Numeric values of opcodes, flags, states and statuses are rdma-core's (libibverbs ABI):
  * lib/shm/shm_abi_check.c asserts that against <infiniband/verbs.h>.
  */
