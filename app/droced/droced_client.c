@@ -1114,7 +1114,7 @@ park(struct droced_client *c, const struct droce_proto_req *req, const uint8_t d
 		c->park_ip = 0;
 	c->park_deadline_ms = droced_now_ms() + DROCED_PARK_TIMEOUT_MS;
 	c->park_req = *req;
-	droced_ctl_client_pause(c, true);
+	droced_loop_client_pause(c, true);
 	return 1;
 }
 
@@ -1433,6 +1433,6 @@ droced_client_unpark(struct droced_client *c, int status)
 		resp.seq = c->park_req.seq;
 		resp.status = -EHOSTUNREACH;
 	}
-	droced_ctl_respond(c, &resp, NULL, 0);
-	droced_ctl_client_pause(c, false);
+	droced_loop_respond(c, &resp, NULL, 0);
+	droced_loop_client_pause(c, false);
 }

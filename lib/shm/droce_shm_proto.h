@@ -36,7 +36,7 @@
 #include <sys/types.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
+#include "droce_shm_qp_attr.h"
 
 #define DROCE_PROTO_VERSION		2u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"

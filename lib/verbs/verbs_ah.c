@@ -98,14 +98,14 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	req.create_ah.attr.is_global = 1;
 	req.create_ah.attr.sl = attr->sl;
 	req.create_ah.attr.port_num = attr->port_num;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0) {
 		ret = ah_mark(c, resp.obj.handle, 1);
 		if (ret != 0) {
 			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_AH };
 
 			d.obj.handle = resp.obj.handle;
-			verbs_ctl_call(c, &d, NULL, 0, &resp);
+			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
 	if (ret != 0) {
@@ -132,7 +132,7 @@ ibv_destroy_ah(struct ibv_ah *ah)
 	/* Refused to new posts first: a WQE naming it is not written once destroy began. */
 	ah_mark(c, ah->handle, 0);
 	req.obj.handle = ah->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0) {
 		ah_mark(c, ah->handle, 1);
 		return verbs_err(ret);

@@ -274,7 +274,7 @@ cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	cq->efd = -1;
 	req.create_cq.cqe = (uint32_t)cqe;
 	req.create_cq.notify = channel != NULL;
-	ret = verbs_ctl_call_fds(c, &req, &resp, &cq->efd, channel != NULL ? 1 : 0, &nfds);
+	ret = verbs_request_fds(c, &req, &resp, &cq->efd, channel != NULL ? 1 : 0, &nfds);
 	if (ret == 0 && channel != NULL && nfds != 1)
 		ret = EPROTO;
 	/* Only this process reads it, after epoll said it is readable: never block on it. */
@@ -515,7 +515,7 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
 	cq = to_dcq(ibcq);
 	c = to_dctx(ibcq->context);
 	req.obj.handle = ibcq->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	cq_list_del(c, cq);

@@ -251,7 +251,7 @@ ibv_open_device(struct ibv_device *device)
 	c->poll_yield = verbs_poll_yield();
 	c->nb_gids = VERBS_GID_TBL_LEN;
 	memcpy(c->gids, resp.hello.gids, resp.hello.nb_gids * sizeof(c->gids[0]));
-	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->req_lock, NULL);
 	pthread_mutex_init(&c->ev_lock, NULL);
 	pthread_mutex_init(&c->obj_lock, NULL);
 	pthread_rwlock_init(&c->key_lock, NULL);
@@ -276,7 +276,7 @@ ibv_open_device(struct ibv_device *device)
 	if (err != 0) {
 		verbs_debug("open %s: watcher thread: %s", device->name, strerror(err));
 		close(c->vctx.context.async_fd);
-		pthread_mutex_destroy(&c->ctl_lock);
+		pthread_mutex_destroy(&c->req_lock);
 		pthread_mutex_destroy(&c->ev_lock);
 		pthread_mutex_destroy(&c->obj_lock);
 		pthread_rwlock_destroy(&c->key_lock);
@@ -314,7 +314,7 @@ ibv_close_device(struct ibv_context *context)
 	close(c->ev_pipe);
 	close(context->async_fd);
 	munmap(c->region, c->region_size);
-	pthread_mutex_destroy(&c->ctl_lock);
+	pthread_mutex_destroy(&c->req_lock);
 	pthread_mutex_destroy(&c->ev_lock);
 	pthread_mutex_destroy(&c->obj_lock);
 	pthread_rwlock_destroy(&c->key_lock);

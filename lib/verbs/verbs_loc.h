@@ -20,7 +20,7 @@
  *   dv_key      -> verbs_dkey   (an MR's entry in the context's lkey table)
  *   dv_container_of -> verbs_container_of
  *
- * Locks, outermost first: verbs_dctx.fatal_lock (verbs_fatal, once), ctl_lock (one control
+ * Locks, outermost first: verbs_dctx.fatal_lock (verbs_fatal, once), req_lock (one control
  * round trip at a time), obj_lock (the lists that map event handles to objects), ev_lock
  * (the async event queue), key_lock (MR and AH tables, read by every post), then each
  * object's own spinlock (its rings). None is held while another of a lower rank is taken,
@@ -38,9 +38,10 @@
 #include <infiniband/verbs.h>
 
 #include "droce_shm.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_client.h"
-#include "droce_shm_ctl.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define VERBS_EXPORT	__attribute__((visibility("default")))
 
@@ -105,7 +106,7 @@ struct verbs_dctx {
 	struct verbs_ddev *dev;
 	int sock;
 	uint32_t seq;
-	pthread_mutex_t ctl_lock;
+	pthread_mutex_t req_lock;
 	uint8_t *region;
 	uint64_t region_size;
 	/*
@@ -268,17 +269,17 @@ verbs_region_ok(const struct verbs_dctx *c, uint64_t off, uint64_t len)
 	return off <= c->region_size && len <= c->region_size - off;
 }
 
-/* verbs_ctl.c */
+/* verbs_request.c: requests to droced over its socket */
 int verbs_sock_connect(const char *path, int *err);
 /* A round trip that may return up to max_rfds descriptors (*nrfds of them). */
-int verbs_ctl_call_fds(struct verbs_dctx *c, struct droce_proto_req *req,
-		       struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
-		       unsigned int *nrfds);
+int verbs_request_fds(struct verbs_dctx *c, struct droce_proto_req *req,
+		      struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+		      unsigned int *nrfds);
 int verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *fds,
 		    unsigned int nfds, struct droce_proto_resp *resp, int *rfds,
 		    unsigned int max_rfds, unsigned int *nrfds);
-int verbs_ctl_call(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
-		   unsigned int nfds, struct droce_proto_resp *resp);
+int verbs_request(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
+		  unsigned int nfds, struct droce_proto_resp *resp);
 const char *verbs_socket_path(void);
 void verbs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void verbs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -161,7 +161,7 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 		req.reg_mr.pieces[i].len = pieces[i].len;
 		fds[i] = pieces[i].fd;
 	}
-	ret = verbs_ctl_call(c, &req, fds, n, &resp);
+	ret = verbs_request(c, &req, fds, n, &resp);
 	verbs_pieces_close(pieces, n);
 	if (ret == 0) {
 		ret = key_insert(c, resp.obj.lkey, iova, length, acc);
@@ -169,7 +169,7 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DEREG_MR };
 
 			d.obj.handle = resp.obj.handle;
-			verbs_ctl_call(c, &d, NULL, 0, &resp);
+			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
 	if (ret != 0) {
@@ -229,7 +229,7 @@ ibv_dereg_mr(struct ibv_mr *mr)
 		return verbs_err(EINVAL);
 	c = to_dctx(mr->context);
 	req.obj.handle = mr->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	key_remove(c, mr->lkey);

@@ -23,7 +23,7 @@ ibv_alloc_pd(struct ibv_context *context)
 	pd = calloc(1, sizeof(*pd));
 	if (pd == NULL)
 		return verbs_err_null(ENOMEM);
-	ret = verbs_ctl_call(to_dctx(context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(context), &req, NULL, 0, &resp);
 	if (ret != 0) {
 		free(pd);
 		return verbs_err_null(ret);
@@ -44,7 +44,7 @@ ibv_dealloc_pd(struct ibv_pd *pd)
 	if (pd == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = pd->handle;
-	ret = verbs_ctl_call(to_dctx(pd->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(pd->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	free(pd);

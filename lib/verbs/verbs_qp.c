@@ -516,7 +516,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		req.create_qp.cap.max_recv_wr = a->cap.max_recv_wr;
 		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
 	}
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
 			 !send_ops_supported(a, resp.qp.supported_wr))) {
 		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
@@ -524,7 +524,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 
 		ret = qp_resp_check(c, &resp, a->srq != NULL) != 0 ? EPROTO : EOPNOTSUPP;
 		d.obj.handle = resp.qp.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 	}
 	if (ret != 0) {
 		free(qp);
@@ -560,7 +560,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.qp.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 		free(qp->batch);
 		free(qp->batch_sge);
 		free(qp->batch_inline);
@@ -665,7 +665,7 @@ ibv_destroy_qp(struct ibv_qp *ib)
 	 * after droced's death (verbs_fatal.c) must not reach them through this QP.
 	 */
 	qp_list_del(c, qp);
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0) {
 		qp_list_add(c, qp);
 		return verbs_err(ret);
@@ -786,7 +786,7 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 				    &req.modify_qp.attr, &lim) != 0)
 		return verbs_err(EINVAL);
 	req.modify_qp.handle = ib->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	if (attr_mask & IBV_QP_STATE)
@@ -808,7 +808,7 @@ ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
 	if (ib == NULL || attr == NULL || init_attr == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = ib->handle;
-	ret = verbs_ctl_call(to_dctx(ib->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ib->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	s = &resp.query_qp.attr;

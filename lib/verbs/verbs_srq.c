@@ -57,7 +57,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 	req.create_srq.max_wr = attr->attr.max_wr;
 	req.create_srq.max_sge = attr->attr.max_sge;
 	req.create_srq.srq_limit = attr->attr.srq_limit;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0 && ((resp.srq.size & (resp.srq.size - 1)) != 0 || resp.srq.size == 0 ||
 			 resp.srq.size > DROCE_SHM_MAX_WR ||
 			 resp.srq.max_sge > DROCE_SHM_MAX_SGE ||
@@ -69,7 +69,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.srq.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 		ret = EPROTO;
 	}
 	if (ret != 0) {
@@ -122,7 +122,7 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	req.modify_srq.mask = (uint32_t)mask;
 	req.modify_srq.max_wr = attr->max_wr;
 	req.modify_srq.srq_limit = attr->srq_limit;
-	ret = verbs_ctl_call(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	return 0;
@@ -138,7 +138,7 @@ ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	if (ibsrq == NULL || attr == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = ibsrq->handle;
-	ret = verbs_ctl_call(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	attr->max_wr = resp.srq.max_wr;
@@ -162,7 +162,7 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 	srq = to_dsrq(ibsrq);
 	c = to_dctx(ibsrq->context);
 	req.obj.handle = ibsrq->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	pthread_mutex_lock(&c->obj_lock);

@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define EVENT_WAIT_MS	10000
 #define FAKE_QPN_SRV	0x000A11

@@ -31,8 +31,9 @@
 #include <unistd.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define EXIT_OK		0
 #define EXIT_DEAD	1

@@ -22,7 +22,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
 #include "droce_test.h"
 
