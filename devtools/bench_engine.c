@@ -57,8 +57,9 @@
 #include <rte_ring.h>
 
 #include <droce_engine.h>
+#include <droce_shm_arena.h>
 #include <droce_shm_client.h>
-#include <droce_shm_ctl.h>
+#include <droce_shm_qp_attr.h>
 #include <droce_wire_hdr.h>
 
 /* ---- Defaults and sizes ---- */

@@ -158,9 +158,9 @@ main(int argc, char **argv)
 	if (path == NULL || path[0] == '\0')
 		path = DROCE_PROTO_SOCKET_DEFAULT;
 	if (cmd != NULL && strcmp(cmd, "status") == 0) {
-		op = DROCE_OP_STATUS;
+		op = DROCE_PROTO_OP_STATUS;
 	} else if (cmd != NULL && strcmp(cmd, "ports") == 0) {
-		op = DROCE_OP_QUERY_PORTS;
+		op = DROCE_PROTO_OP_QUERY_PORTS;
 	} else {
 		usage(argv[0]);
 		return EXIT_FAILURE;
@@ -172,7 +172,7 @@ main(int argc, char **argv)
 	close(s);
 	if (rc != 0)
 		return EXIT_FAILURE;
-	if (op == DROCE_OP_STATUS)
+	if (op == DROCE_PROTO_OP_STATUS)
 		print_status(&resp.stat);
 	else
 		print_ports(&resp);

@@ -338,15 +338,15 @@ droced_client_free(struct droced_client *c)
 static void
 event_ring_put(struct droced_client *c, uint32_t type, uint32_t handle)
 {
-	struct droce_proto_event_ring *r = c->evring;
+	struct droce_shm_event_ring *r = c->evring;
 	uint32_t cons = __atomic_load_n(&r->ring.cons, __ATOMIC_ACQUIRE);
 
 	/* cons is the application's; a lying one only loses or overwrites its own events. */
-	if (c->ev_prod - cons >= DROCE_PROTO_EVENT_RING) {
+	if (c->ev_prod - cons >= DROCE_SHM_EVENT_RING) {
 		r->lost++;
 		return;
 	}
-	r->ev[c->ev_prod & (DROCE_PROTO_EVENT_RING - 1)] = (struct droce_proto_event){
+	r->ev[c->ev_prod & (DROCE_SHM_EVENT_RING - 1)] = (struct droce_shm_event){
 		.type = type, .handle = handle,
 	};
 	c->ev_prod++;
@@ -1114,7 +1114,7 @@ park(struct droced_client *c, const struct droce_proto_req *req, const uint8_t d
 		c->park_ip = 0;
 	c->park_deadline_ms = droced_now_ms() + DROCED_PARK_TIMEOUT_MS;
 	c->park_req = *req;
-	droced_ctl_client_pause(c, true);
+	droced_loop_client_pause(c, true);
 	return 1;
 }
 
@@ -1252,44 +1252,44 @@ op_destroy_ah(struct droced_client *c, uint32_t handle)
 /* ---- Dispatch ---- */
 
 /* The smallest message each request may come in (the union member it uses). */
-static const size_t req_min[DROCE_OP_MAX] = {
-	[DROCE_OP_QUERY_PORTS] = REQ_HDR_SIZE,
-	[DROCE_OP_STATUS] = REQ_HDR_SIZE,
-	[DROCE_OP_HELLO] = REQ_SIZE(hello),
-	[DROCE_OP_ALLOC_PD] = REQ_HDR_SIZE,
-	[DROCE_OP_DEALLOC_PD] = REQ_SIZE(obj),
-	[DROCE_OP_REG_MR] = offsetof(struct droce_proto_req, reg_mr.pieces),
-	[DROCE_OP_DEREG_MR] = REQ_SIZE(obj),
-	[DROCE_OP_CREATE_CQ] = REQ_SIZE(create_cq),
-	[DROCE_OP_DESTROY_CQ] = REQ_SIZE(obj),
-	[DROCE_OP_CREATE_SRQ] = REQ_SIZE(create_srq),
-	[DROCE_OP_MODIFY_SRQ] = REQ_SIZE(modify_srq),
-	[DROCE_OP_QUERY_SRQ] = REQ_SIZE(obj),
-	[DROCE_OP_DESTROY_SRQ] = REQ_SIZE(obj),
-	[DROCE_OP_CREATE_QP] = REQ_SIZE(create_qp),
-	[DROCE_OP_MODIFY_QP] = REQ_SIZE(modify_qp),
-	[DROCE_OP_QUERY_QP] = REQ_SIZE(obj),
-	[DROCE_OP_DESTROY_QP] = REQ_SIZE(obj),
-	[DROCE_OP_CREATE_AH] = REQ_SIZE(create_ah),
-	[DROCE_OP_DESTROY_AH] = REQ_SIZE(obj),
-	[DROCE_OP_CM_OPEN] = REQ_SIZE(cm_open),
-	[DROCE_OP_CM_CREATE_ID] = REQ_SIZE(cm_create_id),
-	[DROCE_OP_CM_DESTROY_ID] = REQ_SIZE(cm_id),
-	[DROCE_OP_CM_BIND] = REQ_SIZE(cm_bind),
-	[DROCE_OP_CM_RESOLVE_ADDR] = REQ_SIZE(cm_resolve_addr),
-	[DROCE_OP_CM_RESOLVE_ROUTE] = REQ_SIZE(cm_id),
-	[DROCE_OP_CM_QUERY] = REQ_SIZE(cm_id),
-	[DROCE_OP_CM_LISTEN] = REQ_SIZE(cm_listen),
-	[DROCE_OP_CM_CONNECT] = REQ_SIZE(cm_conn),
-	[DROCE_OP_CM_ACCEPT] = REQ_SIZE(cm_conn),
-	[DROCE_OP_CM_ESTABLISH] = REQ_SIZE(cm_id),
-	[DROCE_OP_CM_REJECT] = REQ_SIZE(cm_reject),
-	[DROCE_OP_CM_DISCONNECT] = REQ_SIZE(cm_id),
-	[DROCE_OP_CM_INIT_QP_ATTR] = REQ_SIZE(cm_init_qp_attr),
-	[DROCE_OP_CM_SET_OPTION] = REQ_SIZE(cm_set_option),
-	[DROCE_OP_CM_MIGRATE] = REQ_SIZE(cm_migrate),
-	[DROCE_OP_CM_GET_EVENT] = REQ_HDR_SIZE,
-	[DROCE_OP_CM_NOTIFY] = REQ_SIZE(cm_notify),
+static const size_t req_min[DROCE_PROTO_OP_MAX] = {
+	[DROCE_PROTO_OP_QUERY_PORTS] = REQ_HDR_SIZE,
+	[DROCE_PROTO_OP_STATUS] = REQ_HDR_SIZE,
+	[DROCE_PROTO_OP_HELLO] = REQ_SIZE(hello),
+	[DROCE_PROTO_OP_ALLOC_PD] = REQ_HDR_SIZE,
+	[DROCE_PROTO_OP_DEALLOC_PD] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_REG_MR] = offsetof(struct droce_proto_req, reg_mr.pieces),
+	[DROCE_PROTO_OP_DEREG_MR] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_CREATE_CQ] = REQ_SIZE(create_cq),
+	[DROCE_PROTO_OP_DESTROY_CQ] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_CREATE_SRQ] = REQ_SIZE(create_srq),
+	[DROCE_PROTO_OP_MODIFY_SRQ] = REQ_SIZE(modify_srq),
+	[DROCE_PROTO_OP_QUERY_SRQ] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_DESTROY_SRQ] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_CREATE_QP] = REQ_SIZE(create_qp),
+	[DROCE_PROTO_OP_MODIFY_QP] = REQ_SIZE(modify_qp),
+	[DROCE_PROTO_OP_QUERY_QP] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_DESTROY_QP] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_CREATE_AH] = REQ_SIZE(create_ah),
+	[DROCE_PROTO_OP_DESTROY_AH] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_CM_OPEN] = REQ_SIZE(cm_open),
+	[DROCE_PROTO_OP_CM_CREATE_ID] = REQ_SIZE(cm_create_id),
+	[DROCE_PROTO_OP_CM_DESTROY_ID] = REQ_SIZE(cm_id),
+	[DROCE_PROTO_OP_CM_BIND] = REQ_SIZE(cm_bind),
+	[DROCE_PROTO_OP_CM_RESOLVE_ADDR] = REQ_SIZE(cm_resolve_addr),
+	[DROCE_PROTO_OP_CM_RESOLVE_ROUTE] = REQ_SIZE(cm_id),
+	[DROCE_PROTO_OP_CM_QUERY] = REQ_SIZE(cm_id),
+	[DROCE_PROTO_OP_CM_LISTEN] = REQ_SIZE(cm_listen),
+	[DROCE_PROTO_OP_CM_CONNECT] = REQ_SIZE(cm_conn),
+	[DROCE_PROTO_OP_CM_ACCEPT] = REQ_SIZE(cm_conn),
+	[DROCE_PROTO_OP_CM_ESTABLISH] = REQ_SIZE(cm_id),
+	[DROCE_PROTO_OP_CM_REJECT] = REQ_SIZE(cm_reject),
+	[DROCE_PROTO_OP_CM_DISCONNECT] = REQ_SIZE(cm_id),
+	[DROCE_PROTO_OP_CM_INIT_QP_ATTR] = REQ_SIZE(cm_init_qp_attr),
+	[DROCE_PROTO_OP_CM_SET_OPTION] = REQ_SIZE(cm_set_option),
+	[DROCE_PROTO_OP_CM_MIGRATE] = REQ_SIZE(cm_migrate),
+	[DROCE_PROTO_OP_CM_GET_EVENT] = REQ_HDR_SIZE,
+	[DROCE_PROTO_OP_CM_NOTIFY] = REQ_SIZE(cm_notify),
 };
 
 int
@@ -1304,7 +1304,7 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 	resp->op = op;
 	resp->seq = req->seq;
 	*out_nfds = 0;
-	if (n < REQ_HDR_SIZE || op == 0 || op >= DROCE_OP_MAX || n < req_min[op]) {
+	if (n < REQ_HDR_SIZE || op == 0 || op >= DROCE_PROTO_OP_MAX || n < req_min[op]) {
 		resp->status = -EINVAL;
 		return 0;
 	}
@@ -1313,72 +1313,72 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		rc = c->hello ? -EPROTO : droced_cm_handle(c, req, n, resp, out_fds, out_nfds);
 		goto done;
 	}
-	if (c->cm != NULL && op != DROCE_OP_QUERY_PORTS && op != DROCE_OP_STATUS) {
+	if (c->cm != NULL && op != DROCE_PROTO_OP_QUERY_PORTS && op != DROCE_PROTO_OP_STATUS) {
 		resp->status = -EPROTO;
 		return 0;
 	}
 	/* Before HELLO a connection is only a device list or a status query. */
-	if (!c->hello && op != DROCE_OP_QUERY_PORTS && op != DROCE_OP_STATUS &&
-	    op != DROCE_OP_HELLO) {
+	if (!c->hello && op != DROCE_PROTO_OP_QUERY_PORTS && op != DROCE_PROTO_OP_STATUS &&
+	    op != DROCE_PROTO_OP_HELLO) {
 		resp->status = -EPROTO;
 		return 0;
 	}
 	switch (op) {
-	case DROCE_OP_QUERY_PORTS:
+	case DROCE_PROTO_OP_QUERY_PORTS:
 		rc = op_query_ports(resp);
 		break;
-	case DROCE_OP_STATUS:
+	case DROCE_PROTO_OP_STATUS:
 		rc = op_status(resp);
 		break;
-	case DROCE_OP_HELLO:
+	case DROCE_PROTO_OP_HELLO:
 		rc = op_hello(c, req, resp, out_fds, out_nfds);
 		break;
-	case DROCE_OP_ALLOC_PD:
+	case DROCE_PROTO_OP_ALLOC_PD:
 		rc = op_alloc_pd(c, resp);
 		break;
-	case DROCE_OP_DEALLOC_PD:
+	case DROCE_PROTO_OP_DEALLOC_PD:
 		rc = op_dealloc_pd(c, req->obj.handle);
 		break;
-	case DROCE_OP_REG_MR:
+	case DROCE_PROTO_OP_REG_MR:
 		rc = op_reg_mr(c, req, n, fds, nfds, resp);
 		break;
-	case DROCE_OP_DEREG_MR:
+	case DROCE_PROTO_OP_DEREG_MR:
 		rc = op_dereg_mr(c, req->obj.handle);
 		break;
-	case DROCE_OP_CREATE_CQ:
+	case DROCE_PROTO_OP_CREATE_CQ:
 		rc = op_create_cq(c, req, nfds, resp, out_fds, out_nfds);
 		break;
-	case DROCE_OP_DESTROY_CQ:
+	case DROCE_PROTO_OP_DESTROY_CQ:
 		rc = op_destroy_cq(c, req->obj.handle);
 		break;
-	case DROCE_OP_CREATE_SRQ:
+	case DROCE_PROTO_OP_CREATE_SRQ:
 		rc = op_create_srq(c, req, resp);
 		break;
-	case DROCE_OP_MODIFY_SRQ:
+	case DROCE_PROTO_OP_MODIFY_SRQ:
 		rc = op_modify_srq(c, req);
 		break;
-	case DROCE_OP_QUERY_SRQ:
+	case DROCE_PROTO_OP_QUERY_SRQ:
 		rc = op_query_srq(c, req->obj.handle, resp);
 		break;
-	case DROCE_OP_DESTROY_SRQ:
+	case DROCE_PROTO_OP_DESTROY_SRQ:
 		rc = op_destroy_srq(c, req->obj.handle);
 		break;
-	case DROCE_OP_CREATE_QP:
+	case DROCE_PROTO_OP_CREATE_QP:
 		rc = op_create_qp(c, req, resp);
 		break;
-	case DROCE_OP_MODIFY_QP:
+	case DROCE_PROTO_OP_MODIFY_QP:
 		rc = op_modify_qp(c, req);
 		break;
-	case DROCE_OP_QUERY_QP:
+	case DROCE_PROTO_OP_QUERY_QP:
 		rc = op_query_qp(c, req->obj.handle, resp);
 		break;
-	case DROCE_OP_DESTROY_QP:
+	case DROCE_PROTO_OP_DESTROY_QP:
 		rc = op_destroy_qp(c, req->obj.handle);
 		break;
-	case DROCE_OP_CREATE_AH:
+	case DROCE_PROTO_OP_CREATE_AH:
 		rc = op_create_ah(c, req, resp);
 		break;
-	case DROCE_OP_DESTROY_AH:
+	case DROCE_PROTO_OP_DESTROY_AH:
 		rc = op_destroy_ah(c, req->obj.handle);
 		break;
 	default:
@@ -1433,6 +1433,6 @@ droced_client_unpark(struct droced_client *c, int status)
 		resp.seq = c->park_req.seq;
 		resp.status = -EHOSTUNREACH;
 	}
-	droced_ctl_respond(c, &resp, NULL, 0);
-	droced_ctl_client_pause(c, false);
+	droced_loop_respond(c, &resp, NULL, 0);
+	droced_loop_client_pause(c, false);
 }

@@ -1592,7 +1592,7 @@ op_migrate(struct droced_cm_chan *ch, const struct droce_proto_req *req,
 bool
 droced_cm_op(uint32_t op)
 {
-	return op >= DROCE_OP_CM_OPEN && op <= DROCE_OP_CM_NOTIFY;
+	return op >= DROCE_PROTO_OP_CM_OPEN && op <= DROCE_PROTO_OP_CM_NOTIFY;
 }
 
 int
@@ -1604,12 +1604,12 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 	uint32_t handle;
 
 	RTE_SET_USED(n);
-	if (req->op == DROCE_OP_CM_OPEN)
+	if (req->op == DROCE_PROTO_OP_CM_OPEN)
 		return op_open(c, req, resp, out_fds, out_nfds);
 	if (ch == NULL)
 		return -EPROTO;
 	switch (req->op) {
-	case DROCE_OP_CM_CREATE_ID: {
+	case DROCE_PROTO_OP_CM_CREATE_ID: {
 		uint16_t ps = (uint16_t)req->cm_create_id.ps;
 		uint32_t qpt = req->cm_create_id.qp_type;
 
@@ -1629,9 +1629,9 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 		resp->cm_id.id = id->handle;
 		return 0;
 	}
-	case DROCE_OP_CM_GET_EVENT:
+	case DROCE_PROTO_OP_CM_GET_EVENT:
 		return op_get_event(ch, resp);
-	case DROCE_OP_CM_MIGRATE:
+	case DROCE_PROTO_OP_CM_MIGRATE:
 		return op_migrate(ch, req, resp);
 	default:
 		break;
@@ -1642,10 +1642,10 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 	if (id == NULL)
 		return -EINVAL;
 	switch (req->op) {
-	case DROCE_OP_CM_DESTROY_ID:
+	case DROCE_PROTO_OP_CM_DESTROY_ID:
 		id_destroy(id);
 		return 0;
-	case DROCE_OP_CM_BIND: {
+	case DROCE_PROTO_OP_CM_BIND: {
 		int rc;
 
 		if (id->state != ID_IDLE)
@@ -1655,37 +1655,37 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 			id_info(id, &resp->cm_query);
 		return rc;
 	}
-	case DROCE_OP_CM_RESOLVE_ADDR:
+	case DROCE_PROTO_OP_CM_RESOLVE_ADDR:
 		return op_resolve_addr(id, req);
-	case DROCE_OP_CM_RESOLVE_ROUTE:
+	case DROCE_PROTO_OP_CM_RESOLVE_ROUTE:
 		if (id->state != ID_ADDR_RESOLVED)
 			return -EINVAL;
 		id->state = ID_ROUTE_RESOLVED;
 		id->route = true;
 		ev_simple(id, DROCE_PROTO_CM_EVENT_ROUTE_RESOLVED, 0);
 		return 0;
-	case DROCE_OP_CM_QUERY:
+	case DROCE_PROTO_OP_CM_QUERY:
 		id_info(id, &resp->cm_query);
 		return 0;
-	case DROCE_OP_CM_LISTEN:
+	case DROCE_PROTO_OP_CM_LISTEN:
 		return op_listen(id, req->cm_listen.backlog);
-	case DROCE_OP_CM_CONNECT:
+	case DROCE_PROTO_OP_CM_CONNECT:
 		return op_connect(id, &req->cm_conn.conn, req->cm_conn.flags);
-	case DROCE_OP_CM_ACCEPT:
+	case DROCE_PROTO_OP_CM_ACCEPT:
 		return op_accept(id, &req->cm_conn.conn, req->cm_conn.flags, resp);
-	case DROCE_OP_CM_ESTABLISH:
+	case DROCE_PROTO_OP_CM_ESTABLISH:
 		return op_establish(id);
-	case DROCE_OP_CM_REJECT:
+	case DROCE_PROTO_OP_CM_REJECT:
 		return op_reject(id, req);
-	case DROCE_OP_CM_DISCONNECT:
+	case DROCE_PROTO_OP_CM_DISCONNECT:
 		return op_disconnect(id);
-	case DROCE_OP_CM_INIT_QP_ATTR:
+	case DROCE_PROTO_OP_CM_INIT_QP_ATTR:
 		if (req->cm_init_qp_attr.qp_state == DROCE_PROTO_CM_QPS_CONNECT)
 			return op_init_qp_attrs(id, resp->cm_qp_attrs);
 		return op_init_qp_attr(id, req->cm_init_qp_attr.qp_state, &resp->cm_qp_attr);
-	case DROCE_OP_CM_SET_OPTION:
+	case DROCE_PROTO_OP_CM_SET_OPTION:
 		return op_set_option(id, req->cm_set_option.name, req->cm_set_option.value);
-	case DROCE_OP_CM_NOTIFY:
+	case DROCE_PROTO_OP_CM_NOTIFY:
 		return op_notify(id, req->cm_notify.event);
 	default:
 		return -EINVAL;

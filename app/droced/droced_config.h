@@ -15,7 +15,7 @@
 
 #include <droce_net.h>
 #include <droce_shm.h>
-#include <droce_shm_ctl.h>
+#include <droce_shm_qp_attr.h>
 
 #define DROCED_CONFIG_MAX_PORTS		8
 #define DROCED_CONFIG_NAME_MAX		32	/* port names, with the NUL */

@@ -6,7 +6,7 @@
  * droced's internals, grouped by the file that defines them:
  *   droced_main.c    arguments, EAL, start-up and shut-down, the daemon's state
  *   droced_port.c    ports, their slow-path rings, lib/net glue, neighbour resolution
- *   droced_ctl.c     the control socket, the epoll loop, message dispatch
+ *   droced_loop.c    the control socket, the epoll loop, message dispatch
  *   droced_client.c  one connection's objects (PD, MR, CQ, SRQ, QP, AH) and their teardown
  *   droced_gsi.c     QP1 (the GSI) of every port: CM MADs in and out
  *   droced_cm.c      rdma_cm: channels, ids, their operations and events
@@ -27,8 +27,9 @@
 #include <droce_cm_conn.h>
 #include <droce_engine.h>
 #include <droce_net.h>
-#include <droce_shm_ctl.h>
+#include <droce_shm_arena.h>
 #include <droce_shm_proto.h>
+#include <droce_shm_qp_attr.h>
 
 #include "droced_config.h"
 
@@ -198,18 +199,18 @@ int droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 /* Delivers the MADs queued to our own GIDs; how many. */
 unsigned int droced_gsi_flush(void);
 
-/* ---- droced_ctl.c ---- */
+/* ---- droced_loop.c ---- */
 
-int droced_ctl_init(struct droced *d);
+int droced_loop_init(struct droced *d);
 /* The epoll loop: returns when a signal asked droced to stop. */
-int droced_ctl_run(struct droced *d);
+int droced_loop_run(struct droced *d);
 /* Stops accepting, tells and drops every client, removes the socket. */
-void droced_ctl_fini(struct droced *d);
+void droced_loop_fini(struct droced *d);
 /* Stops or resumes reading a client's socket (a request waits for ARP). */
-void droced_ctl_client_pause(struct droced_client *c, bool pause);
+void droced_loop_client_pause(struct droced_client *c, bool pause);
 /* Sends a response; on failure the client is marked dead (torn down by the loop). */
-void droced_ctl_respond(struct droced_client *c, struct droce_proto_resp *resp,
-			const int *fds, unsigned int nfds);
+void droced_loop_respond(struct droced_client *c, struct droce_proto_resp *resp,
+			 const int *fds, unsigned int nfds);
 
 /* ---- droced_client.c ---- */
 
@@ -239,7 +240,7 @@ struct droced_client {
 	int region_fd;
 	struct droce_shm_arena *arena;
 	struct droce_domain *dom;
-	struct droce_proto_event_ring *evring;
+	struct droce_shm_event_ring *evring;
 	int async_efd;		/* async notification pipe: write end (droced's) */
 	int async_rfd;		/* its read end, sent with HELLO */
 	uint32_t ev_prod;		/* ours: the copy in the region is the client's to read */

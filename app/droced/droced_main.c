@@ -389,15 +389,15 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d->clients);
 	d->epfd = d->lsock = d->sigfd = d->timerfd = d->wake_fd = -1;
 	if (lcores_check(d) == 0 && droced_ports_init(d) == 0 && engines_start(d) == 0 &&
-	    droced_ports_announce(d) == 0 && droced_ctl_init(d) == 0) {
+	    droced_ports_announce(d) == 0 && droced_loop_init(d) == 0) {
 		droced_devnodes_init(d->nb_ports);
-		if (droced_ctl_run(d) == 0)
+		if (droced_loop_run(d) == 0)
 			status = EXIT_SUCCESS;
 	}
 	DROCED_LOG(NOTICE, "shutting down");
 	droced_devnodes_fini();
 	/* Clients first: destroying their QPs needs the engines running. */
-	droced_ctl_fini(d);
+	droced_loop_fini(d);
 	if (d->dev != NULL)
 		engines_stop(d);
 	droced_ports_fini(d);

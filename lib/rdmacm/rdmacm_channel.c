@@ -119,7 +119,7 @@ rcm_call(struct rcm_channel *c, struct droce_proto_req *req, struct droce_proto_
 struct rcm_channel *
 rcm_channel_open(int *err)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_OPEN };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_OPEN };
 	struct droce_proto_resp resp;
 	struct rcm_channel *c;
 	unsigned int nfds = 0;
@@ -348,7 +348,7 @@ copy_param(struct rcm_event *e, const struct rcm_id *r, const struct droce_proto
 static int
 conn_resp(struct rcm_id *r)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_ESTABLISH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_ESTABLISH };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -363,7 +363,7 @@ conn_resp(struct rcm_id *r)
 err:
 	rcm_qp_err(&r->id);
 	if (ret != ENODEV) {
-		struct droce_proto_req rej = { .op = DROCE_OP_CM_REJECT };
+		struct droce_proto_req rej = { .op = DROCE_PROTO_OP_CM_REJECT };
 
 		rej.cm_reject.id = r->handle;
 		rcm_call(to_rch(r->id.channel), &rej, &resp);
@@ -401,7 +401,7 @@ conn_req(struct rcm_event *e, struct rcm_id *nid, const struct droce_proto_cm_ev
 static int
 fetch(struct rcm_channel *c, struct rcm_event *e)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_GET_EVENT };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_GET_EVENT };
 	struct droce_proto_resp resp;
 	const struct droce_proto_cm_event *ev = &resp.cm_event;
 	struct rcm_id *r, *nid = NULL;
@@ -434,7 +434,7 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 		rcm_debug("event %u for an unknown id %u: dropped", ev->event, ev->id);
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			/* Its listener is gone: so is the new id droced made for it. */
-			struct droce_proto_req d = { .op = DROCE_OP_CM_DESTROY_ID };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_CM_DESTROY_ID };
 
 			d.cm_id.id = ev->id;
 			rcm_call(c, &d, &resp);
@@ -466,7 +466,7 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 		copy_param(e, r, ev);
 		if (nid == NULL) {
 			/* Out of memory: droced's id is destroyed, the peer times out. */
-			struct droce_proto_req d = { .op = DROCE_OP_CM_DESTROY_ID };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_CM_DESTROY_ID };
 
 			d.cm_id.id = ev->id;
 			rcm_call(c, &d, &resp);
@@ -693,7 +693,7 @@ _Static_assert(DROCE_PROTO_CM_PDATA_MAX <= UINT8_MAX, "private_data_len is a byt
 int
 rcm_destroy_call(struct rcm_channel *c, struct rcm_id *r)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_DESTROY_ID };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_DESTROY_ID };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -718,7 +718,7 @@ rcm_migrate_call(struct rcm_channel *to, struct rcm_id *r)
 {
 	struct rcm_channel *from = to_rch(r->id.channel);
 	struct rcm_channel *first = from < to ? from : to, *second = from < to ? to : from;
-	struct droce_proto_req req = { .op = DROCE_OP_CM_MIGRATE };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_MIGRATE };
 	struct droce_proto_resp resp;
 	int ret;
 

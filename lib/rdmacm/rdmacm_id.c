@@ -140,7 +140,7 @@ rcm_id_fill(struct rcm_id *r, const struct droce_proto_cm_id_info *info)
 int
 rcm_id_query(struct rcm_id *r)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_QUERY };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_QUERY };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -195,7 +195,7 @@ int
 rcm_id_create(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 	      enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_CREATE_ID };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_CREATE_ID };
 	struct droce_proto_resp resp;
 	struct rcm_id *r;
 	int ret;
@@ -284,7 +284,7 @@ rcm_complete(struct rcm_id *r)
 RCM_EXPORT int
 rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_BIND };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_BIND };
 	struct droce_proto_resp resp;
 	struct rcm_id *r;
 	int ret;
@@ -304,7 +304,7 @@ RCM_EXPORT int
 rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 		  int timeout_ms)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_RESOLVE_ADDR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_RESOLVE_ADDR };
 	struct droce_proto_resp resp;
 	struct rcm_id *r;
 	int dst_len, ret;
@@ -327,7 +327,7 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 RCM_EXPORT int
 rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_RESOLVE_ROUTE };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_RESOLVE_ROUTE };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -344,7 +344,7 @@ rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 RCM_EXPORT int
 rdma_listen(struct rdma_cm_id *id, int backlog)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_LISTEN };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_LISTEN };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -410,7 +410,7 @@ conn_to_proto(const struct rcm_id *r, const struct rdma_conn_param *p, uint32_t 
 RCM_EXPORT int
 rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_CONNECT };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_CONNECT };
 	struct droce_proto_resp resp;
 	uint32_t qp_num = conn_param != NULL ? conn_param->qp_num : 0;
 	uint8_t srq = conn_param != NULL ? conn_param->srq : 0;
@@ -462,7 +462,7 @@ ud_qkey(struct rdma_cm_id *id)
 RCM_EXPORT int
 rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_ACCEPT };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_ACCEPT };
 	struct droce_proto_resp resp;
 	uint32_t qp_num;
 	uint8_t srq, lim;
@@ -534,7 +534,7 @@ static int
 reject_with_reason(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len,
 		   uint16_t reason)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_REJECT };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_REJECT };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -566,7 +566,7 @@ rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private
 RCM_EXPORT int
 rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_NOTIFY };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_NOTIFY };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -581,7 +581,7 @@ rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 RCM_EXPORT int
 rdma_disconnect(struct rdma_cm_id *id)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_DISCONNECT };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_DISCONNECT };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -600,7 +600,7 @@ rdma_disconnect(struct rdma_cm_id *id)
 RCM_EXPORT int
 rdma_establish(struct rdma_cm_id *id)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_ESTABLISH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_ESTABLISH };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -656,7 +656,7 @@ err:
 RCM_EXPORT int
 rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_SET_OPTION };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_SET_OPTION };
 	struct droce_proto_resp resp;
 	int ret;
 

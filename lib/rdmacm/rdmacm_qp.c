@@ -59,7 +59,7 @@ qp_attr_from_proto(const struct droce_proto_cm_qp_attr *a, struct ibv_qp_attr *q
 RCM_EXPORT int
 rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_INIT_QP_ATTR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_INIT_QP_ATTR };
 	struct droce_proto_resp resp;
 	int ret;
 
@@ -104,7 +104,7 @@ qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 int
 rcm_qp_connect(struct rdma_cm_id *id, uint8_t resp_res, uint8_t init_depth)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CM_INIT_QP_ATTR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CM_INIT_QP_ATTR };
 	struct droce_proto_resp resp;
 	struct ibv_qp_attr init, attr;
 	int init_mask, mask, ret;

@@ -18,6 +18,10 @@
  * Every index the engine reads is checked against the geometry it was given by the
  * control path (never the geometry stored here), and a QP whose rings lie goes to error.
  *
+ * Shared fields are plain integers that both sides access with the __atomic builtins, never
+ * _Atomic types: C11 lets an _Atomic type differ in size and alignment from the plain one,
+ * and this layout is the ABI. <stdatomic.h> is for one process's own state (the engine's).
+ *
  * Numeric values of opcodes, flags, states and statuses are rdma-core's (libibverbs ABI):
  * lib/shm/shm_abi_check.c asserts that against <infiniband/verbs.h>.
  */
@@ -38,6 +42,7 @@
 #define DROCE_SHM_MAX_SGE	32
 #define DROCE_SHM_MAX_INLINE	960	/* largest SQ stride (1024) minus the WQE header */
 #define DROCE_SHM_MAX_SQ_STRIDE	1024
+#define DROCE_SHM_EVENT_RING	256	/* entries of the async event ring (a power of two) */
 
 /*
  * Region header at offset 0. Written by the control path before the region is handed to
@@ -271,6 +276,23 @@ struct droce_shm_doorbell {
 	alignas(DROCE_SHM_CACHE_LINE) uint64_t words[DROCE_SHM_DB_WORDS];
 };
 
+/*
+ * The client's asynchronous events (ibv_get_async_event), one ring per region at the
+ * offset HELLO answers (droce_shm_proto.h). droced is the only producer (it forwards what
+ * engines report, and writes lost when the ring is full); the application consumes and
+ * publishes ring.cons. Entry i lives in ev[i & (DROCE_SHM_EVENT_RING - 1)].
+ */
+struct droce_shm_event {
+	uint32_t type;		/* enum ibv_event_type */
+	uint32_t handle;	/* CQ or SRQ handle, QPN for QP events; unused for device events */
+};
+
+struct droce_shm_event_ring {
+	struct droce_shm_ring ring;
+	uint64_t lost;		/* events dropped because the ring was full (droced writes) */
+	struct droce_shm_event ev[DROCE_SHM_EVENT_RING];
+};
+
 /* ---- Layout checks: this header is an ABI ---- */
 #include <stddef.h>
 _Static_assert(sizeof(struct droce_shm_region_hdr) == 32 + 8 * DROCE_SHM_MAX_ENGINES, "region hdr");
@@ -294,6 +316,10 @@ _Static_assert(offsetof(struct droce_shm_qp, rq_done) == 260, "qp rq_done");
 _Static_assert(sizeof(struct droce_shm_cq) == 192, "cq");
 _Static_assert(sizeof(struct droce_shm_srq) == 128, "srq");
 _Static_assert(sizeof(struct droce_shm_doorbell) == 64 + 8 * DROCE_SHM_DB_WORDS, "doorbell");
+_Static_assert(sizeof(struct droce_shm_event) == 8, "event");
+_Static_assert(offsetof(struct droce_shm_event_ring, lost) == 128, "event ring lost");
+_Static_assert(offsetof(struct droce_shm_event_ring, ev) == 136, "event ring ev");
+_Static_assert(sizeof(struct droce_shm_event_ring) == 2240, "event ring");
 _Static_assert(DROCE_SHM_MAX_INLINE + sizeof(struct droce_shm_swqe) == DROCE_SHM_MAX_SQ_STRIDE,
 	       "inline fits the largest stride");
 

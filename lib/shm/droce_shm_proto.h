@@ -18,7 +18,8 @@
  * transitions, keys); libdroce does the argument checks it can do alone first.
  *
  * Besides the messages, the region carries one ring that only droced writes: asynchronous
- * events (struct droce_proto_event_ring), announced on the async notification fd of HELLO.
+ * events (struct droce_shm_event_ring in droce_shm.h, at HELLO's event_ring_off), announced
+ * on the async notification fd of HELLO.
  *
  * Notification fds (the async fd of HELLO, the fd of a CQ created with a channel) are the
  * read ends of pipes that droced creates: droced (or its engine) writes a byte or a few per
@@ -35,7 +36,7 @@
 #include <sys/types.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
+#include "droce_shm_qp_attr.h"
 
 #define DROCE_PROTO_VERSION		2u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
@@ -45,48 +46,47 @@
 #define DROCE_PROTO_MAX_FDS		64	/* per message */
 #define DROCE_PROTO_MR_MAX_PIECES	DROCE_PROTO_MAX_FDS
 #define DROCE_PROTO_NO_HANDLE		UINT32_MAX
-#define DROCE_PROTO_EVENT_RING		256	/* entries of the async event ring */
 
 enum droce_proto_op {
-	DROCE_OP_QUERY_PORTS = 1,	/* no fds; allowed before HELLO */
-	DROCE_OP_STATUS,		/* no fds; allowed before HELLO */
-	DROCE_OP_HELLO,			/* -> fds: region memfd, async notification fd */
-	DROCE_OP_ALLOC_PD,
-	DROCE_OP_DEALLOC_PD,
-	DROCE_OP_REG_MR,		/* <- fds: one sealed memfd per piece */
-	DROCE_OP_DEREG_MR,
-	DROCE_OP_CREATE_CQ,		/* -> fd: the CQ's notification fd when asked for */
-	DROCE_OP_DESTROY_CQ,
-	DROCE_OP_CREATE_SRQ,
-	DROCE_OP_MODIFY_SRQ,
-	DROCE_OP_QUERY_SRQ,
-	DROCE_OP_DESTROY_SRQ,
-	DROCE_OP_CREATE_QP,
-	DROCE_OP_MODIFY_QP,
-	DROCE_OP_QUERY_QP,
-	DROCE_OP_DESTROY_QP,
-	DROCE_OP_CREATE_AH,
-	DROCE_OP_DESTROY_AH,
+	DROCE_PROTO_OP_QUERY_PORTS = 1,	/* no fds; allowed before HELLO */
+	DROCE_PROTO_OP_STATUS,		/* no fds; allowed before HELLO */
+	DROCE_PROTO_OP_HELLO,		/* -> fds: region memfd, async notification fd */
+	DROCE_PROTO_OP_ALLOC_PD,
+	DROCE_PROTO_OP_DEALLOC_PD,
+	DROCE_PROTO_OP_REG_MR,		/* <- fds: one sealed memfd per piece */
+	DROCE_PROTO_OP_DEREG_MR,
+	DROCE_PROTO_OP_CREATE_CQ,	/* -> fd: the CQ's notification fd when asked for */
+	DROCE_PROTO_OP_DESTROY_CQ,
+	DROCE_PROTO_OP_CREATE_SRQ,
+	DROCE_PROTO_OP_MODIFY_SRQ,
+	DROCE_PROTO_OP_QUERY_SRQ,
+	DROCE_PROTO_OP_DESTROY_SRQ,
+	DROCE_PROTO_OP_CREATE_QP,
+	DROCE_PROTO_OP_MODIFY_QP,
+	DROCE_PROTO_OP_QUERY_QP,
+	DROCE_PROTO_OP_DESTROY_QP,
+	DROCE_PROTO_OP_CREATE_AH,
+	DROCE_PROTO_OP_DESTROY_AH,
 	/* rdma_cm (librdmacm): on a connection that opened with CM_OPEN, see below */
-	DROCE_OP_CM_OPEN,		/* -> fd: the channel's event pipe (read end) */
-	DROCE_OP_CM_CREATE_ID,
-	DROCE_OP_CM_DESTROY_ID,
-	DROCE_OP_CM_BIND,
-	DROCE_OP_CM_RESOLVE_ADDR,
-	DROCE_OP_CM_RESOLVE_ROUTE,
-	DROCE_OP_CM_QUERY,
-	DROCE_OP_CM_LISTEN,
-	DROCE_OP_CM_CONNECT,
-	DROCE_OP_CM_ACCEPT,
-	DROCE_OP_CM_ESTABLISH,
-	DROCE_OP_CM_REJECT,
-	DROCE_OP_CM_DISCONNECT,
-	DROCE_OP_CM_INIT_QP_ATTR,
-	DROCE_OP_CM_SET_OPTION,
-	DROCE_OP_CM_MIGRATE,
-	DROCE_OP_CM_GET_EVENT,
-	DROCE_OP_CM_NOTIFY,
-	DROCE_OP_MAX
+	DROCE_PROTO_OP_CM_OPEN,		/* -> fd: the channel's event pipe (read end) */
+	DROCE_PROTO_OP_CM_CREATE_ID,
+	DROCE_PROTO_OP_CM_DESTROY_ID,
+	DROCE_PROTO_OP_CM_BIND,
+	DROCE_PROTO_OP_CM_RESOLVE_ADDR,
+	DROCE_PROTO_OP_CM_RESOLVE_ROUTE,
+	DROCE_PROTO_OP_CM_QUERY,
+	DROCE_PROTO_OP_CM_LISTEN,
+	DROCE_PROTO_OP_CM_CONNECT,
+	DROCE_PROTO_OP_CM_ACCEPT,
+	DROCE_PROTO_OP_CM_ESTABLISH,
+	DROCE_PROTO_OP_CM_REJECT,
+	DROCE_PROTO_OP_CM_DISCONNECT,
+	DROCE_PROTO_OP_CM_INIT_QP_ATTR,
+	DROCE_PROTO_OP_CM_SET_OPTION,
+	DROCE_PROTO_OP_CM_MIGRATE,
+	DROCE_PROTO_OP_CM_GET_EVENT,
+	DROCE_PROTO_OP_CM_NOTIFY,
+	DROCE_PROTO_OP_MAX
 };
 
 /* ---- Devices (one per droced port) ---- */
@@ -128,19 +128,6 @@ struct droce_proto_gid {
 	uint8_t type;		/* enum ibv_gid_type: 2 = RoCE v2 */
 	uint8_t valid;		/* 0: an empty entry (ibv_query_gid_ex: ENODATA) */
 	uint8_t rsvd[2];
-};
-
-/* ---- Async event ring (in the region; droced produces, the application consumes) ---- */
-
-struct droce_proto_event {
-	uint32_t type;		/* enum ibv_event_type */
-	uint32_t handle;	/* CQ or SRQ handle, QPN for QP events; unused for device events */
-};
-
-struct droce_proto_event_ring {
-	struct droce_shm_ring ring;
-	uint64_t lost;		/* events dropped because the ring was full (droced writes) */
-	struct droce_proto_event ev[DROCE_PROTO_EVENT_RING];
 };
 
 /* ---- rdma_cm: the RDMA connection manager's channel (librdmacm <-> droced's CM) ----
@@ -513,7 +500,7 @@ struct droce_proto_resp {
 			uint32_t version;
 			uint32_t nb_engines;
 			uint64_t region_size;		/* bytes of the region memfd */
-			uint64_t event_ring_off;	/* struct droce_proto_event_ring */
+			uint64_t event_ring_off;	/* struct droce_shm_event_ring */
 			struct droce_proto_port_info port;
 			struct droce_proto_limits limits;
 			uint32_t nb_gids;

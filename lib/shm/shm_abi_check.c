@@ -4,7 +4,7 @@
  * Compile-time proof that the shared-memory ABI speaks rdma-core's numbers: libdroce copies
  * opcodes, flags, states and statuses between struct ibv_* and the rings without
  * translating them, and copies SGE lists with memcpy. Every value droce_shm.h and
- * droce_shm_ctl.h define is checked here against <infiniband/verbs.h>; this file produces
+ * droce_shm_qp_attr.h define is checked here against <infiniband/verbs.h>; this file produces
  * no code.
  */
 
@@ -13,7 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
+#include "droce_shm_qp_attr.h"
 
 #define SAME(a, b) _Static_assert((long long)(a) == (long long)(b), #a " == " #b)
 

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
 
 #define LINE	DROCE_SHM_CACHE_LINE
 

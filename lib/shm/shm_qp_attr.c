@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#include "droce_shm_ctl.h"
+#include "droce_shm_qp_attr.h"
 
 /* QP types droce implements, as indices of the table's per-type columns. */
 enum qpt_index {

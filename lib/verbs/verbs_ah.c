@@ -33,7 +33,7 @@
 bool
 verbs_ah_check(void *arg, uint32_t ah)
 {
-	struct dv_context *c = arg;
+	struct verbs_dctx *c = arg;
 	bool ok;
 
 	pthread_rwlock_rdlock(&c->key_lock);
@@ -43,7 +43,7 @@ verbs_ah_check(void *arg, uint32_t ah)
 }
 
 static int
-ah_mark(struct dv_context *c, uint32_t ah, uint8_t live)
+ah_mark(struct verbs_dctx *c, uint32_t ah, uint8_t live)
 {
 	int ret = 0;
 
@@ -72,9 +72,9 @@ out:
 VERBS_EXPORT struct ibv_ah *
 ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_AH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_AH };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	struct ibv_ah *ah;
 	int ret;
 
@@ -98,14 +98,14 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	req.create_ah.attr.is_global = 1;
 	req.create_ah.attr.sl = attr->sl;
 	req.create_ah.attr.port_num = attr->port_num;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0) {
 		ret = ah_mark(c, resp.obj.handle, 1);
 		if (ret != 0) {
-			struct droce_proto_req d = { .op = DROCE_OP_DESTROY_AH };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_AH };
 
 			d.obj.handle = resp.obj.handle;
-			verbs_ctl_call(c, &d, NULL, 0, &resp);
+			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
 	if (ret != 0) {
@@ -121,9 +121,9 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 VERBS_EXPORT int
 ibv_destroy_ah(struct ibv_ah *ah)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_AH };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_AH };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	int ret;
 
 	if (ah == NULL)
@@ -132,7 +132,7 @@ ibv_destroy_ah(struct ibv_ah *ah)
 	/* Refused to new posts first: a WQE naming it is not written once destroy began. */
 	ah_mark(c, ah->handle, 0);
 	req.obj.handle = ah->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0) {
 		ah_mark(c, ah->handle, 1);
 		return verbs_err(ret);
@@ -179,7 +179,7 @@ ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc
 	const uint8_t *raw = (const uint8_t *)grh;
 	const uint8_t *v4 = raw + VERBS_GRH_LEN - VERBS_IPV4_HDR_LEN;
 	uint8_t dst[16];
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	uint32_t i;
 
 	if (context == NULL || wc == NULL || grh == NULL || ah_attr == NULL ||

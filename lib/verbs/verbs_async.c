@@ -64,7 +64,7 @@ ev_kind(uint32_t type)
  * the acks); false when the object is not (or no longer) alive. Called with obj_lock.
  */
 static bool
-ev_resolve(struct dv_context *c, const struct droce_proto_event *e, struct ibv_async_event *ev)
+ev_resolve(struct verbs_dctx *c, const struct droce_shm_event *e, struct ibv_async_event *ev)
 {
 	pthread_mutex_t *m = NULL;
 	uint32_t *reported = NULL;
@@ -72,7 +72,7 @@ ev_resolve(struct dv_context *c, const struct droce_proto_event *e, struct ibv_a
 	ev->event_type = (enum ibv_event_type)e->type;
 	switch (ev_kind(e->type)) {
 	case EV_CQ: {
-		struct dv_cq *cq;
+		struct verbs_dcq *cq;
 
 		for (cq = c->cqs; cq != NULL && cq->ibcq.handle != e->handle; cq = cq->next)
 			;
@@ -84,7 +84,7 @@ ev_resolve(struct dv_context *c, const struct droce_proto_event *e, struct ibv_a
 		break;
 	}
 	case EV_SRQ: {
-		struct dv_srq *srq;
+		struct verbs_dsrq *srq;
 
 		for (srq = c->srqs; srq != NULL && srq->ibsrq.handle != e->handle;
 		     srq = srq->next)
@@ -97,7 +97,7 @@ ev_resolve(struct dv_context *c, const struct droce_proto_event *e, struct ibv_a
 		break;
 	}
 	case EV_QP: {
-		struct dv_qp *qp;
+		struct verbs_dqp *qp;
 
 		for (qp = c->qps; qp != NULL && qp->qpx.qp_base.qp_num != e->handle;
 		     qp = qp->next)
@@ -125,18 +125,18 @@ ev_resolve(struct dv_context *c, const struct droce_proto_event *e, struct ibv_a
 }
 
 static bool
-ev_alive(struct dv_context *c, const struct droce_proto_event *e)
+ev_alive(struct verbs_dctx *c, const struct droce_shm_event *e)
 {
 	switch (ev_kind(e->type)) {
 	case EV_CQ: {
-		struct dv_cq *cq;
+		struct verbs_dcq *cq;
 
 		for (cq = c->cqs; cq != NULL && cq->ibcq.handle != e->handle; cq = cq->next)
 			;
 		return cq != NULL;
 	}
 	case EV_SRQ: {
-		struct dv_srq *srq;
+		struct verbs_dsrq *srq;
 
 		for (srq = c->srqs; srq != NULL && srq->ibsrq.handle != e->handle;
 		     srq = srq->next)
@@ -144,7 +144,7 @@ ev_alive(struct dv_context *c, const struct droce_proto_event *e)
 		return srq != NULL;
 	}
 	case EV_QP: {
-		struct dv_qp *qp;
+		struct verbs_dqp *qp;
 
 		for (qp = c->qps; qp != NULL && qp->qpx.qp_base.qp_num != e->handle;
 		     qp = qp->next)
@@ -164,7 +164,7 @@ ev_alive(struct dv_context *c, const struct droce_proto_event *e)
  * empty, as a kernel event file of a disassociated device polls readable (EPOLLERR).
  */
 static void
-evq_signal(struct dv_context *c)
+evq_signal(struct verbs_dctx *c)
 {
 	uint64_t v = 1;
 	bool want = c->evq_prod != c->evq_cons || verbs_fatal_done(c);
@@ -192,7 +192,7 @@ evq_signal(struct dv_context *c)
  * IBV_EVENT_DEVICE_FATAL: a program that reads its events late still learns of it.
  */
 static bool
-evq_push(struct dv_context *c, const struct droce_proto_event *e)
+evq_push(struct verbs_dctx *c, const struct droce_shm_event *e)
 {
 	uint32_t room = e->type == IBV_EVENT_DEVICE_FATAL ? VERBS_EVQ_LEN : VERBS_EVQ_LEN - 1;
 
@@ -212,18 +212,18 @@ evq_push(struct dv_context *c, const struct droce_proto_event *e)
  * copied, so droced may reuse the slot.
  */
 static void
-ev_pull_locked(struct dv_context *c)
+ev_pull_locked(struct verbs_dctx *c)
 {
-	struct droce_proto_event_ring *r = c->evring;
+	struct droce_shm_event_ring *r = c->evring;
 	uint32_t cons, prod;
 
 	cons = __atomic_load_n(&r->ring.cons, __ATOMIC_RELAXED);
 	prod = __atomic_load_n(&r->ring.prod, __ATOMIC_ACQUIRE);
 	/* A producer index that runs ahead by more than the ring is droced lying: skip. */
-	if (prod - cons > DROCE_PROTO_EVENT_RING)
+	if (prod - cons > DROCE_SHM_EVENT_RING)
 		cons = prod;
 	for (; cons != prod; cons++) {
-		struct droce_proto_event e = r->ev[cons % DROCE_PROTO_EVENT_RING];
+		struct droce_shm_event e = r->ev[cons % DROCE_SHM_EVENT_RING];
 
 		if (ev_alive(c, &e) && !evq_push(c, &e))
 			break;	/* full: the rest waits in droced's ring */
@@ -233,7 +233,7 @@ ev_pull_locked(struct dv_context *c)
 }
 
 void
-verbs_async_pull(struct dv_context *c)
+verbs_async_pull(struct verbs_dctx *c)
 {
 	pthread_mutex_lock(&c->obj_lock);
 	pthread_mutex_lock(&c->ev_lock);
@@ -248,9 +248,9 @@ verbs_async_pull(struct dv_context *c)
  * queue answers EIO. Both at once under ev_lock: a reader sees either neither or both.
  */
 void
-verbs_async_fatal(struct dv_context *c)
+verbs_async_fatal(struct verbs_dctx *c)
 {
-	struct droce_proto_event e = { .type = IBV_EVENT_DEVICE_FATAL };
+	struct droce_shm_event e = { .type = IBV_EVENT_DEVICE_FATAL };
 
 	pthread_mutex_lock(&c->ev_lock);
 	if (!c->fatal_queued)
@@ -265,14 +265,14 @@ verbs_async_fatal(struct dv_context *c)
  * the kernel drops an object's unread events when it is destroyed.
  */
 void
-verbs_async_forget(struct dv_context *c)
+verbs_async_forget(struct verbs_dctx *c)
 {
 	uint32_t i, keep;
 
 	pthread_mutex_lock(&c->ev_lock);
 	keep = c->evq_cons;
 	for (i = c->evq_cons; i != c->evq_prod; i++) {
-		struct droce_proto_event e = c->evq[i % VERBS_EVQ_LEN];
+		struct droce_shm_event e = c->evq[i % VERBS_EVQ_LEN];
 
 		if (ev_alive(c, &e))
 			c->evq[keep++ % VERBS_EVQ_LEN] = e;
@@ -287,7 +287,7 @@ verbs_async_forget(struct dv_context *c)
  * it is empty for good (droced is gone and its IBV_EVENT_DEVICE_FATAL was taken).
  */
 static int
-evq_take(struct dv_context *c, struct ibv_async_event *event)
+evq_take(struct verbs_dctx *c, struct ibv_async_event *event)
 {
 	int got = 0;
 
@@ -295,7 +295,7 @@ evq_take(struct dv_context *c, struct ibv_async_event *event)
 	pthread_mutex_lock(&c->ev_lock);
 	ev_pull_locked(c);
 	while (!got && c->evq_cons != c->evq_prod) {
-		struct droce_proto_event e = c->evq[c->evq_cons % VERBS_EVQ_LEN];
+		struct droce_shm_event e = c->evq[c->evq_cons % VERBS_EVQ_LEN];
 
 		c->evq_cons++;
 		got = ev_resolve(c, &e, event);
@@ -316,7 +316,7 @@ evq_take(struct dv_context *c, struct ibv_async_event *event)
 VERBS_EXPORT int
 ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	struct pollfd pfd;
 	int flags, n;
 

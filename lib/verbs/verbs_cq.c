@@ -37,7 +37,7 @@
 int
 verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
-	struct dv_cq *cq = to_dcq(ibcq);
+	struct verbs_dcq *cq = to_dcq(ibcq);
 	uint32_t every;
 	int n;
 
@@ -70,7 +70,7 @@ verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int
 verbs_cq_req_notify(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct dv_cq *cq = to_dcq(ibcq);
+	struct verbs_dcq *cq = to_dcq(ibcq);
 
 	pthread_spin_lock(&cq->lock);
 	droce_shm_req_notify_cq(&cq->view, solicited_only != 0);
@@ -135,9 +135,9 @@ ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
  * owner polls the flushed work requests.
  */
 static bool
-cq_event_take(struct dv_cq *dcq)
+cq_event_take(struct verbs_dcq *dcq)
 {
-	struct dv_context *c = to_dctx(dcq->ibcq.context);
+	struct verbs_dctx *c = to_dctx(dcq->ibcq.context);
 	uint8_t buf[64];
 	ssize_t r;
 
@@ -163,7 +163,7 @@ VERBS_EXPORT int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct epoll_event ev[VERBS_CHANNEL_BATCH];
-	struct dv_cq *dcq = NULL;
+	struct verbs_dcq *dcq = NULL;
 	int flags, i, n;
 
 	if (channel == NULL || cq == NULL || cq_context == NULL) {
@@ -213,9 +213,9 @@ ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 /* ---- Create / destroy ---- */
 
 static void
-cq_list_del(struct dv_context *c, struct dv_cq *cq)
+cq_list_del(struct verbs_dctx *c, struct verbs_dcq *cq)
 {
-	struct dv_cq **pp;
+	struct verbs_dcq **pp;
 
 	pthread_mutex_lock(&c->obj_lock);
 	for (pp = &c->cqs; *pp != NULL; pp = &(*pp)->next)
@@ -228,7 +228,7 @@ cq_list_del(struct dv_context *c, struct dv_cq *cq)
 }
 
 static void
-cq_free(struct dv_cq *cq)
+cq_free(struct verbs_dcq *cq)
 {
 	if (cq->efd >= 0) {
 		epoll_ctl(cq->ibcq.channel->fd, EPOLL_CTL_DEL, cq->efd, NULL);
@@ -252,15 +252,15 @@ log2_of(uint32_t pow2)
 	return k;
 }
 
-static struct dv_cq *
+static struct verbs_dcq *
 cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	  struct ibv_comp_channel *channel, int comp_vector)
 {
 	unsigned int nfds = 0;
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_CQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_CQ };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_cq *cq;
+	struct verbs_dctx *c;
+	struct verbs_dcq *cq;
 	int ret;
 
 	c = to_dctx(context);
@@ -274,7 +274,7 @@ cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	cq->efd = -1;
 	req.create_cq.cqe = (uint32_t)cqe;
 	req.create_cq.notify = channel != NULL;
-	ret = verbs_ctl_call_fds(c, &req, &resp, &cq->efd, channel != NULL ? 1 : 0, &nfds);
+	ret = verbs_request_fds(c, &req, &resp, &cq->efd, channel != NULL ? 1 : 0, &nfds);
 	if (ret == 0 && channel != NULL && nfds != 1)
 		ret = EPROTO;
 	/* Only this process reads it, after epoll said it is readable: never block on it. */
@@ -323,7 +323,7 @@ VERBS_EXPORT struct ibv_cq *
 ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	      struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct dv_cq *cq;
+	struct verbs_dcq *cq;
 
 	if (context == NULL)
 		return verbs_err_null(EINVAL);
@@ -346,17 +346,17 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 /* Single-threaded use needs no promise from droce: the CQ locks either way. */
 #define CQ_EX_CREATE_FLAGS	IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 
-static inline struct dv_cq *
+static inline struct verbs_dcq *
 to_dcq_ex(struct ibv_cq_ex *ex)
 {
-	return dv_container_of(ex, struct dv_cq, ibcq_ex);
+	return verbs_container_of(ex, struct verbs_dcq, ibcq_ex);
 }
 
 /* 0 with the next entry current, or ENOENT when the CQ is empty. */
 static int
 cq_ex_step(struct ibv_cq_ex *ex)
 {
-	struct dv_cq *cq = to_dcq_ex(ex);
+	struct verbs_dcq *cq = to_dcq_ex(ex);
 	int n = verbs_cq_poll(&cq->ibcq, 1, &cq->cur);
 
 	if (n <= 0)
@@ -451,7 +451,7 @@ struct ibv_cq_ex *
 verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
 {
 	struct ibv_cq_ex *ex;
-	struct dv_cq *cq;
+	struct verbs_dcq *cq;
 
 	if (context == NULL || attr == NULL)
 		return verbs_err_null(EINVAL);
@@ -504,10 +504,10 @@ ibv_resize_cq(struct ibv_cq *cq, int cqe)
 VERBS_EXPORT int
 ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_CQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_CQ };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_cq *cq;
+	struct verbs_dctx *c;
+	struct verbs_dcq *cq;
 	int ret;
 
 	if (ibcq == NULL)
@@ -515,7 +515,7 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
 	cq = to_dcq(ibcq);
 	c = to_dctx(ibcq->context);
 	req.obj.handle = ibcq->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	cq_list_del(c, cq);

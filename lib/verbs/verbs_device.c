@@ -25,16 +25,16 @@
 #undef ibv_query_port
 
 void
-verbs_device_put(struct dv_device *d)
+verbs_device_put(struct verbs_ddev *d)
 {
 	if (__atomic_sub_fetch(&d->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
 		free(d);
 }
 
-static struct dv_device *
+static struct verbs_ddev *
 device_new(const char *path, uint32_t port, const struct droce_proto_port_info *info)
 {
-	struct dv_device *d = calloc(1, sizeof(*d));
+	struct verbs_ddev *d = calloc(1, sizeof(*d));
 
 	if (d == NULL)
 		return NULL;
@@ -57,7 +57,7 @@ VERBS_EXPORT struct ibv_device **
 ibv_get_device_list(int *num_devices)
 {
 	const char *path = verbs_socket_path();
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_PORTS };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_PORTS };
 	struct droce_proto_resp resp;
 	struct ibv_device **list;
 	uint32_t i, n = 0;
@@ -79,7 +79,7 @@ ibv_get_device_list(int *num_devices)
 	if (list == NULL)
 		return verbs_err_null(ENOMEM);
 	for (i = 0; i < n; i++) {
-		struct dv_device *d = device_new(path, i, &resp.ports.port[i]);
+		struct verbs_ddev *d = device_new(path, i, &resp.ports.port[i]);
 
 		if (d == NULL) {
 			while (i > 0)
@@ -164,7 +164,7 @@ hello_check(const struct droce_proto_resp *r, unsigned int nfds)
 	if (r->hello.region_size == 0 || r->hello.region_size > SIZE_MAX ||
 	    r->hello.event_ring_off > r->hello.region_size ||
 	    r->hello.region_size - r->hello.event_ring_off <
-	    sizeof(struct droce_proto_event_ring) ||
+	    sizeof(struct droce_shm_event_ring) ||
 	    r->hello.event_ring_off % DROCE_SHM_CACHE_LINE != 0)
 		return EPROTO;
 	return 0;
@@ -173,10 +173,10 @@ hello_check(const struct droce_proto_resp *r, unsigned int nfds)
 VERBS_EXPORT struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_HELLO };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_HELLO };
 	struct droce_proto_resp resp;
-	struct dv_device *d;
-	struct dv_context *c;
+	struct verbs_ddev *d;
+	struct verbs_dctx *c;
 	unsigned int nfds = 0;
 	int fds[2] = { -1, -1 };
 	void *region;
@@ -239,7 +239,7 @@ ibv_open_device(struct ibv_device *device)
 	c->seq = 1;
 	c->region = region;
 	c->region_size = resp.hello.region_size;
-	c->evring = (struct droce_proto_event_ring *)(c->region + resp.hello.event_ring_off);
+	c->evring = (struct droce_shm_event_ring *)(c->region + resp.hello.event_ring_off);
 	c->nb_engines = resp.hello.nb_engines;
 	c->port = resp.hello.port;
 	c->limits = resp.hello.limits;
@@ -251,7 +251,7 @@ ibv_open_device(struct ibv_device *device)
 	c->poll_yield = verbs_poll_yield();
 	c->nb_gids = VERBS_GID_TBL_LEN;
 	memcpy(c->gids, resp.hello.gids, resp.hello.nb_gids * sizeof(c->gids[0]));
-	pthread_mutex_init(&c->ctl_lock, NULL);
+	pthread_mutex_init(&c->req_lock, NULL);
 	pthread_mutex_init(&c->ev_lock, NULL);
 	pthread_mutex_init(&c->obj_lock, NULL);
 	pthread_rwlock_init(&c->key_lock, NULL);
@@ -276,7 +276,7 @@ ibv_open_device(struct ibv_device *device)
 	if (err != 0) {
 		verbs_debug("open %s: watcher thread: %s", device->name, strerror(err));
 		close(c->vctx.context.async_fd);
-		pthread_mutex_destroy(&c->ctl_lock);
+		pthread_mutex_destroy(&c->req_lock);
 		pthread_mutex_destroy(&c->ev_lock);
 		pthread_mutex_destroy(&c->obj_lock);
 		pthread_rwlock_destroy(&c->key_lock);
@@ -304,7 +304,7 @@ fail:
 VERBS_EXPORT int
 ibv_close_device(struct ibv_context *context)
 {
-	struct dv_context *c;
+	struct verbs_dctx *c;
 
 	if (context == NULL)
 		return verbs_err(EINVAL);
@@ -314,7 +314,7 @@ ibv_close_device(struct ibv_context *context)
 	close(c->ev_pipe);
 	close(context->async_fd);
 	munmap(c->region, c->region_size);
-	pthread_mutex_destroy(&c->ctl_lock);
+	pthread_mutex_destroy(&c->req_lock);
 	pthread_mutex_destroy(&c->ev_lock);
 	pthread_mutex_destroy(&c->obj_lock);
 	pthread_rwlock_destroy(&c->key_lock);
@@ -327,7 +327,7 @@ ibv_close_device(struct ibv_context *context)
 }
 
 static void
-device_attr_fill(const struct dv_context *c, struct ibv_device_attr *a)
+device_attr_fill(const struct verbs_dctx *c, struct ibv_device_attr *a)
 {
 	const struct droce_proto_limits *l = &c->limits;
 
@@ -394,7 +394,7 @@ verbs_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_
 		 size_t attr_len)
 {
 	struct ibv_port_attr a;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 
 	if (context == NULL || attr == NULL)
 		return verbs_err(EINVAL);
@@ -433,7 +433,7 @@ ibv_query_port(struct ibv_context *context, uint8_t port_num,
 VERBS_EXPORT int
 ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
-	struct dv_context *c;
+	struct verbs_dctx *c;
 
 	if (context == NULL || gid == NULL || port_num != VERBS_PORT_NUM || index < 0) {
 		errno = EINVAL;
@@ -452,7 +452,7 @@ ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ib
 }
 
 static void
-gid_entry_fill(const struct dv_context *c, uint32_t index, struct ibv_gid_entry *e)
+gid_entry_fill(const struct verbs_dctx *c, uint32_t index, struct ibv_gid_entry *e)
 {
 	memset(e, 0, sizeof(*e));
 	memcpy(e->gid.raw, c->gids[index].gid, sizeof(e->gid.raw));
@@ -467,7 +467,7 @@ _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_i
 		  struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
 	struct ibv_gid_entry e;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 
 	if (context == NULL || entry == NULL || flags != 0 || port_num != VERBS_PORT_NUM ||
 	    entry_size < sizeof(e))
@@ -487,7 +487,7 @@ VERBS_EXPORT ssize_t
 _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 		     size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	size_t n = 0;
 	uint32_t i;
 
@@ -518,7 +518,7 @@ VERBS_EXPORT int
 ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
 		   unsigned int *type)
 {
-	struct dv_context *c;
+	struct verbs_dctx *c;
 
 	if (context == NULL || type == NULL || port_num != VERBS_PORT_NUM) {
 		errno = EINVAL;

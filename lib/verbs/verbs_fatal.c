@@ -13,7 +13,7 @@
  *   - IBV_EVENT_DEVICE_FATAL is queued, and async_fd stays readable (verbs_async.c);
  *   - every work request still outstanding completes with IBV_WC_WR_FLUSH_ERR: sends
  *     between the engine's consumer index and ours, receives likewise. These completions
- *     are libdroce's own (dv_cq.flush), handed out by ibv_poll_cq after what the engines
+ *     are libdroce's own (verbs_dcq.flush), handed out by ibv_poll_cq after what the engines
  *     had written to the ring, since nothing else will ever write there again;
  *   - completion channels wake: the CQ notification pipes reach end of file (and each
  *     channel watches droced's async pipe for its hang-up, so one without CQs wakes too),
@@ -56,7 +56,7 @@ flush_opcode(uint8_t wr_opcode)
 
 /* Appends n completions to the CQ's flush list (once, from verbs_fatal). */
 static void
-cq_flush_append(struct dv_cq *cq, const struct ibv_wc *wc, uint32_t n)
+cq_flush_append(struct verbs_dcq *cq, const struct ibv_wc *wc, uint32_t n)
 {
 	struct ibv_wc *grown;
 
@@ -81,7 +81,7 @@ cq_flush_append(struct dv_cq *cq, const struct ibv_wc *wc, uint32_t n)
  * reused by a full ring) or the region lies after a crash; the newest size are flushed.
  */
 static uint32_t
-ring_flushes(const struct dv_qp *qp, bool send, uint32_t cons, uint32_t prod,
+ring_flushes(const struct verbs_dqp *qp, bool send, uint32_t cons, uint32_t prod,
 	     struct ibv_wc *wc)
 {
 	const struct droce_shm_client_qp *v = &qp->view;
@@ -118,9 +118,9 @@ ring_flushes(const struct dv_qp *qp, bool send, uint32_t cons, uint32_t prod,
  * and fails, one that took it before is inside [cons, prod).
  */
 static void
-flush_all(struct dv_context *c)
+flush_all(struct verbs_dctx *c)
 {
-	struct dv_qp *qp;
+	struct verbs_dqp *qp;
 
 	for (qp = c->qps; qp != NULL; qp = qp->next) {
 		struct ibv_qp *ib = &qp->qpx.qp_base;
@@ -153,7 +153,7 @@ flush_all(struct dv_context *c)
 }
 
 void
-verbs_fatal(struct dv_context *c)
+verbs_fatal(struct verbs_dctx *c)
 {
 	pthread_mutex_lock(&c->fatal_lock);
 	if (verbs_dead(c)) {
@@ -175,7 +175,7 @@ verbs_fatal(struct dv_context *c)
 static void *
 watch_main(void *arg)
 {
-	struct dv_context *c = arg;
+	struct verbs_dctx *c = arg;
 	struct pollfd p[3] = {
 		{ .fd = c->ev_pipe, .events = POLLIN },
 		/* No events asked: POLLHUP and POLLERR are always reported. */
@@ -215,7 +215,7 @@ watch_main(void *arg)
 }
 
 int
-verbs_watch_start(struct dv_context *c)
+verbs_watch_start(struct verbs_dctx *c)
 {
 	sigset_t all, old;
 	int err;
@@ -242,7 +242,7 @@ verbs_watch_start(struct dv_context *c)
 }
 
 void
-verbs_watch_stop(struct dv_context *c)
+verbs_watch_stop(struct verbs_dctx *c)
 {
 	uint64_t one = 1;
 

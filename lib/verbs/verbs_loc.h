@@ -7,7 +7,20 @@
  * with the to_d*() helpers), the per-context tables the fast path consults, and the
  * helpers shared between the files of lib/verbs, grouped by the file that defines them.
  *
- * Locks, outermost first: dv_context.fatal_lock (verbs_fatal, once), ctl_lock (one control
+ * The objects are struct verbs_d*: the library's prefix, then d for droce's own object,
+ * because rdma-core's <infiniband/verbs.h> and <infiniband/driver.h> already have
+ * struct verbs_context, verbs_device, verbs_qp, verbs_cq, verbs_srq, verbs_mr, verbs_dm.
+ * They were dv_*, which read as rdma-core's Direct Verbs (mlx5dv_*):
+ *   dv_device   -> verbs_ddev   (to_ddev: struct ibv_device)
+ *   dv_context  -> verbs_dctx   (to_dctx: struct ibv_context)
+ *   dv_cq       -> verbs_dcq    (to_dcq: struct ibv_cq)
+ *   dv_srq      -> verbs_dsrq   (to_dsrq: struct ibv_srq)
+ *   dv_qp       -> verbs_dqp    (to_dqp: struct ibv_qp)
+ *   dv_mr       -> verbs_dmr
+ *   dv_key      -> verbs_dkey   (an MR's entry in the context's lkey table)
+ *   dv_container_of -> verbs_container_of
+ *
+ * Locks, outermost first: verbs_dctx.fatal_lock (verbs_fatal, once), req_lock (one control
  * round trip at a time), obj_lock (the lists that map event handles to objects), ev_lock
  * (the async event queue), key_lock (MR and AH tables, read by every post), then each
  * object's own spinlock (its rings). None is held while another of a lower rank is taken,
@@ -25,13 +38,14 @@
 #include <infiniband/verbs.h>
 
 #include "droce_shm.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_client.h"
-#include "droce_shm_ctl.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define VERBS_EXPORT	__attribute__((visibility("default")))
 
-#define dv_container_of(ptr, type, member) \
+#define verbs_container_of(ptr, type, member) \
 	((type *)(void *)((uint8_t *)(ptr) - offsetof(type, member)))
 
 /* The one port of every droce device (droced's ports are separate devices). */
@@ -64,14 +78,14 @@
 #define VERBS_GRH_LEN		40
 #define VERBS_IPV4_HDR_LEN	20
 /* libdroce's async event queue: droced's ring, and room for the events libdroce raises. */
-#define VERBS_EVQ_LEN		(DROCE_PROTO_EVENT_RING + 16)
+#define VERBS_EVQ_LEN		(DROCE_SHM_EVENT_RING + 16)
 
 /* ibv_query_gid_type()'s numbering (rdma-core's enum ibv_gid_type_sysfs, infiniband/driver.h). */
 #define VERBS_GID_TYPE_SYSFS_IB_ROCE_V1	0
 #define VERBS_GID_TYPE_SYSFS_ROCE_V2	1
 
 /* A device: one droced port, as ibv_get_device_list found it. Reference counted. */
-struct dv_device {
+struct verbs_ddev {
 	struct ibv_device ibdev;
 	uint32_t refcnt;			/* list entries + open contexts */
 	uint32_t port;				/* droced's port index */
@@ -80,7 +94,7 @@ struct dv_device {
 };
 
 /* One registered range, for the post path's lkey check. */
-struct dv_key {
+struct verbs_dkey {
 	uint32_t lkey;
 	uint32_t access;
 	uint64_t iova;
@@ -88,21 +102,21 @@ struct dv_key {
 	bool live;
 };
 
-struct dv_context {
-	struct dv_device *dev;
+struct verbs_dctx {
+	struct verbs_ddev *dev;
 	int sock;
 	uint32_t seq;
-	pthread_mutex_t ctl_lock;
+	pthread_mutex_t req_lock;
 	uint8_t *region;
 	uint64_t region_size;
 	/*
 	 * Async events (verbs_async.c): droced's ring and notification pipe, and the queue
 	 * behind context->async_fd (an eventfd set exactly while the queue is non-empty).
 	 */
-	struct droce_proto_event_ring *evring;
+	struct droce_shm_event_ring *evring;
 	int ev_pipe;
 	pthread_mutex_t ev_lock;		/* the queue, and consumer of evring */
-	struct droce_proto_event evq[VERBS_EVQ_LEN];
+	struct droce_shm_event evq[VERBS_EVQ_LEN];
 	uint32_t evq_prod, evq_cons;
 	bool evq_signalled;
 	bool fatal_queued;			/* an IBV_EVENT_DEVICE_FATAL was queued */
@@ -121,19 +135,19 @@ struct dv_context {
 	struct droce_proto_gid gids[DROCE_PROTO_MAX_GIDS];
 	/* Event handle -> object: lists of the live CQs, SRQs and QPs. */
 	pthread_mutex_t obj_lock;
-	struct dv_cq *cqs;
-	struct dv_srq *srqs;
-	struct dv_qp *qps;
+	struct verbs_dcq *cqs;
+	struct verbs_dsrq *srqs;
+	struct verbs_dqp *qps;
 	/* Fast-path tables: MRs by lkey index (lkey >> 8), live AH handles. */
 	pthread_rwlock_t key_lock;
-	struct dv_key *keys;
+	struct verbs_dkey *keys;
 	uint32_t nb_keys;
 	uint8_t *ahs;
 	uint32_t nb_ahs;
 	struct verbs_context vctx;		/* last: ends with struct ibv_context */
 };
 
-struct dv_cq {
+struct verbs_dcq {
 	/*
 	 * struct ibv_cq_ex begins with struct ibv_cq's fields (rdma-core's
 	 * ibv_cq_ex_to_cq() is a cast): every CQ is both, ex is only used by a CQ made
@@ -154,19 +168,19 @@ struct dv_cq {
 	struct ibv_wc *flush;
 	uint32_t flush_len, flush_next;
 	bool fatal_woken;			/* ibv_get_cq_event reported the death */
-	struct dv_cq *next;
+	struct verbs_dcq *next;
 };
 
-struct dv_srq {
+struct verbs_dsrq {
 	struct ibv_srq ibsrq;
 	pthread_spinlock_t lock;
 	struct droce_shm_client_srq view;
 	uint32_t max_wr;
 	uint32_t async_reported;
-	struct dv_srq *next;
+	struct verbs_dsrq *next;
 };
 
-struct dv_qp {
+struct verbs_dqp {
 	struct ibv_qp_ex qpx;			/* every QP is an ibv_qp_ex */
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
@@ -181,41 +195,41 @@ struct dv_qp {
 	uint32_t batch_max;			/* WRs the batch holds: the send ring's size */
 	uint32_t batch_n;
 	int batch_err;
-	struct dv_qp *next;
+	struct verbs_dqp *next;
 };
 
-struct dv_mr {
+struct verbs_dmr {
 	struct ibv_mr ibmr;
 };
 
-static inline struct dv_device *
+static inline struct verbs_ddev *
 to_ddev(struct ibv_device *d)
 {
-	return dv_container_of(d, struct dv_device, ibdev);
+	return verbs_container_of(d, struct verbs_ddev, ibdev);
 }
 
-static inline struct dv_context *
+static inline struct verbs_dctx *
 to_dctx(struct ibv_context *c)
 {
-	return dv_container_of(c, struct dv_context, vctx.context);
+	return verbs_container_of(c, struct verbs_dctx, vctx.context);
 }
 
-static inline struct dv_cq *
+static inline struct verbs_dcq *
 to_dcq(struct ibv_cq *cq)
 {
-	return dv_container_of(cq, struct dv_cq, ibcq);
+	return verbs_container_of(cq, struct verbs_dcq, ibcq);
 }
 
-static inline struct dv_srq *
+static inline struct verbs_dsrq *
 to_dsrq(struct ibv_srq *srq)
 {
-	return dv_container_of(srq, struct dv_srq, ibsrq);
+	return verbs_container_of(srq, struct verbs_dsrq, ibsrq);
 }
 
-static inline struct dv_qp *
+static inline struct verbs_dqp *
 to_dqp(struct ibv_qp *qp)
 {
-	return dv_container_of(qp, struct dv_qp, qpx.qp_base);
+	return verbs_container_of(qp, struct verbs_dqp, qpx.qp_base);
 }
 
 /* Sets errno to err and returns it: the verbs convention for functions returning int. */
@@ -236,52 +250,52 @@ verbs_err_null(int err)
 
 /* Is droced gone (verbs_fatal.c)? */
 static inline bool
-verbs_dead(struct dv_context *c)
+verbs_dead(struct verbs_dctx *c)
 {
 	return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Has verbs_fatal finished: every flush written, IBV_EVENT_DEVICE_FATAL queued? */
 static inline bool
-verbs_fatal_done(struct dv_context *c)
+verbs_fatal_done(struct verbs_dctx *c)
 {
 	return __atomic_load_n(&c->fatal_done, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Is [off, off + len) inside the context's region? */
 static inline bool
-verbs_region_ok(const struct dv_context *c, uint64_t off, uint64_t len)
+verbs_region_ok(const struct verbs_dctx *c, uint64_t off, uint64_t len)
 {
 	return off <= c->region_size && len <= c->region_size - off;
 }
 
-/* verbs_ctl.c */
+/* verbs_request.c: requests to droced over its socket */
 int verbs_sock_connect(const char *path, int *err);
 /* A round trip that may return up to max_rfds descriptors (*nrfds of them). */
-int verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
-		       struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
-		       unsigned int *nrfds);
+int verbs_request_fds(struct verbs_dctx *c, struct droce_proto_req *req,
+		      struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+		      unsigned int *nrfds);
 int verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *fds,
 		    unsigned int nfds, struct droce_proto_resp *resp, int *rfds,
 		    unsigned int max_rfds, unsigned int *nrfds);
-int verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
-		   unsigned int nfds, struct droce_proto_resp *resp);
+int verbs_request(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
+		  unsigned int nfds, struct droce_proto_resp *resp);
 const char *verbs_socket_path(void);
 void verbs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void verbs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* verbs_async.c */
-void verbs_async_pull(struct dv_context *c);
-void verbs_async_fatal(struct dv_context *c);
-void verbs_async_forget(struct dv_context *c);
+void verbs_async_pull(struct verbs_dctx *c);
+void verbs_async_fatal(struct verbs_dctx *c);
+void verbs_async_forget(struct verbs_dctx *c);
 
 /* verbs_fatal.c */
-void verbs_fatal(struct dv_context *c);
-int verbs_watch_start(struct dv_context *c);
-void verbs_watch_stop(struct dv_context *c);
+void verbs_fatal(struct verbs_dctx *c);
+int verbs_watch_start(struct verbs_dctx *c);
+void verbs_watch_stop(struct verbs_dctx *c);
 
 /* verbs_device.c */
-void verbs_device_put(struct dv_device *d);
+void verbs_device_put(struct verbs_ddev *d);
 
 /* verbs_mr.c */
 bool verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len,

@@ -39,13 +39,13 @@ static struct verbs_pages mr_pages = VERBS_PAGES_INITIALIZER;
 bool
 verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len, unsigned int access)
 {
-	struct dv_context *c = arg;
+	struct verbs_dctx *c = arg;
 	uint32_t idx = lkey >> 8;
 	bool ok = false;
 
 	pthread_rwlock_rdlock(&c->key_lock);
 	if (idx < c->nb_keys) {
-		const struct dv_key *k = &c->keys[idx];
+		const struct verbs_dkey *k = &c->keys[idx];
 
 		ok = k->live && k->lkey == lkey && addr >= k->iova && len <= k->length &&
 		     addr - k->iova <= k->length - len && (access & ~k->access) == 0;
@@ -55,7 +55,7 @@ verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len, unsigned
 }
 
 static int
-key_insert(struct dv_context *c, uint32_t lkey, uint64_t iova, uint64_t length,
+key_insert(struct verbs_dctx *c, uint32_t lkey, uint64_t iova, uint64_t length,
 	   uint32_t access)
 {
 	uint32_t idx = lkey >> 8;
@@ -64,7 +64,7 @@ key_insert(struct dv_context *c, uint32_t lkey, uint64_t iova, uint64_t length,
 	pthread_rwlock_wrlock(&c->key_lock);
 	if (idx >= c->nb_keys) {
 		uint32_t n = c->nb_keys != 0 ? c->nb_keys : 64;
-		struct dv_key *v;
+		struct verbs_dkey *v;
 
 		while (n <= idx)
 			n *= 2;
@@ -77,7 +77,7 @@ key_insert(struct dv_context *c, uint32_t lkey, uint64_t iova, uint64_t length,
 		c->keys = v;
 		c->nb_keys = n;
 	}
-	c->keys[idx] = (struct dv_key){ .lkey = lkey, .access = access, .iova = iova,
+	c->keys[idx] = (struct verbs_dkey){ .lkey = lkey, .access = access, .iova = iova,
 					.length = length, .live = true };
 out:
 	pthread_rwlock_unlock(&c->key_lock);
@@ -85,7 +85,7 @@ out:
 }
 
 static void
-key_remove(struct dv_context *c, uint32_t lkey)
+key_remove(struct verbs_dctx *c, uint32_t lkey)
 {
 	uint32_t idx = lkey >> 8;
 
@@ -123,10 +123,10 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 {
 	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 	int fds[DROCE_PROTO_MR_MAX_PIECES];
-	struct droce_proto_req req = { .op = DROCE_OP_REG_MR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REG_MR };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_mr *mr;
+	struct verbs_dctx *c;
+	struct verbs_dmr *mr;
 	unsigned int i, n = 0;
 	uint64_t first_off = 0;
 	uint32_t acc = 0;
@@ -161,15 +161,15 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 		req.reg_mr.pieces[i].len = pieces[i].len;
 		fds[i] = pieces[i].fd;
 	}
-	ret = verbs_ctl_call(c, &req, fds, n, &resp);
+	ret = verbs_request(c, &req, fds, n, &resp);
 	verbs_pieces_close(pieces, n);
 	if (ret == 0) {
 		ret = key_insert(c, resp.obj.lkey, iova, length, acc);
 		if (ret != 0) {
-			struct droce_proto_req d = { .op = DROCE_OP_DEREG_MR };
+			struct droce_proto_req d = { .op = DROCE_PROTO_OP_DEREG_MR };
 
 			d.obj.handle = resp.obj.handle;
-			verbs_ctl_call(c, &d, NULL, 0, &resp);
+			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
 	if (ret != 0) {
@@ -220,19 +220,19 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 VERBS_EXPORT int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DEREG_MR };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEREG_MR };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	int ret;
 
 	if (mr == NULL)
 		return verbs_err(EINVAL);
 	c = to_dctx(mr->context);
 	req.obj.handle = mr->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	key_remove(c, mr->lkey);
-	free(dv_container_of(mr, struct dv_mr, ibmr));
+	free(verbs_container_of(mr, struct verbs_dmr, ibmr));
 	return 0;
 }

@@ -13,7 +13,7 @@
 VERBS_EXPORT struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *context)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_ALLOC_PD };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_ALLOC_PD };
 	struct droce_proto_resp resp;
 	struct ibv_pd *pd;
 	int ret;
@@ -23,7 +23,7 @@ ibv_alloc_pd(struct ibv_context *context)
 	pd = calloc(1, sizeof(*pd));
 	if (pd == NULL)
 		return verbs_err_null(ENOMEM);
-	ret = verbs_ctl_call(to_dctx(context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(context), &req, NULL, 0, &resp);
 	if (ret != 0) {
 		free(pd);
 		return verbs_err_null(ret);
@@ -37,14 +37,14 @@ ibv_alloc_pd(struct ibv_context *context)
 VERBS_EXPORT int
 ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DEALLOC_PD };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEALLOC_PD };
 	struct droce_proto_resp resp;
 	int ret;
 
 	if (pd == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = pd->handle;
-	ret = verbs_ctl_call(to_dctx(pd->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(pd->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	free(pd);

@@ -32,7 +32,7 @@
 int
 verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct dv_qp *qp = to_dqp(ibqp);
+	struct verbs_dqp *qp = to_dqp(ibqp);
 	struct ibv_send_wr *bad = NULL;
 	int ret;
 
@@ -53,7 +53,7 @@ verbs_qp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 int
 verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct dv_qp *qp = to_dqp(ibqp);
+	struct verbs_dqp *qp = to_dqp(ibqp);
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
@@ -72,17 +72,17 @@ verbs_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 /* ---- wr_* API: builds ibv_send_wrs in the QP's batch; wr_complete posts them ---- */
 
-static inline struct dv_qp *
+static inline struct verbs_dqp *
 qpx_to_dqp(struct ibv_qp_ex *qpx)
 {
-	return dv_container_of(qpx, struct dv_qp, qpx);
+	return verbs_container_of(qpx, struct verbs_dqp, qpx);
 }
 
 /* The next WR of the batch, its common fields set; NULL (and batch_err) when full. */
 static struct ibv_send_wr *
 wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w;
 
 	if (qp->batch_n == qp->batch_max) {
@@ -103,7 +103,7 @@ wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 static struct ibv_send_wr *
 wr_cur(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 
 	if (qp->batch_n == 0) {
 		qp->batch_err = EINVAL;
@@ -115,7 +115,7 @@ wr_cur(struct ibv_qp_ex *qpx)
 static void
 wr_start(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 
 	qp->batch_n = 0;
 	qp->batch_err = 0;
@@ -124,7 +124,7 @@ wr_start(struct ibv_qp_ex *qpx)
 static int
 wr_complete(struct ibv_qp_ex *qpx)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *bad;
 	uint32_t i;
 	int ret = qp->batch_err;
@@ -253,7 +253,7 @@ wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 static void
 wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w = wr_cur(qpx);
 
 	if (w == NULL)
@@ -279,7 +279,7 @@ static void
 wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 			const struct ibv_data_buf *buf_list)
 {
-	struct dv_qp *qp = qpx_to_dqp(qpx);
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
 	struct ibv_send_wr *w = wr_cur(qpx);
 	uint8_t *dst;
 	size_t i, total = 0;
@@ -314,7 +314,7 @@ wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 }
 
 static int
-qp_batch_init(struct dv_qp *qp)
+qp_batch_init(struct verbs_dqp *qp)
 {
 	struct ibv_qp_ex *x = &qp->qpx;
 
@@ -348,7 +348,7 @@ qp_batch_init(struct dv_qp *qp)
 /* ---- Create / destroy ---- */
 
 static void
-qp_free(struct dv_qp *qp)
+qp_free(struct verbs_dqp *qp)
 {
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
@@ -369,7 +369,7 @@ pow2(uint32_t v)
 /* Checks CREATE_QP's answer before its offsets become pointers. */
 /* The QP joins the list async events and a dead daemon's flush find QPs in. */
 static void
-qp_list_add(struct dv_context *c, struct dv_qp *qp)
+qp_list_add(struct verbs_dctx *c, struct verbs_dqp *qp)
 {
 	pthread_mutex_lock(&c->obj_lock);
 	qp->next = c->qps;
@@ -378,9 +378,9 @@ qp_list_add(struct dv_context *c, struct dv_qp *qp)
 }
 
 static void
-qp_list_del(struct dv_context *c, struct dv_qp *qp)
+qp_list_del(struct verbs_dctx *c, struct verbs_dqp *qp)
 {
-	struct dv_qp **pp;
+	struct verbs_dqp **pp;
 
 	pthread_mutex_lock(&c->obj_lock);
 	for (pp = &c->qps; *pp != NULL; pp = &(*pp)->next)
@@ -393,7 +393,7 @@ qp_list_del(struct dv_context *c, struct dv_qp *qp)
 }
 
 static int
-qp_resp_check(const struct dv_context *c, const struct droce_proto_resp *r, bool has_srq)
+qp_resp_check(const struct verbs_dctx *c, const struct droce_proto_resp *r, bool has_srq)
 {
 	const struct droce_shm_region_hdr *hdr = (const void *)c->region;
 	uint64_t db_off;
@@ -486,11 +486,11 @@ qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 static struct ibv_qp *
 qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t init_port)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_QP };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
+	struct verbs_dctx *c;
 	struct ibv_qp *ib;
-	struct dv_qp *qp;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (context == NULL || a == NULL)
@@ -516,15 +516,15 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		req.create_qp.cap.max_recv_wr = a->cap.max_recv_wr;
 		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
 	}
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
 			 !send_ops_supported(a, resp.qp.supported_wr))) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
 		ret = qp_resp_check(c, &resp, a->srq != NULL) != 0 ? EPROTO : EOPNOTSUPP;
 		d.obj.handle = resp.qp.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 	}
 	if (ret != 0) {
 		free(qp);
@@ -556,11 +556,11 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	qp->view.ah_check = verbs_ah_check;
 	qp->view.check_arg = c;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && qp_batch_init(qp) != 0) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_QP };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.qp.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 		free(qp->batch);
 		free(qp->batch_sge);
 		free(qp->batch_inline);
@@ -649,10 +649,10 @@ ibv_qp_to_qp_ex(struct ibv_qp *qp)
 VERBS_EXPORT int
 ibv_destroy_qp(struct ibv_qp *ib)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_QP };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_qp *qp;
+	struct verbs_dctx *c;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (ib == NULL)
@@ -665,7 +665,7 @@ ibv_destroy_qp(struct ibv_qp *ib)
 	 * after droced's death (verbs_fatal.c) must not reach them through this QP.
 	 */
 	qp_list_del(c, qp);
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0) {
 		qp_list_add(c, qp);
 		return verbs_err(ret);
@@ -761,11 +761,11 @@ qp_attr_to_shm(const struct ibv_qp_attr *a, int mask, struct droce_shm_qp_attr *
 VERBS_EXPORT int
 ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_MODIFY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_QP };
 	struct droce_proto_resp resp;
 	struct droce_shm_qp_limits lim;
-	struct dv_context *c;
-	struct dv_qp *qp;
+	struct verbs_dctx *c;
+	struct verbs_dqp *qp;
 	int ret;
 
 	if (ib == NULL || attr == NULL)
@@ -786,7 +786,7 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 				    &req.modify_qp.attr, &lim) != 0)
 		return verbs_err(EINVAL);
 	req.modify_qp.handle = ib->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	if (attr_mask & IBV_QP_STATE)
@@ -798,7 +798,7 @@ VERBS_EXPORT int
 ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
 	     struct ibv_qp_init_attr *init_attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_QP };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_QP };
 	struct droce_proto_resp resp;
 	const struct droce_shm_qp_attr *s;
 	struct ibv_qp_cap cap;
@@ -808,7 +808,7 @@ ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
 	if (ib == NULL || attr == NULL || init_attr == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = ib->handle;
-	ret = verbs_ctl_call(to_dctx(ib->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ib->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	s = &resp.query_qp.attr;

@@ -15,7 +15,7 @@
 int
 verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct dv_srq *srq = to_dsrq(ibsrq);
+	struct verbs_dsrq *srq = to_dsrq(ibsrq);
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
@@ -35,11 +35,11 @@ verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_re
 VERBS_EXPORT struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_CREATE_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_SRQ };
 	struct droce_proto_resp resp;
 	const struct droce_proto_limits *l;
-	struct dv_context *c;
-	struct dv_srq *srq;
+	struct verbs_dctx *c;
+	struct verbs_dsrq *srq;
 	int ret;
 
 	if (pd == NULL || attr == NULL)
@@ -57,7 +57,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 	req.create_srq.max_wr = attr->attr.max_wr;
 	req.create_srq.max_sge = attr->attr.max_sge;
 	req.create_srq.srq_limit = attr->attr.srq_limit;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0 && ((resp.srq.size & (resp.srq.size - 1)) != 0 || resp.srq.size == 0 ||
 			 resp.srq.size > DROCE_SHM_MAX_WR ||
 			 resp.srq.max_sge > DROCE_SHM_MAX_SGE ||
@@ -65,11 +65,11 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 			 !verbs_region_ok(c, resp.srq.ctl_off, sizeof(struct droce_shm_srq)) ||
 			 !verbs_region_ok(c, resp.srq.ring_off,
 					  (uint64_t)resp.srq.size * resp.srq.stride))) {
-		struct droce_proto_req d = { .op = DROCE_OP_DESTROY_SRQ };
+		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_SRQ };
 		struct droce_proto_resp dr;
 
 		d.obj.handle = resp.srq.handle;
-		verbs_ctl_call(c, &d, NULL, 0, &dr);
+		verbs_request(c, &d, NULL, 0, &dr);
 		ret = EPROTO;
 	}
 	if (ret != 0) {
@@ -107,9 +107,9 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 VERBS_EXPORT int
 ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_MODIFY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_MODIFY_SRQ };
 	struct droce_proto_resp resp;
-	struct dv_srq *srq;
+	struct verbs_dsrq *srq;
 	int ret;
 
 	if (ibsrq == NULL || attr == NULL ||
@@ -122,7 +122,7 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	req.modify_srq.mask = (uint32_t)mask;
 	req.modify_srq.max_wr = attr->max_wr;
 	req.modify_srq.srq_limit = attr->srq_limit;
-	ret = verbs_ctl_call(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	return 0;
@@ -131,14 +131,14 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 VERBS_EXPORT int
 ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_QUERY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_QUERY_SRQ };
 	struct droce_proto_resp resp;
 	int ret;
 
 	if (ibsrq == NULL || attr == NULL)
 		return verbs_err(EINVAL);
 	req.obj.handle = ibsrq->handle;
-	ret = verbs_ctl_call(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
+	ret = verbs_request(to_dctx(ibsrq->context), &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	attr->max_wr = resp.srq.max_wr;
@@ -151,10 +151,10 @@ ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 VERBS_EXPORT int
 ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct droce_proto_req req = { .op = DROCE_OP_DESTROY_SRQ };
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DESTROY_SRQ };
 	struct droce_proto_resp resp;
-	struct dv_context *c;
-	struct dv_srq *srq, **pp;
+	struct verbs_dctx *c;
+	struct verbs_dsrq *srq, **pp;
 	int ret;
 
 	if (ibsrq == NULL)
@@ -162,7 +162,7 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 	srq = to_dsrq(ibsrq);
 	c = to_dctx(ibsrq->context);
 	req.obj.handle = ibsrq->handle;
-	ret = verbs_ctl_call(c, &req, NULL, 0, &resp);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret != 0)
 		return verbs_err(ret);
 	pthread_mutex_lock(&c->obj_lock);

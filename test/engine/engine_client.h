@@ -16,8 +16,9 @@
 
 #include <droce_engine.h>
 #include <droce_fault.h>
+#include <droce_shm_arena.h>
 #include <droce_shm_client.h>
-#include <droce_shm_ctl.h>
+#include <droce_shm_qp_attr.h>
 
 #define TC_MAX_ENGINES	4
 #define TC_MAX_MRS	64

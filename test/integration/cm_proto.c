@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define EVENT_WAIT_MS	10000
 #define FAKE_QPN_SRV	0x000A11
@@ -120,7 +120,7 @@ chan_open(struct chan *c)
 
 	memset(c, 0, sizeof(*c));
 	c->sock = sock_open();
-	req_init(&req, DROCE_OP_CM_OPEN);
+	req_init(&req, DROCE_PROTO_OP_CM_OPEN);
 	req.cm_open.version = DROCE_PROTO_CM_VERSION;
 	rc = call(c, &req, &resp, &c->efd);
 	if (rc != 0 || c->efd < 0) {
@@ -137,7 +137,7 @@ create_id(struct chan *c, uint32_t ps, uint32_t qpt, uint64_t uctx, uint32_t *id
 	struct droce_proto_resp resp;
 	int rc;
 
-	req_init(&req, DROCE_OP_CM_CREATE_ID);
+	req_init(&req, DROCE_PROTO_OP_CM_CREATE_ID);
 	req.cm_create_id.ps = ps;
 	req.cm_create_id.qp_type = qpt;
 	req.cm_create_id.uctx = uctx;
@@ -176,7 +176,7 @@ bind_id(struct chan *c, uint32_t id, const char *ip, uint16_t port)
 	struct droce_proto_req req;
 	struct droce_proto_resp resp;
 
-	req_init(&req, DROCE_OP_CM_BIND);
+	req_init(&req, DROCE_PROTO_OP_CM_BIND);
 	req.cm_bind.id = id;
 	ip_addr(ip, port, &req.cm_bind.addr);
 	return call(c, &req, &resp, NULL);
@@ -188,7 +188,7 @@ listen_id(struct chan *c, uint32_t id, int backlog)
 	struct droce_proto_req req;
 	struct droce_proto_resp resp;
 
-	req_init(&req, DROCE_OP_CM_LISTEN);
+	req_init(&req, DROCE_PROTO_OP_CM_LISTEN);
 	req.cm_listen.id = id;
 	req.cm_listen.backlog = backlog;
 	return call(c, &req, &resp, NULL);
@@ -209,7 +209,7 @@ get_event(struct chan *c, struct droce_proto_cm_event *ev, int wait_ms)
 			return -ETIMEDOUT;
 		if (read(c->efd, &b, 1) != 1)
 			return -EPIPE;
-		req_init(&req, DROCE_OP_CM_GET_EVENT);
+		req_init(&req, DROCE_PROTO_OP_CM_GET_EVENT);
 		rc = call(c, &req, &resp, NULL);
 		if (rc == -EAGAIN)
 			continue;	/* the event of an id destroyed since */
@@ -240,7 +240,7 @@ resolve(struct chan *c, uint32_t id, const char *ip, uint16_t port)
 	struct droce_proto_cm_event ev;
 	int rc;
 
-	req_init(&req, DROCE_OP_CM_RESOLVE_ADDR);
+	req_init(&req, DROCE_PROTO_OP_CM_RESOLVE_ADDR);
 	req.cm_resolve_addr.id = id;
 	req.cm_resolve_addr.timeout_ms = 2000;
 	ip_addr(ip, port, &req.cm_resolve_addr.dst);
@@ -249,7 +249,7 @@ resolve(struct chan *c, uint32_t id, const char *ip, uint16_t port)
 	if (rc != 0 || expect_event(c, DROCE_PROTO_CM_EVENT_ADDR_RESOLVED, &ev) != 0)
 		return -1;
 	CHECK(ev.id == id, "ADDR_RESOLVED for id %u, not %u", ev.id, id);
-	rc = id_op(c, DROCE_OP_CM_RESOLVE_ROUTE, id);
+	rc = id_op(c, DROCE_PROTO_OP_CM_RESOLVE_ROUTE, id);
 	CHECK(rc == 0, "RESOLVE_ROUTE: %d", rc);
 	if (rc != 0 || expect_event(c, DROCE_PROTO_CM_EVENT_ROUTE_RESOLVED, &ev) != 0)
 		return -1;
@@ -284,7 +284,7 @@ qp_attr(struct chan *c, uint32_t id, uint32_t state, struct droce_proto_cm_qp_at
 	struct droce_proto_resp resp;
 	int rc;
 
-	req_init(&req, DROCE_OP_CM_INIT_QP_ATTR);
+	req_init(&req, DROCE_PROTO_OP_CM_INIT_QP_ATTR);
 	req.cm_init_qp_attr.id = id;
 	req.cm_init_qp_attr.qp_state = state;
 	rc = call(c, &req, &resp, NULL);
@@ -337,7 +337,7 @@ accept_one(struct chan *c, uint32_t listen, const char *want_pdata)
 	if (want_pdata != NULL)
 		CHECK(memcmp(ev.conn.private_data, want_pdata, strlen(want_pdata)) == 0,
 		      "pdata %.16s", (const char *)ev.conn.private_data);
-	rc = conn_op(c, DROCE_OP_CM_ACCEPT, ev.id, FAKE_QPN_SRV, "srv");
+	rc = conn_op(c, DROCE_PROTO_OP_CM_ACCEPT, ev.id, FAKE_QPN_SRV, "srv");
 	CHECK(rc == 0, "ACCEPT: %d", rc);
 	return ev.id;
 }
@@ -352,7 +352,7 @@ start_connect(struct chan *c, const char *ip, uint16_t port, const char *pdata)
 	CHECK(create_id(c, DROCE_PROTO_CM_PS_TCP, DROCE_SHM_QPT_RC, 7, &id) == 0, "CREATE_ID");
 	if (resolve(c, id, ip, port) != 0)
 		return DROCE_PROTO_NO_HANDLE;
-	rc = conn_op(c, DROCE_OP_CM_CONNECT, id, FAKE_QPN_CLI, pdata);
+	rc = conn_op(c, DROCE_PROTO_OP_CM_CONNECT, id, FAKE_QPN_CLI, pdata);
 	CHECK(rc == 0, "CONNECT: %d", rc);
 	return rc == 0 ? id : DROCE_PROTO_NO_HANDLE;
 }
@@ -372,7 +372,7 @@ finish_connect(struct chan *c, uint32_t id)
 	CHECK(memcmp(ev.conn.private_data, "srv", 3) == 0, "REP pdata");
 	CHECK(ev.uctx == 7, "uctx %llu", (unsigned long long)ev.uctx);
 	check_qp_attrs(c, id, FAKE_QPN_SRV);
-	rc = id_op(c, DROCE_OP_CM_ESTABLISH, id);
+	rc = id_op(c, DROCE_PROTO_OP_CM_ESTABLISH, id);
 	CHECK(rc == 0, "ESTABLISH: %d", rc);
 	/* The RTU is sent; the active end gets no event of its own (librdmacm makes one). */
 	return rc == 0 ? id : DROCE_PROTO_NO_HANDLE;
@@ -404,7 +404,7 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 	CHECK(resolve(b, cli, ip, 7481) == 0, "resolve");
 	CHECK(qp_attr(b, cli, DROCE_SHM_QPS_INIT, &qa) == 0 && qa.qkey == 0x01234567 &&
 	      (qa.mask & DROCE_SHM_QP_QKEY), "UD INIT qkey %#x mask %#x", qa.qkey, qa.mask);
-	req_init(&req, DROCE_OP_CM_CONNECT);
+	req_init(&req, DROCE_PROTO_OP_CM_CONNECT);
 	req.cm_conn.id = cli;
 	req.cm_conn.conn.qp_num = FAKE_QPN_CLI;
 	req.cm_conn.conn.qp_type = DROCE_SHM_QPT_UD;
@@ -415,25 +415,25 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 		CHECK(ev.conn.qp_type == DROCE_SHM_QPT_UD && ev.conn.private_data_len == 180 &&
 		      memcmp(ev.conn.private_data, "udp", 3) == 0, "SIDR_REQ event");
 		srv = ev.id;
-		req_init(&req, DROCE_OP_CM_ACCEPT);
+		req_init(&req, DROCE_PROTO_OP_CM_ACCEPT);
 		req.cm_conn.id = srv;
 		req.cm_conn.conn.qp_num = FAKE_QPN_SRV;
 		req.cm_conn.conn.qkey = 0x11223344;
 		req.cm_conn.conn.qp_type = DROCE_SHM_QPT_UD;
 		CHECK(call(a, &req, &resp, NULL) == 0, "ACCEPT UD");
-		CHECK(id_op(a, DROCE_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
+		CHECK(id_op(a, DROCE_PROTO_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
 	}
 	if (expect_event(b, DROCE_PROTO_CM_EVENT_ESTABLISHED, &ev) == 0)
 		CHECK(ev.ud.dest_qp_num == FAKE_QPN_SRV && ev.ud.qkey == 0x11223344 &&
 		      ev.ud.ah.is_global == 1, "UD ESTABLISHED qpn %#x qkey %#x", ev.ud.dest_qp_num,
 		      ev.ud.qkey);
-	CHECK(id_op(b, DROCE_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
-	CHECK(id_op(a, DROCE_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID");
+	CHECK(id_op(b, DROCE_PROTO_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
+	CHECK(id_op(a, DROCE_PROTO_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID");
 	printf("ok UD: SIDR_REQ, SIDR_REP\n");
 
 	/* Options: TOS and ACK timeout reach the QP attributes; unknown ones are refused. */
 	CHECK(create_id(a, DROCE_PROTO_CM_PS_TCP, DROCE_SHM_QPT_RC, 1, &l) == 0, "CREATE_ID");
-	req_init(&req, DROCE_OP_CM_SET_OPTION);
+	req_init(&req, DROCE_PROTO_OP_CM_SET_OPTION);
 	req.cm_set_option.id = l;
 	req.cm_set_option.name = 77;
 	CHECK(call(a, &req, &resp, NULL) == -ENOSYS, "unknown option");
@@ -454,7 +454,7 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 	srv = accept_one(a, l, NULL);
 	if (expect_event(b, DROCE_PROTO_CM_EVENT_CONNECT_RESPONSE, &ev) == 0) {
 		CHECK(qp_attr(b, cli, DROCE_SHM_QPS_RTS, &qa) == 0, "RTS");
-		req_init(&req, DROCE_OP_CM_NOTIFY);
+		req_init(&req, DROCE_PROTO_OP_CM_NOTIFY);
 		req.cm_notify.id = srv;
 		req.cm_notify.event = 5;	/* IBV_EVENT_COMM_EST */
 		CHECK(call(a, &req, &resp, NULL) == 0, "NOTIFY");
@@ -462,20 +462,20 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 		      "ESTABLISHED by NOTIFY");
 		CHECK(qp_attr(a, srv, DROCE_SHM_QPS_RTS, &qa) == 0 && qa.timeout == 19,
 		      "passive timeout %u", qa.timeout);
-		CHECK(id_op(b, DROCE_OP_CM_ESTABLISH, cli) == 0, "ESTABLISH");
+		CHECK(id_op(b, DROCE_PROTO_OP_CM_ESTABLISH, cli) == 0, "ESTABLISH");
 	}
 	printf("ok NOTIFY(COMM_EST)\n");
 
 	/* MIGRATE: the id and its queued event move to a third channel, with a byte each. */
 	chan_open(&m);
-	CHECK(id_op(b, DROCE_OP_CM_DISCONNECT, cli) == 0, "DISCONNECT");
+	CHECK(id_op(b, DROCE_PROTO_OP_CM_DISCONNECT, cli) == 0, "DISCONNECT");
 	CHECK(expect_event(a, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0, "DISCONNECTED");
 	{
 		struct pollfd pfd = { .fd = b->efd, .events = POLLIN };
 
 		CHECK(poll(&pfd, 1, EVENT_WAIT_MS) == 1, "DREP event byte");
 	}
-	req_init(&req, DROCE_OP_CM_MIGRATE);
+	req_init(&req, DROCE_PROTO_OP_CM_MIGRATE);
 	req.cm_migrate.from_channel = b->token;
 	req.cm_migrate.id = cli;
 	rc = call(&m, &req, &resp, NULL);
@@ -483,18 +483,18 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 	if (rc == 0) {
 		uint32_t moved = resp.cm_id.id;
 
-		CHECK(id_op(b, DROCE_OP_CM_QUERY, cli) == -EINVAL, "the id left its channel");
+		CHECK(id_op(b, DROCE_PROTO_OP_CM_QUERY, cli) == -EINVAL, "the id left its channel");
 		CHECK(expect_event(&m, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0 &&
 		      ev.id == moved, "the event followed the id");
-		CHECK(id_op(&m, DROCE_OP_CM_DESTROY_ID, moved) == 0, "DESTROY_ID");
+		CHECK(id_op(&m, DROCE_PROTO_OP_CM_DESTROY_ID, moved) == 0, "DESTROY_ID");
 	}
 	req.cm_migrate.from_channel = 0x12345678;
 	CHECK(call(&m, &req, &resp, NULL) == -EINVAL, "MIGRATE from no channel");
 	/* The byte of the moved event is still in b's pipe: its GET_EVENT says -EAGAIN. */
 	rc = get_event(b, &ev, 200);
 	CHECK(rc == -ETIMEDOUT, "b has no event left: %d", rc);
-	CHECK(id_op(a, DROCE_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
-	CHECK(id_op(a, DROCE_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID");
+	CHECK(id_op(a, DROCE_PROTO_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
+	CHECK(id_op(a, DROCE_PROTO_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID");
 	printf("ok MIGRATE\n");
 	close(m.sock);
 	close(m.efd);
@@ -513,21 +513,22 @@ mode_basic(const char *ip)
 	chan_open(&a);
 	printf("ok CM_OPEN: pipe fd %d token %#x\n", a.efd, a.token);
 	/* A CM channel is not a device context. */
-	req_init(&req, DROCE_OP_HELLO);
+	req_init(&req, DROCE_PROTO_OP_HELLO);
 	req.hello.version = DROCE_PROTO_VERSION;
 	CHECK(call(&a, &req, &resp, NULL) == -EPROTO, "HELLO on a channel");
-	req_init(&req, DROCE_OP_ALLOC_PD);
+	req_init(&req, DROCE_PROTO_OP_ALLOC_PD);
 	CHECK(call(&a, &req, &resp, NULL) == -EPROTO, "ALLOC_PD on a channel");
-	req_init(&req, DROCE_OP_CM_OPEN);
+	req_init(&req, DROCE_PROTO_OP_CM_OPEN);
 	req.cm_open.version = DROCE_PROTO_CM_VERSION;
 	CHECK(call(&a, &req, &resp, NULL) == -EPROTO, "CM_OPEN twice");
 	/* Bad handles and arguments. */
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, 0) == -EINVAL, "destroy of no id");
-	CHECK(id_op(&a, DROCE_OP_CM_QUERY, 12345) == -EINVAL, "query of no id");
-	CHECK(id_op(&a, DROCE_OP_CM_DISCONNECT, UINT32_MAX) == -EINVAL, "disconnect of no id");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, 0) == -EINVAL, "destroy of no id");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_QUERY, 12345) == -EINVAL, "query of no id");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DISCONNECT, UINT32_MAX) == -EINVAL,
+	      "disconnect of no id");
 	CHECK(create_id(&a, 0x4242, DROCE_SHM_QPT_RC, 0, &x) == -EINVAL, "bad port space");
 	CHECK(create_id(&a, DROCE_PROTO_CM_PS_IB, 99, 0, &x) == -EINVAL, "bad QP type");
-	req_init(&req, DROCE_OP_CM_GET_EVENT);
+	req_init(&req, DROCE_PROTO_OP_CM_GET_EVENT);
 	CHECK(call(&a, &req, &resp, NULL) == -EAGAIN, "GET_EVENT with none");
 	printf("ok bad handles\n");
 	/* Binding rules. */
@@ -541,14 +542,14 @@ mode_basic(const char *ip)
 	CHECK(create_id(&a, DROCE_PROTO_CM_PS_UDP, DROCE_SHM_QPT_UD, 3, &y) == 0, "CREATE_ID");
 	CHECK(bind_id(&a, y, ip, 7471) == 0, "BIND same port, other space");
 	CHECK(bind_id(&a, y, ip, 0) == -EINVAL, "BIND after BIND");
-	CHECK(id_op(&a, DROCE_OP_CM_RESOLVE_ROUTE, x) == -EINVAL, "RESOLVE_ROUTE unresolved");
-	CHECK(conn_op(&a, DROCE_OP_CM_CONNECT, x, 1, NULL) == -EINVAL, "CONNECT unresolved");
-	CHECK(conn_op(&a, DROCE_OP_CM_ACCEPT, x, 1, NULL) == -EINVAL, "ACCEPT nothing");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_RESOLVE_ROUTE, x) == -EINVAL, "RESOLVE_ROUTE unresolved");
+	CHECK(conn_op(&a, DROCE_PROTO_OP_CM_CONNECT, x, 1, NULL) == -EINVAL, "CONNECT unresolved");
+	CHECK(conn_op(&a, DROCE_PROTO_OP_CM_ACCEPT, x, 1, NULL) == -EINVAL, "ACCEPT nothing");
 	CHECK(listen_id(&a, l, 8) == 0, "LISTEN");
 	CHECK(listen_id(&a, x, 8) == 0, "LISTEN on another port");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, x) == 0, "DESTROY_ID");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, x) == -EINVAL, "DESTROY_ID twice");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, y) == 0, "DESTROY_ID");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, x) == 0, "DESTROY_ID");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, x) == -EINVAL, "DESTROY_ID twice");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, y) == 0, "DESTROY_ID");
 	printf("ok bind/listen rules\n");
 
 	/* A connection to ourselves (two channels, one droced: QP1 without the wire). */
@@ -560,47 +561,47 @@ mode_basic(const char *ip)
 		CHECK(ev.id == srv, "ESTABLISHED for %u", ev.id);
 	check_qp_attrs(&a, srv, FAKE_QPN_CLI);
 	printf("ok connection to ourselves: REQ, REP, RTU\n");
-	CHECK(id_op(&b, DROCE_OP_CM_DISCONNECT, cli) == 0, "DISCONNECT");
+	CHECK(id_op(&b, DROCE_PROTO_OP_CM_DISCONNECT, cli) == 0, "DISCONNECT");
 	if (expect_event(&a, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0)
 		CHECK(ev.id == srv, "DISCONNECTED for %u", ev.id);
 	CHECK(expect_event(&b, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0, "DREP");
-	CHECK(id_op(&a, DROCE_OP_CM_DISCONNECT, srv) == 0, "DISCONNECT after DREQ");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DISCONNECT, srv) == 0, "DISCONNECT after DREQ");
 	printf("ok disconnect: DREQ, DREP\n");
-	CHECK(id_op(&b, DROCE_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
+	CHECK(id_op(&b, DROCE_PROTO_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
 
 	/* Destroying a connected id ends its connection: the peer is DISCONNECTED. */
 	cli = start_connect(&b, ip, 7471, NULL);
 	srv = accept_one(&a, l, NULL);
 	cli = finish_connect(&b, cli);
 	CHECK(expect_event(&a, DROCE_PROTO_CM_EVENT_ESTABLISHED, &ev) == 0, "ESTABLISHED");
-	CHECK(id_op(&b, DROCE_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID connected");
+	CHECK(id_op(&b, DROCE_PROTO_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID connected");
 	CHECK(expect_event(&a, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0, "DISCONNECTED");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, srv) == 0, "DESTROY_ID");
 	printf("ok destroy while connected\n");
 
 	/* Rejection by the application, with private data. */
 	cli = start_connect(&b, ip, 7471, NULL);
 	if (expect_event(&a, DROCE_PROTO_CM_EVENT_CONNECT_REQUEST, &ev) == 0) {
-		req_init(&req, DROCE_OP_CM_REJECT);
+		req_init(&req, DROCE_PROTO_OP_CM_REJECT);
 		req.cm_reject.id = ev.id;
 		req.cm_reject.private_data_len = 4;
 		memcpy(req.cm_reject.private_data, "nope", 4);
 		CHECK(call(&a, &req, &resp, NULL) == 0, "REJECT");
-		CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, ev.id) == 0, "DESTROY_ID");
+		CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, ev.id) == 0, "DESTROY_ID");
 	}
 	if (expect_event(&b, DROCE_PROTO_CM_EVENT_REJECTED, &ev) == 0) {
 		CHECK(ev.status == 28, "REJECTED status %d", ev.status);
 		CHECK(memcmp(ev.conn.private_data, "nope", 4) == 0, "REJ pdata");
 	}
-	CHECK(id_op(&b, DROCE_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
+	CHECK(id_op(&b, DROCE_PROTO_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
 	printf("ok reject with private data\n");
 
 	/* Nobody listens: REJ Invalid Service ID (8), as Linux's CM. */
 	cli = start_connect(&b, ip, 7999, NULL);
 	if (expect_event(&b, DROCE_PROTO_CM_EVENT_REJECTED, &ev) == 0)
 		CHECK(ev.status == 8, "REJECTED status %d", ev.status);
-	CHECK(id_op(&b, DROCE_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
+	CHECK(id_op(&b, DROCE_PROTO_OP_CM_DESTROY_ID, cli) == 0, "DESTROY_ID");
 	printf("ok nobody listening: rejected 8\n");
 
 	/* A listener destroyed with a request pending rejects it. */
@@ -612,10 +613,10 @@ mode_basic(const char *ip)
 		rc = poll(&pfd, 1, EVENT_WAIT_MS) == 1 ? 1 : -1;
 	}
 	CHECK(rc == 1, "CONNECT_REQUEST byte");
-	CHECK(id_op(&a, DROCE_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID listener");
+	CHECK(id_op(&a, DROCE_PROTO_OP_CM_DESTROY_ID, l) == 0, "DESTROY_ID listener");
 	if (expect_event(&b, DROCE_PROTO_CM_EVENT_REJECTED, &ev) == 0)
 		CHECK(ev.status == 28, "REJECTED status %d", ev.status);
-	req_init(&req, DROCE_OP_CM_GET_EVENT);
+	req_init(&req, DROCE_PROTO_OP_CM_GET_EVENT);
 	CHECK(call(&a, &req, &resp, NULL) == -EAGAIN, "the request went with its listener");
 	printf("ok listener destroyed: pending request rejected\n");
 	mode_basic_more(&a, &b, ip);
@@ -666,10 +667,10 @@ mode_serve(const char *ip, uint16_t port)
 		if (rc != 0)
 			return failures + 1;
 		if (ev.event == DROCE_PROTO_CM_EVENT_CONNECT_REQUEST)
-			CHECK(conn_op(&c, DROCE_OP_CM_ACCEPT, ev.id, FAKE_QPN_SRV, "srv") == 0,
-			      "ACCEPT");
+			CHECK(conn_op(&c, DROCE_PROTO_OP_CM_ACCEPT, ev.id, FAKE_QPN_SRV,
+				      "srv") == 0, "ACCEPT");
 		else if (ev.event == DROCE_PROTO_CM_EVENT_ESTABLISHED)
-			id_op(&c, DROCE_OP_CM_DESTROY_ID, ev.id);
+			id_op(&c, DROCE_PROTO_OP_CM_DESTROY_ID, ev.id);
 	}
 }
 
@@ -695,7 +696,7 @@ mode_rate(const char *ip, uint16_t port, int n)
 		while (started < n && started - done < RATE_WINDOW) {
 			CHECK(create_id(&c, DROCE_PROTO_CM_PS_TCP, DROCE_SHM_QPT_RC, 7, &id) == 0,
 			      "CREATE_ID");
-			req_init(&req, DROCE_OP_CM_RESOLVE_ADDR);
+			req_init(&req, DROCE_PROTO_OP_CM_RESOLVE_ADDR);
 			req.cm_resolve_addr.id = id;
 			req.cm_resolve_addr.timeout_ms = 2000;
 			ip_addr(ip, port, &req.cm_resolve_addr.dst);
@@ -708,16 +709,17 @@ mode_rate(const char *ip, uint16_t port, int n)
 			break;
 		switch (ev.event) {
 		case DROCE_PROTO_CM_EVENT_ADDR_RESOLVED:
-			CHECK(id_op(&c, DROCE_OP_CM_RESOLVE_ROUTE, ev.id) == 0, "RESOLVE_ROUTE");
+			CHECK(id_op(&c, DROCE_PROTO_OP_CM_RESOLVE_ROUTE, ev.id) == 0,
+			      "RESOLVE_ROUTE");
 			break;
 		case DROCE_PROTO_CM_EVENT_ROUTE_RESOLVED:
-			CHECK(conn_op(&c, DROCE_OP_CM_CONNECT, ev.id, FAKE_QPN_CLI, NULL) == 0,
-			      "CONNECT");
+			CHECK(conn_op(&c, DROCE_PROTO_OP_CM_CONNECT, ev.id, FAKE_QPN_CLI,
+				      NULL) == 0, "CONNECT");
 			break;
 		case DROCE_PROTO_CM_EVENT_CONNECT_RESPONSE:
-			CHECK(id_op(&c, DROCE_OP_CM_ESTABLISH, ev.id) == 0, "ESTABLISH");
+			CHECK(id_op(&c, DROCE_PROTO_OP_CM_ESTABLISH, ev.id) == 0, "ESTABLISH");
 			done++;
-			id_op(&c, DROCE_OP_CM_DESTROY_ID, ev.id);
+			id_op(&c, DROCE_PROTO_OP_CM_DESTROY_ID, ev.id);
 			break;
 		default:
 			CHECK(0, "event %u status %d", ev.event, ev.status);
@@ -745,7 +747,8 @@ mode_client(const char *ip, uint16_t port, const char *mode)
 		CHECK(create_id(&c, DROCE_PROTO_CM_PS_TCP, DROCE_SHM_QPT_RC, 1, &id) == 0, "ID");
 		if (resolve(&c, id, ip, port) != 0)
 			return 1;
-		CHECK(conn_op(&c, DROCE_OP_CM_CONNECT, id, FAKE_QPN_CLI, NULL) == 0, "CONNECT");
+		CHECK(conn_op(&c, DROCE_PROTO_OP_CM_CONNECT, id, FAKE_QPN_CLI, NULL) == 0,
+		      "CONNECT");
 		if (expect_event(&c, DROCE_PROTO_CM_EVENT_REJECTED, &ev) == 0) {
 			CHECK(ev.status == 8, "REJECTED status %d", ev.status);
 			printf("ok rejected status %d\n", ev.status);
@@ -757,7 +760,7 @@ mode_client(const char *ip, uint16_t port, const char *mode)
 		struct droce_proto_resp resp;
 
 		CHECK(create_id(&c, DROCE_PROTO_CM_PS_TCP, DROCE_SHM_QPT_RC, 1, &id) == 0, "ID");
-		req_init(&req, DROCE_OP_CM_RESOLVE_ADDR);
+		req_init(&req, DROCE_PROTO_OP_CM_RESOLVE_ADDR);
 		req.cm_resolve_addr.id = id;
 		req.cm_resolve_addr.timeout_ms = 3000;
 		ip_addr(ip, port, &req.cm_resolve_addr.dst);
@@ -783,10 +786,10 @@ mode_client(const char *ip, uint16_t port, const char *mode)
 		for (;;)
 			pause();
 	}
-	CHECK(id_op(&c, DROCE_OP_CM_DISCONNECT, id) == 0, "DISCONNECT");
+	CHECK(id_op(&c, DROCE_PROTO_OP_CM_DISCONNECT, id) == 0, "DISCONNECT");
 	if (expect_event(&c, DROCE_PROTO_CM_EVENT_DISCONNECTED, &ev) == 0)
 		printf("ok client disconnected\n");
-	CHECK(id_op(&c, DROCE_OP_CM_DESTROY_ID, id) == 0, "DESTROY_ID");
+	CHECK(id_op(&c, DROCE_PROTO_OP_CM_DESTROY_ID, id) == 0, "DESTROY_ID");
 	return failures;
 }
 
@@ -816,27 +819,27 @@ mode_garbage(const char *ip, unsigned int seed, unsigned int rounds)
 
 		for (k = 0; k < sizeof(req); k++)
 			raw[k] = (uint8_t)rand();
-		req.op = DROCE_OP_CM_CREATE_ID + (uint32_t)rand() %
-			 (DROCE_OP_CM_NOTIFY - DROCE_OP_CM_CREATE_ID + 1);
+		req.op = DROCE_PROTO_OP_CM_CREATE_ID + (uint32_t)rand() %
+			 (DROCE_PROTO_OP_CM_NOTIFY - DROCE_PROTO_OP_CM_CREATE_ID + 1);
 		req.cm_id.id = rand() % 4 == 0 ? (uint32_t)rand() : (uint32_t)(rand() % 8);
 		switch (req.op) {
-		case DROCE_OP_CM_CREATE_ID:
+		case DROCE_PROTO_OP_CM_CREATE_ID:
 			req.cm_create_id.ps = rand() % 2 ? DROCE_PROTO_CM_PS_TCP :
 					      DROCE_PROTO_CM_PS_UDP;
 			break;
-		case DROCE_OP_CM_BIND:
+		case DROCE_PROTO_OP_CM_BIND:
 			if (rand() % 2)
 				ip_addr(rand() % 2 ? ip : NULL, (uint16_t)(7000 + rand() % 4),
 					&req.cm_bind.addr);
 			break;
-		case DROCE_OP_CM_RESOLVE_ADDR:
+		case DROCE_PROTO_OP_CM_RESOLVE_ADDR:
 			if (rand() % 2) {
 				req.cm_resolve_addr.src.family = 0;
 				ip_addr(ip, (uint16_t)(7000 + rand() % 4), &req.cm_resolve_addr.dst);
 			}
 			req.cm_resolve_addr.timeout_ms %= 1000;
 			break;
-		case DROCE_OP_CM_MIGRATE:
+		case DROCE_PROTO_OP_CM_MIGRATE:
 			if (rand() % 2)
 				req.cm_migrate.from_channel = ch[rand() % 2].token;
 			req.cm_migrate.id %= 8;
@@ -851,7 +854,7 @@ mode_garbage(const char *ip, unsigned int seed, unsigned int rounds)
 				while (read(ch[k].efd, &b, 1) == 1 && rand() % 16 != 0)
 					;
 	}
-	req_init(&req, DROCE_OP_STATUS);
+	req_init(&req, DROCE_PROTO_OP_STATUS);
 	CHECK(call(&ch[0], &req, &resp, NULL) == 0, "STATUS after the garbage");
 	printf("ok %u random CM requests answered\n", rounds);
 	return failures;

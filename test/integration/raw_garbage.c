@@ -31,8 +31,9 @@
 #include <unistd.h>
 
 #include "droce_shm.h"
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
+#include "droce_shm_qp_attr.h"
 
 #define EXIT_OK		0
 #define EXIT_DEAD	1
@@ -253,7 +254,7 @@ hello(struct conn *c)
 	int32_t st;
 
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_HELLO;
+	req.op = DROCE_PROTO_OP_HELLO;
 	req.hello.version = DROCE_PROTO_VERSION;
 	req.hello.port = 0;
 	st = call(c, &req, NULL, 0, &resp, fds, 2, &nfds);
@@ -298,7 +299,7 @@ create_qp(struct conn *c, uint8_t type, struct qp *q)
 	int32_t st;
 
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_CREATE_QP;
+	req.op = DROCE_PROTO_OP_CREATE_QP;
 	req.create_qp.pd = c->pd;
 	req.create_qp.send_cq = c->cq;
 	req.create_qp.recv_cq = c->cq;
@@ -343,7 +344,7 @@ modify(struct conn *c, struct qp *q, const struct droce_shm_qp_attr *attr)
 	struct droce_proto_resp resp;
 
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_MODIFY_QP;
+	req.op = DROCE_PROTO_OP_MODIFY_QP;
 	req.modify_qp.handle = q->handle;
 	req.modify_qp.attr = *attr;
 	return call(c, &req, NULL, 0, &resp, NULL, 0, NULL);
@@ -437,13 +438,13 @@ setup(struct conn *c)
 
 	if (conn_open(c) != 0 || hello(c) != 0)
 		return -1;
-	if (simple(c, DROCE_OP_ALLOC_PD, 0, &resp) != 0) {
+	if (simple(c, DROCE_PROTO_OP_ALLOC_PD, 0, &resp) != 0) {
 		printf("ALLOC_PD failed\n");
 		return -1;
 	}
 	c->pd = resp.obj.handle;
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_CREATE_CQ;
+	req.op = DROCE_PROTO_OP_CREATE_CQ;
 	req.create_cq.cqe = CQ_SIZE;
 	if (call(c, &req, NULL, 0, &resp, NULL, 0, NULL) != 0 ||
 	    !in_region(c, resp.cq.ctl_off, sizeof(struct droce_shm_cq))) {
@@ -757,7 +758,7 @@ m_hello_twice(struct conn *c)
 	int32_t st;
 
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_HELLO;
+	req.op = DROCE_PROTO_OP_HELLO;
 	req.hello.version = DROCE_PROTO_VERSION;
 	req.seq = ++c->seq;
 	if (xfer(c, &req, sizeof(req), NULL, 0, &resp, fds, 2, &nfds) == 1) {
@@ -789,7 +790,9 @@ m_hello_twice(struct conn *c)
 static void
 m_unknown_ops(struct conn *c)
 {
-	static const uint32_t ops[] = { 0, DROCE_OP_MAX, DROCE_OP_MAX + 1, 1000, UINT32_MAX };
+	static const uint32_t ops[] = {
+		0, DROCE_PROTO_OP_MAX, DROCE_PROTO_OP_MAX + 1, 1000, UINT32_MAX
+	};
 	struct droce_proto_req req;
 	char what[64];
 	unsigned int i;
@@ -813,18 +816,18 @@ m_truncated(struct conn *c)
 	unsigned int i;
 
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_ALLOC_PD;
+	req.op = DROCE_PROTO_OP_ALLOC_PD;
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		req.seq = ++c->seq;
 		snprintf(what, sizeof(what), "ALLOC_PD truncated to %zu bytes", lens[i]);
 		garbage_msg(c, &req, lens[i], what);
 	}
-	req.op = DROCE_OP_CREATE_QP;
+	req.op = DROCE_PROTO_OP_CREATE_QP;
 	req.seq = ++c->seq;
 	garbage_msg(c, &req, offsetof(struct droce_proto_req, create_qp.cap),
 		    "CREATE_QP cut before its caps");
 	memset(big, 0, sizeof(big));
-	req.op = DROCE_OP_STATUS;
+	req.op = DROCE_PROTO_OP_STATUS;
 	req.seq = ++c->seq;
 	memcpy(big, &req, sizeof(req));
 	garbage_msg(c, big, sizeof(big), "STATUS 512 bytes too long");
@@ -834,8 +837,9 @@ static void
 m_foreign_handles(struct conn *c)
 {
 	static const uint32_t ops[] = {
-		DROCE_OP_DEALLOC_PD, DROCE_OP_DEREG_MR, DROCE_OP_DESTROY_CQ, DROCE_OP_QUERY_SRQ,
-		DROCE_OP_DESTROY_SRQ, DROCE_OP_QUERY_QP, DROCE_OP_DESTROY_QP, DROCE_OP_DESTROY_AH,
+		DROCE_PROTO_OP_DEALLOC_PD, DROCE_PROTO_OP_DEREG_MR, DROCE_PROTO_OP_DESTROY_CQ,
+		DROCE_PROTO_OP_QUERY_SRQ, DROCE_PROTO_OP_DESTROY_SRQ, DROCE_PROTO_OP_QUERY_QP,
+		DROCE_PROTO_OP_DESTROY_QP, DROCE_PROTO_OP_DESTROY_AH,
 	};
 	struct droce_proto_resp resp;
 	struct droce_proto_req req;
@@ -865,7 +869,7 @@ m_foreign_handles(struct conn *c)
 	printf("  %zu ops x 8 random handles refused\n", sizeof(ops) / sizeof(ops[0]));
 	/* CREATE_QP on a foreign PD and CQs. */
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_CREATE_QP;
+	req.op = DROCE_PROTO_OP_CREATE_QP;
 	req.create_qp.pd = (uint32_t)rnd() | 0x10000u;
 	req.create_qp.send_cq = (uint32_t)rnd();
 	req.create_qp.recv_cq = c->cq;
@@ -885,14 +889,14 @@ m_foreign_handles(struct conn *c)
 		a.mask = DROCE_SHM_QP_STATE;
 		a.qp_state = DROCE_SHM_QPS_ERR;
 		memset(&req, 0, sizeof(req));
-		req.op = DROCE_OP_MODIFY_QP;
+		req.op = DROCE_PROTO_OP_MODIFY_QP;
 		req.modify_qp.handle = c->a.handle;
 		req.modify_qp.attr = a;
 		st = call(&other, &req, NULL, 0, &resp, NULL, 0, NULL);
 		printf("  other client MODIFY_QP(handle %u -> ERR): status %d\n", c->a.handle, st);
-		st = simple(&other, DROCE_OP_DESTROY_QP, c->b.handle, &resp);
+		st = simple(&other, DROCE_PROTO_OP_DESTROY_QP, c->b.handle, &resp);
 		printf("  other client DESTROY_QP(handle %u): status %d\n", c->b.handle, st);
-		st = simple(&other, DROCE_OP_DESTROY_CQ, c->cq, &resp);
+		st = simple(&other, DROCE_PROTO_OP_DESTROY_CQ, c->cq, &resp);
 		printf("  other client DESTROY_CQ(handle %u): status %d\n", c->cq, st);
 		usleep(50000);
 		expect_state("another client's requests", &c->a, DROCE_SHM_QPS_RTS);
@@ -913,7 +917,7 @@ m_modify_random(struct conn *c)
 		struct qp *q = i % 3 == 0 ? &c->a : i % 3 == 1 ? &c->b : &c->ud;
 
 		memset(&req, 0, sizeof(req));
-		req.op = DROCE_OP_MODIFY_QP;
+		req.op = DROCE_PROTO_OP_MODIFY_QP;
 		req.modify_qp.handle = q->handle;
 		rnd_fill(&req.modify_qp.attr, sizeof(req.modify_qp.attr));
 		if (i % 2 == 0)	/* half with only known mask bits, to get past the first check */
@@ -942,7 +946,7 @@ m_random_requests(struct conn *c)
 	/* Every op with random bytes after the header (no descriptors). */
 	for (i = 0; i < RANDOM_ROUNDS; i++) {
 		rnd_fill(&req, sizeof(req));
-		req.op = DROCE_OP_QUERY_PORTS + i % (DROCE_OP_MAX - 1);
+		req.op = DROCE_PROTO_OP_QUERY_PORTS + i % (DROCE_PROTO_OP_MAX - 1);
 		st = call(c, &req, NULL, 0, &resp, NULL, 0, NULL);
 		if (st == NO_RESPONSE) {
 			if (c->closed) {
@@ -976,7 +980,7 @@ m_mr_short_memfd(struct conn *c)
 		return;
 	}
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_REG_MR;
+	req.op = DROCE_PROTO_OP_REG_MR;
 	req.reg_mr.pd = c->pd;
 	req.reg_mr.access = DROCE_SHM_ACCESS_LOCAL_WRITE;
 	req.reg_mr.iova = 0x100000000ull;
@@ -1023,7 +1027,7 @@ m_mr_shrunk(struct conn *c)
 		return;
 	}
 	memset(&req, 0, sizeof(req));
-	req.op = DROCE_OP_REG_MR;
+	req.op = DROCE_PROTO_OP_REG_MR;
 	req.reg_mr.pd = c->pd;
 	req.reg_mr.access = DROCE_SHM_ACCESS_LOCAL_WRITE;
 	req.reg_mr.iova = 0x200000000ull;
@@ -1095,7 +1099,7 @@ still_serving(struct conn *c)
 	int32_t st;
 
 	if (!c->closed) {
-		st = simple(c, DROCE_OP_STATUS, 0, &resp);
+		st = simple(c, DROCE_PROTO_OP_STATUS, 0, &resp);
 		if (st == NO_RESPONSE && !c->closed) {
 			printf("  FAIL STATUS on the same connection: no answer\n");
 			ok = false;
@@ -1110,14 +1114,14 @@ still_serving(struct conn *c)
 		printf("  FAIL cannot connect to droced any more\n");
 		return false;
 	}
-	st = simple(&fresh, DROCE_OP_QUERY_PORTS, 0, &resp);
+	st = simple(&fresh, DROCE_PROTO_OP_QUERY_PORTS, 0, &resp);
 	if (st == NO_RESPONSE) {
 		printf("  FAIL QUERY_PORTS on a fresh connection: no answer\n");
 		ok = false;
 	} else {
 		printf("  QUERY_PORTS: status %d, %u ports\n", st, resp.ports.nb_ports);
 	}
-	st = simple(&fresh, DROCE_OP_STATUS, 0, &resp);
+	st = simple(&fresh, DROCE_PROTO_OP_STATUS, 0, &resp);
 	if (st == NO_RESPONSE) {
 		printf("  FAIL STATUS on a fresh connection: no answer\n");
 		ok = false;

@@ -1207,7 +1207,7 @@ r_modify_rtr_dest_qpn(struct fx *f)
 {
 	struct ibv_qp_attr a;
 
-	/* droce_shm_ctl.h: QPNs are 24 bits; a wider one is EINVAL. */
+	/* droce_shm_qp_attr.h: QPNs are 24 bits; a wider one is EINVAL. */
 	rtr_attr(f, &a);
 	a.dest_qp_num = 0x1000000;
 	return modify(f, f->qp_init, &a, RTR_MASK);

@@ -251,7 +251,7 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 	resp.op = req->op;
 	resp.seq = req->seq;
 	switch (req->op) {
-	case DROCE_OP_CM_OPEN:
+	case DROCE_PROTO_OP_CM_OPEN:
 		if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
 			resp.status = -errno;
 			break;
@@ -261,10 +261,10 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 		resp.cm_open.version = DROCE_PROTO_CM_VERSION;
 		resp.cm_open.token = FAKE_TOKEN;
 		break;
-	case DROCE_OP_CM_CREATE_ID:
+	case DROCE_PROTO_OP_CM_CREATE_ID:
 		resp.cm_id.id = FAKE_ID;
 		break;
-	case DROCE_OP_CM_QUERY:
+	case DROCE_PROTO_OP_CM_QUERY:
 		resp.cm_query.port = DROCE_PROTO_NO_HANDLE;
 		resp.cm_query.dst.family = AF_INET;
 		resp.cm_query.dst.port = htons(7471);
@@ -273,7 +273,7 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 		resp.cm_query.dst.addr[12] = 192;
 		resp.cm_query.dst.addr[15] = 9;
 		break;
-	case DROCE_OP_CM_GET_EVENT:
+	case DROCE_PROTO_OP_CM_GET_EVENT:
 		if (f->stale > 0) {
 			f->stale--;
 			resp.status = -EAGAIN;
@@ -284,7 +284,7 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 		resp.cm_event.id = FAKE_ID;
 		resp.cm_event.listen_id = DROCE_PROTO_NO_HANDLE;
 		break;
-	case DROCE_OP_CM_DESTROY_ID:
+	case DROCE_PROTO_OP_CM_DESTROY_ID:
 		break;
 	default:
 		resp.status = -ENOSYS;

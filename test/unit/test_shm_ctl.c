@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
+#include "droce_shm_qp_attr.h"
 #include "droce_test.h"
 
 /* ---- The transition table, second encoding ---- */

@@ -22,7 +22,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "droce_shm_ctl.h"
+#include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
 #include "droce_test.h"
 
@@ -40,7 +40,7 @@ struct fake {
 	void *region;
 	int memfd;
 	int evfd;
-	struct droce_proto_event_ring *ring;
+	struct droce_shm_event_ring *ring;
 	uint64_t ring_off;
 	unsigned int requests;		/* after HELLO, on any connection */
 	struct droce_proto_req last;
@@ -114,17 +114,17 @@ fake_main(void *arg)
 			resp.op = req.op;
 			resp.seq = req.seq;
 			switch (req.op) {
-			case DROCE_OP_QUERY_PORTS:
+			case DROCE_PROTO_OP_QUERY_PORTS:
 				resp.ports.nb_ports = 1;
 				fake_port(&resp.ports.port[0]);
 				break;
-			case DROCE_OP_HELLO:
+			case DROCE_PROTO_OP_HELLO:
 				fake_hello(&resp);
 				out[0] = fk.memfd;
 				out[1] = fk.evfd;
 				nout = 2;
 				break;
-			case DROCE_OP_REG_MR:
+			case DROCE_PROTO_OP_REG_MR:
 				__atomic_add_fetch(&fk.requests, 1, __ATOMIC_SEQ_CST);
 				fk.last = req;
 				resp.obj.handle = 3;
@@ -162,7 +162,7 @@ fake_start(void)
 	off = droce_shm_arena_alloc(a, sizeof(*fk.ring), DROCE_SHM_CACHE_LINE);
 	CHECK(off > 0);
 	fk.ring_off = (uint64_t)off;
-	fk.ring = (struct droce_proto_event_ring *)((uint8_t *)fk.region + off);
+	fk.ring = (struct droce_shm_event_ring *)((uint8_t *)fk.region + off);
 	droce_test_free(a);
 	fk.evfd = eventfd(0, EFD_CLOEXEC);
 	CHECK(fk.evfd >= 0);
@@ -550,9 +550,9 @@ DROCE_TEST(async_event_from_ring)
 	CHECK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
 	CHECK_EQ_I64(ibv_get_async_event(ctx, &ev), -1);
 	CHECK_EQ_I64(errno, EAGAIN);
-	fk.ring->ev[0] = (struct droce_proto_event){ .type = IBV_EVENT_DEVICE_FATAL };
-	fk.ring->ev[1] = (struct droce_proto_event){ .type = IBV_EVENT_CQ_ERR, .handle = 7 };
-	fk.ring->ev[2] = (struct droce_proto_event){ .type = IBV_EVENT_PORT_ACTIVE };
+	fk.ring->ev[0] = (struct droce_shm_event){ .type = IBV_EVENT_DEVICE_FATAL };
+	fk.ring->ev[1] = (struct droce_shm_event){ .type = IBV_EVENT_CQ_ERR, .handle = 7 };
+	fk.ring->ev[2] = (struct droce_shm_event){ .type = IBV_EVENT_PORT_ACTIVE };
 	__atomic_store_n(&fk.ring->ring.prod, 3, __ATOMIC_RELEASE);
 	CHECK(write(fk.evfd, &one, sizeof(one)) == sizeof(one));
 	CHECK_EQ_I64(ibv_get_async_event(ctx, &ev), 0);

@@ -122,7 +122,7 @@ listen_socket(struct droced *d)
 }
 
 int
-droced_ctl_init(struct droced *d)
+droced_loop_init(struct droced *d)
 {
 	struct itimerspec its = {
 		.it_interval = { .tv_nsec = DROCED_TICK_NS },
@@ -206,8 +206,8 @@ accept_clients(struct droced *d)
 }
 
 void
-droced_ctl_respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
-		   unsigned int nfds)
+droced_loop_respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
+		    unsigned int nfds)
 {
 	int rc = droce_proto_send(c->fd, resp, sizeof(*resp), fds, nfds);
 
@@ -217,7 +217,7 @@ droced_ctl_respond(struct droced_client *c, struct droce_proto_resp *resp, const
 }
 
 void
-droced_ctl_client_pause(struct droced_client *c, bool pause)
+droced_loop_client_pause(struct droced_client *c, bool pause)
 {
 	struct epoll_event ev = {
 		.events = pause ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP,
@@ -259,7 +259,7 @@ client_read(struct droced_client *c)
 		resp.op = req.op;
 		resp.seq = req.seq;
 		resp.status = -EINVAL;
-		droced_ctl_respond(c, &resp, NULL, 0);
+		droced_loop_respond(c, &resp, NULL, 0);
 		return;
 	}
 	if (n <= 0) {
@@ -267,7 +267,7 @@ client_read(struct droced_client *c)
 		return;
 	}
 	if (droced_client_handle(c, &req, (size_t)n, fds, nfds, &resp, out_fds, &out_nfds) == 0)
-		droced_ctl_respond(c, &resp, out_fds, out_nfds);
+		droced_loop_respond(c, &resp, out_fds, out_nfds);
 	close_fds(fds, nfds);
 }
 
@@ -305,7 +305,7 @@ reap(struct droced *d)
 }
 
 int
-droced_ctl_run(struct droced *d)
+droced_loop_run(struct droced *d)
 {
 	struct epoll_event evs[DROCED_EPOLL_BATCH];
 	struct signalfd_siginfo si;
@@ -370,7 +370,7 @@ droced_ctl_run(struct droced *d)
 }
 
 void
-droced_ctl_fini(struct droced *d)
+droced_loop_fini(struct droced *d)
 {
 	struct droced_client *c;
 

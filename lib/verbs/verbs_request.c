@@ -3,7 +3,7 @@
 /*
  * The control socket: connecting to droced and one request/response round trip, with the
  * descriptors that travel beside each message (droce_shm_proto.h). A context's round trips
- * are serialised by its ctl_lock, so responses arrive in the order of the requests.
+ * are serialised by its req_lock, so responses arrive in the order of the requests.
  * Never on the fast path.
  */
 
@@ -121,16 +121,16 @@ verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *
  * up and exit, as after a NIC's fatal error); everything else fails with EIO.
  */
 static int
-ctl_dead(struct dv_context *c, const struct droce_proto_req *req)
+request_dead(struct verbs_dctx *c, const struct droce_proto_req *req)
 {
 	verbs_fatal(c);
 	switch (req->op) {
-	case DROCE_OP_DEALLOC_PD:
-	case DROCE_OP_DEREG_MR:
-	case DROCE_OP_DESTROY_CQ:
-	case DROCE_OP_DESTROY_SRQ:
-	case DROCE_OP_DESTROY_QP:
-	case DROCE_OP_DESTROY_AH:
+	case DROCE_PROTO_OP_DEALLOC_PD:
+	case DROCE_PROTO_OP_DEREG_MR:
+	case DROCE_PROTO_OP_DESTROY_CQ:
+	case DROCE_PROTO_OP_DESTROY_SRQ:
+	case DROCE_PROTO_OP_DESTROY_QP:
+	case DROCE_PROTO_OP_DESTROY_AH:
 		return 0;
 	default:
 		return EIO;
@@ -139,44 +139,44 @@ ctl_dead(struct dv_context *c, const struct droce_proto_req *req)
 
 /* The transport's verdict on droced: these mean the other end of the socket is gone. */
 static bool
-ctl_lost(int ret)
+request_lost(int ret)
 {
 	return ret == ECONNRESET || ret == EPIPE || ret == ENOTCONN;
 }
 
 static int
-ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
-	 unsigned int nfds, struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
-	 unsigned int *nrfds)
+request_call(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
+	     unsigned int nfds, struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+	     unsigned int *nrfds)
 {
 	int ret;
 
 	if (nrfds != NULL)
 		*nrfds = 0;
 	if (verbs_dead(c))
-		return ctl_dead(c, req);
-	pthread_mutex_lock(&c->ctl_lock);
+		return request_dead(c, req);
+	pthread_mutex_lock(&c->req_lock);
 	ret = verbs_sock_call(c->sock, ++c->seq, req, fds, nfds, resp, rfds, max_rfds, nrfds);
-	pthread_mutex_unlock(&c->ctl_lock);
-	if (ctl_lost(ret))
-		ret = ctl_dead(c, req);
+	pthread_mutex_unlock(&c->req_lock);
+	if (request_lost(ret))
+		ret = request_dead(c, req);
 	if (ret != 0)
 		verbs_debug("%s: %s", droce_proto_op_name(req->op), strerror(ret));
 	return ret;
 }
 
 int
-verbs_ctl_call_fds(struct dv_context *c, struct droce_proto_req *req,
-		   struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
-		   unsigned int *nrfds)
+verbs_request_fds(struct verbs_dctx *c, struct droce_proto_req *req,
+		  struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds,
+		  unsigned int *nrfds)
 {
-	return ctl_call(c, req, NULL, 0, resp, rfds, max_rfds, nrfds);
+	return request_call(c, req, NULL, 0, resp, rfds, max_rfds, nrfds);
 }
 
 /* A round trip on a context's socket that returns no descriptors. */
 int
-verbs_ctl_call(struct dv_context *c, struct droce_proto_req *req, const int *fds,
-	       unsigned int nfds, struct droce_proto_resp *resp)
+verbs_request(struct verbs_dctx *c, struct droce_proto_req *req, const int *fds,
+	      unsigned int nfds, struct droce_proto_resp *resp)
 {
-	return ctl_call(c, req, fds, nfds, resp, NULL, 0, NULL);
+	return request_call(c, req, fds, nfds, resp, NULL, 0, NULL);
 }
