@@ -18,7 +18,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define TC_NB_MBUFS	8192
 /* Headroom plus the largest packet: headers (<= 106 bytes), 4096 of payload, pad, ICRC. */
@@ -211,7 +211,7 @@ tc_host_open_vdev(struct tc_host *h, const char *name, const char *vdev, const c
 	unsigned int q;
 
 	snprintf(full, sizeof(full), "%s,%s", vdev, args);
-	engine_test_eal_init_vdev(nb_eng, full);
+	test_eal_init_vdev(nb_eng, full);
 	tc_generation++;
 	host_prepare(h, name, nb_eng, host_id);
 	CHECK(rte_eth_dev_get_port_by_name(vdev, &port) == 0);
@@ -329,7 +329,7 @@ tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 {
 	struct rte_ring *ab, *ba;
 
-	engine_test_eal_init_lcores(nb_eng_a + nb_eng_b);
+	test_eal_init_lcores(nb_eng_a + nb_eng_b);
 	/* A test that failed before closing its pair left engines and hosts behind. */
 	tc_stop_all();
 	tc_nb_hosts = 0;
@@ -906,7 +906,7 @@ tc_host_open_rings(struct tc_host *h, const char *name, const struct tc_host_add
 		   const struct tc_host_addr *peer, struct rte_ring **rx, struct rte_ring **tx)
 {
 	/* The caller polls the engine itself: no worker lcore. */
-	engine_test_eal_init();
+	test_eal_init();
 	host_prepare(h, name, 1, 0);
 	memcpy(h->mac, self->mac, sizeof(h->mac));
 	memcpy(h->gid, self->gid, sizeof(h->gid));
@@ -926,7 +926,7 @@ tc_pair_open_slow(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 		  unsigned int nb_eng_b, const struct tc_slow *slow_a,
 		  const struct tc_slow *slow_b, struct rte_ring **ab, struct rte_ring **ba)
 {
-	engine_test_eal_init_lcores(nb_eng_a + nb_eng_b);
+	test_eal_init_lcores(nb_eng_a + nb_eng_b);
 	/* A test that failed before closing its pair left engines and hosts behind. */
 	tc_stop_all();
 	tc_nb_hosts = 0;

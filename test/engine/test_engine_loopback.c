@@ -27,7 +27,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 /* Engines of the largest pair opened here: the EAL is started once, sized for it. */
 #define MAX_WORKERS		3
@@ -66,7 +66,7 @@ now_ms(void)
 static void
 pair_open_loop(struct tc_host *a, struct tc_host *b, unsigned int na)
 {
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	tc_pair_open(a, b, na, 1);
 	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid, a->mac), 0);
 	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid6, a->mac), 0);
@@ -677,7 +677,7 @@ DROCE_TEST(slow_rx_takes_foreign_frames)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.rx = slow_ring("lb_slow_rx1", 64);
 	tc_pair_open_slow(&a, &b, 2, 1, &slow_a, NULL, &ab, &ba);
 	rc_end_make(&a, &x, 0, NULL, NULL);
@@ -732,7 +732,7 @@ DROCE_TEST(slow_rx_full_drops)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.rx = slow_ring("lb_slow_rx2", SLOW_FULL_CAP);
 	tc_pair_open_slow(&a, &b, 1, 1, &slow_a, NULL, &ab, &ba);
 	for (i = 0; i < SLOW_FULL_CAP + 3; i++) {
@@ -777,7 +777,7 @@ DROCE_TEST(slow_tx_sends_frames)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.tx = slow_ring("lb_slow_tx3", 64);
 	slow_b.rx = slow_ring("lb_slow_rx3", 64);
 	tc_pair_open_slow(&a, &b, 2, 1, &slow_a, &slow_b, &ab, &ba);

@@ -18,7 +18,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 /* Engines of the largest pair opened here: the EAL is started once, sized for it. */
 #define MAX_WORKERS		4
@@ -56,7 +56,7 @@ pair_open(struct tc_host *a, struct tc_host *b, unsigned int na, unsigned int nb
 	  const char *fault_b)
 {
 	/* Whichever test runs first starts the EAL: give it lcores for every test. */
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	tc_pair_open_faults(a, b, na, nb, NULL, fault_b);
 }
 

@@ -27,7 +27,7 @@
 
 #include "droce_fault.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define PKT_LEN 64u
 #define NB_MBUFS 8191u
@@ -78,7 +78,7 @@ env_pool(struct vdev_env *env, uint16_t nb_queues)
 	char name[RTE_RING_NAMESIZE];
 	uint16_t q;
 
-	engine_test_eal_init();
+	test_eal_init();
 	memset(env, 0, sizeof(*env));
 	env->nb_queues = nb_queues;
 	snprintf(name, sizeof(name), "vdev_t%u", ++env_count);
@@ -421,7 +421,7 @@ DROCE_TEST(delay_through_the_vdev)
 	uint32_t i, late = 0;
 	char args[ARGS_LEN];
 
-	engine_test_eal_init();
+	test_eal_init();
 	min_delay = (uint64_t)DELAY_US * rte_get_tsc_hz() / TEST_US_PER_S;
 	snprintf(args, sizeof(args), "delay=%u,delay_us=%u,seed=7", RATE_10PCT, DELAY_US);
 	run_traffic(args, NB_PKTS_DELAY, &run);

@@ -23,7 +23,7 @@
 
 #include "droce_fault.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define PKT_LEN 64u
 /* The sequence number is written three times, so a flipped bit in one copy is outvoted. */
@@ -74,7 +74,7 @@ env_open_queues(struct fault_env *env, uint16_t nb_queues)
 	uint16_t q;
 	int ret;
 
-	engine_test_eal_init();
+	test_eal_init();
 	env->nb_queues = nb_queues;
 	snprintf(name, sizeof(name), "fault_t%u", ++env_count);
 	env->mp = rte_pktmbuf_pool_create(name, NB_MBUFS, 0, 0,
@@ -408,7 +408,7 @@ DROCE_TEST(delay_holds_at_least_delay_us_then_delivers_all)
 	uint32_t i, late = 0;
 	char args[64];
 
-	engine_test_eal_init();
+	test_eal_init();
 	snprintf(args, sizeof(args), "delay=%u,delay_us=%u,seed=11", RATE_10PCT, DELAY_US);
 	run_traffic(args, NB_PKTS_DELAY, &run);
 	check_binomial(run.st.delayed, NB_PKTS_DELAY, RATE_10PCT);

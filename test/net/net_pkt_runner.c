@@ -6,7 +6,7 @@
  * Ethernet header of the port and the payload "droce-held"); then every input frame goes
  * to droce_net_rx, one millisecond apart. Prints one line: the counters.
  *
- * Not a DROCE_TEST executable: it supplies the failure hook of engine_test_eal.c's CHECKs.
+ * Not a DROCE_TEST executable: it supplies the failure hook of test_eal.c's CHECKs.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -20,7 +20,7 @@
 
 #include "droce_net.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define RUNNER_NB_MBUFS		511u
 #define RUNNER_MBUF_ROOM	(2048u + RTE_PKTMBUF_HEADROOM)
@@ -94,7 +94,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: net-pkt-runner IN.pcap OUT.pcap\n");
 		return 2;
 	}
-	engine_test_eal_init();
+	test_eal_init();
 	mp = rte_pktmbuf_pool_create("net_runner", RUNNER_NB_MBUFS, 0, 0, RUNNER_MBUF_ROOM,
 				     SOCKET_ID_ANY);
 	CHECK(mp != NULL);
