@@ -61,6 +61,8 @@
 #include <droce_shm_ctl.h>
 #include <droce_wire_hdr.h>
 
+#include "qp_bringup.h"
+
 /* ---- Defaults and sizes ---- */
 
 #define DEFAULT_WARMUP_MS	500
@@ -425,47 +427,33 @@ qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t r
 	return 0;
 }
 
-/* RESET -> INIT -> RTR -> RTS, addressed at peer (IB 11.2.4.2's required attributes). */
+/* RESET -> INIT -> RTR -> RTS, addressed at peer (test/common/qp_bringup.h). */
 static int
 qp_connect(struct bench_qp *x, const struct bench_qp *y, const struct bench_host *peer,
 	   uint8_t mtu, uint32_t sq_psn, uint32_t rq_psn)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct qp_bringup_path path = {
+		.qp_type = DROCE_SHM_QPT_RC,
+		.access = IBV_ACCESS_LOCAL_WRITE,
+		.mtu = mtu,
+		.dest_qpn = y->qpn,
+		.sq_psn = sq_psn,
+		.rq_psn = rq_psn,
+		.timeout = PATH_TIMEOUT,
+		.retry_cnt = PATH_RETRY,
+		.rnr_retry = PATH_RNR_RETRY,
+		.min_rnr_timer = PATH_MIN_RNR_TIMER,
+		.rd_atomic = 1,
+	};
+	unsigned int i;
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_ACCESS_FLAGS;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-	if (droce_qp_modify(x->qp, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-		 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN | DROCE_SHM_QP_MAX_DEST_RD_ATOMIC |
-		 DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = y->qpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = PATH_MIN_RNR_TIMER;
-	memcpy(a.ah.dgid, peer->gid, sizeof(a.ah.dgid));
-	a.ah.is_global = 1;
-	a.ah.hop_limit = 64;
-	a.ah.port_num = 1;
-	if (droce_qp_modify(x->qp, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN | DROCE_SHM_QP_TIMEOUT |
-		 DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY | DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = PATH_TIMEOUT;
-	a.retry_cnt = PATH_RETRY;
-	a.rnr_retry = PATH_RNR_RETRY;
-	a.max_rd_atomic = 1;
-	return droce_qp_modify(x->qp, &a);
+	qp_bringup_ah(&path.ah, peer->gid, 0);
+	qp_bringup_connected(&path, attr);
+	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+		if (droce_qp_modify(x->qp, &attr[i]) != 0)
+			return -1;
+	return 0;
 }
 
 static uint32_t

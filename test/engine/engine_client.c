@@ -18,6 +18,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
+#include "qp_bringup.h"
 #include "test_eal.h"
 
 #define TC_NB_MBUFS	8192
@@ -643,56 +644,41 @@ tc_modify(struct tc_qp *qp, const struct droce_shm_qp_attr *attr)
 static void
 tc_ah_attr(const struct tc_host *to, bool ipv6, struct droce_shm_ah_attr *ah)
 {
-	memset(ah, 0, sizeof(*ah));
-	memcpy(ah->dgid, ipv6 ? to->gid6 : to->gid, 16);
-	ah->sgid_index = ipv6 ? 1 : 0;
-	ah->is_global = 1;
-	ah->hop_limit = 64;
-	ah->port_num = 1;
+	qp_bringup_ah(ah, ipv6 ? to->gid6 : to->gid, ipv6 ? 1 : 0);
+}
+
+/* Applies INIT, RTR and RTS in turn: each must be accepted. */
+static void
+tc_modify_steps(struct tc_qp *x, const struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+{
+	unsigned int i;
+
+	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+		CHECK_EQ_I64(tc_modify(x, &attr[i]), 0);
 }
 
 static void
 tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn, uint32_t access)
 {
-	bool rc = x->view.qp_type == DROCE_SHM_QPT_RC;
-	uint8_t depth = p->rd_atomic != 0 ? p->rd_atomic : 1;
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct qp_bringup_path path = {
+		.qp_type = x->view.qp_type,
+		.access = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE,
+		.mtu = p->mtu,
+		.dest_qpn = dest_qpn,
+		.sq_psn = sq_psn,
+		.rq_psn = rq_psn,
+		.timeout = p->timeout,
+		.retry_cnt = p->retry_cnt,
+		.rnr_retry = p->rnr_retry,
+		.min_rnr_timer = p->min_rnr_timer,
+		.rd_atomic = p->rd_atomic != 0 ? p->rd_atomic : 1,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_ACCESS_FLAGS;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE;
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-		 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = p->mtu;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = depth;
-	a.min_rnr_timer = p->min_rnr_timer;
-	tc_ah_attr(to, p->ipv6, &a.ah);
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_TIMEOUT | DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY |
-			  DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = p->timeout;
-	a.retry_cnt = p->retry_cnt;
-	a.rnr_retry = p->rnr_retry;
-	a.max_rd_atomic = depth;
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
+	tc_ah_attr(to, p->ipv6, &path.ah);
+	qp_bringup_connected(&path, attr);
+	tc_modify_steps(x, attr);
 }
 
 void
@@ -714,23 +700,10 @@ tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id, const st
 void
 tc_ud_ready(struct tc_qp *qp, uint32_t qkey, uint32_t sq_psn)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_QKEY;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = qkey;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
+	qp_bringup_ud(qkey, sq_psn, attr);
+	tc_modify_steps(qp, attr);
 }
 
 int
