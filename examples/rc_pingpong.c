@@ -50,14 +50,9 @@ struct rc_opts {
 
 struct rc_ctx {
 	const struct rc_opts *o;
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res r;		/* r.buf: send buffer, then receive buffer */
 	struct ibv_srq *srq;
 	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;			/* send buffer, then receive buffer */
 	uint8_t *sbuf;
 	uint8_t *rbuf;
 	enum ibv_mtu mtu;
@@ -214,7 +209,7 @@ post_recv(struct rc_ctx *c)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
 		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WRID_RECV, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -236,7 +231,7 @@ post_send(struct rc_ctx *c, uint32_t iter)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->sbuf,
 		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = WRID_SEND,
@@ -306,7 +301,7 @@ wait_until(struct rc_ctx *c, uint32_t sends, uint32_t recvs)
 	int n, i;
 
 	while (c->sends_done < sends || c->recvs_done < recvs) {
-		n = ex_cq_wait(c->cq, c->ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->timeout_s);
 		if (n < 0) {
 			ex_err("stuck after %" PRIu32 " sends and %" PRIu32 " receives",
 			       c->sends_done, c->recvs_done);
@@ -359,123 +354,30 @@ create_resources(struct rc_ctx *c)
 		},
 	};
 
-	c->buf = ex_alloc_buf(len);
-	if (c->buf == NULL)
+	if (ex_res_create(&c->r, len, EX_RX_DEPTH + SEND_DEPTH, o->events) != 0)
 		return -1;
-	c->sbuf = c->buf;
-	c->rbuf = c->buf + o->size;
-	c->pd = ibv_alloc_pd(c->ctx);
-	if (c->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (c->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		c->ch = ibv_create_comp_channel(c->ctx);
-		if (c->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	c->cq = ibv_create_cq(c->ctx, EX_RX_DEPTH + SEND_DEPTH, NULL, c->ch, 0);
-	if (c->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
+	c->sbuf = c->r.buf;
+	c->rbuf = c->r.buf + o->size;
 	if (o->use_srq) {
 		struct ibv_srq_init_attr srq_attr = {
 			.attr = { .max_wr = EX_RX_DEPTH, .max_sge = 1 },
 		};
 
-		c->srq = ibv_create_srq(c->pd, &srq_attr);
+		c->srq = ibv_create_srq(c->r.pd, &srq_attr);
 		if (c->srq == NULL) {
 			ex_err("ibv_create_srq: %s", strerror(errno));
 			return -1;
 		}
 	}
-	qp_attr.send_cq = c->cq;
-	qp_attr.recv_cq = c->cq;
+	qp_attr.send_cq = c->r.cq;
+	qp_attr.recv_cq = c->r.cq;
 	qp_attr.srq = c->srq;
-	c->qp = ibv_create_qp(c->pd, &qp_attr);
+	c->qp = ibv_create_qp(c->r.pd, &qp_attr);
 	if (c->qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
-}
-
-static int
-modify(struct rc_ctx *c, struct ibv_qp_attr *attr, int mask, const char *state)
-{
-	int ret = ibv_modify_qp(c->qp, attr, mask);
-
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to %s: %s", state, strerror(ret));
-		return -1;
-	}
-	return 0;
-}
-
-static int
-qp_to_init(struct rc_ctx *c)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)c->o->ib_port,
-		.qp_access_flags = 0,
-	};
-
-	return modify(c, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		      IBV_QP_ACCESS_FLAGS, "INIT");
-}
-
-static int
-qp_connect(struct rc_ctx *c, const struct ex_dest *local, const struct ex_dest *remote)
-{
-	bool rc = c->o->qp_type == IBV_QPT_RC;
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = c->mtu,
-		.dest_qp_num = remote->qpn,
-		.rq_psn = remote->psn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = EX_RC_MIN_RNR_TIMER,
-		.ah_attr = {
-			/* RoCE has no LIDs: every address carries a GRH (the IP header). */
-			.is_global = 1,
-			.grh = {
-				.dgid = remote->gid,
-				.sgid_index = (uint8_t)c->o->gid_index,
-				.hop_limit = EX_HOP_LIMIT,
-			},
-			.port_num = (uint8_t)c->o->ib_port,
-		},
-	};
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-
-	if (rc)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	if (modify(c, &attr, mask, "RTR") != 0)
-		return -1;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc) {
-		attr.timeout = EX_RC_TIMEOUT;
-		attr.retry_cnt = EX_RC_RETRY_CNT;
-		attr.rnr_retry = EX_RC_RNR_RETRY;
-		attr.max_rd_atomic = 1;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	return modify(c, &attr, mask, "RTS");
 }
 
 static int
@@ -492,27 +394,8 @@ destroy_resources(struct rc_ctx *c)
 		ex_err("ibv_destroy_srq: %s", strerror(ret));
 		fail = -1;
 	}
-	if (c->cq != NULL && (ret = ibv_destroy_cq(c->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&c->r) != 0)
 		fail = -1;
-	}
-	if (c->ch != NULL && ibv_destroy_comp_channel(c->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (c->mr != NULL && (ret = ibv_dereg_mr(c->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->pd != NULL && (ret = ibv_dealloc_pd(c->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->ctx != NULL && ibv_close_device(c->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(c->buf);
 	return fail;
 }
 
@@ -529,21 +412,18 @@ run(struct rc_ctx *c, int lfd)
 	int fd = -1;
 	int ret = -1;
 
-	if (ex_query_port_gid(c->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(c->r.ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
 			      &local.gid) != 0)
 		return -1;
-	c->mtu = o->mtu_set ? o->mtu : port_attr.active_mtu;
-	if (c->mtu > port_attr.active_mtu) {
-		ex_err("path MTU %u exceeds the active MTU %u of port %" PRIu32,
-		       ex_mtu_bytes(c->mtu), ex_mtu_bytes(port_attr.active_mtu), o->ib_port);
+	if (ex_path_mtu(&port_attr, (uint8_t)o->ib_port, o->mtu_set, o->mtu, &c->mtu) != 0)
 		return -1;
-	}
 	if (o->size > port_attr.max_msg_sz) {
 		ex_err("message size %" PRIu32 " exceeds the port's maximum %" PRIu32, o->size,
 		       port_attr.max_msg_sz);
 		return -1;
 	}
-	if (create_resources(c) != 0 || qp_to_init(c) != 0)
+	if (create_resources(c) != 0 ||
+	    ex_qp_init(c->qp, o->qp_type, (uint8_t)o->ib_port, 0) != 0)
 		return -1;
 	/*
 	 * Receives may be posted from INIT on (IB spec, QP state table: not in RESET); posting
@@ -559,25 +439,20 @@ run(struct rc_ctx *c, int lfd)
 				 ex_tcp_accept(lfd, tmo);
 	if (fd < 0)
 		return -1;
-	if (ex_tcp_send_dest(fd, &local, tmo) != 0 || ex_tcp_recv_dest(fd, &remote, tmo) != 0)
+	if (ex_tcp_exchange_dest(fd, &local, &remote, tmo) != 0)
 		goto out;
-	if (remote.size != o->size || remote.iters != o->iters) {
-		ex_err("the peer runs -s %" PRIu32 " -n %" PRIu32 ", this side -s %" PRIu32
-		       " -n %" PRIu32 ": give both the same", remote.size, remote.iters, o->size,
-		       o->iters);
-		goto out;
-	}
 	if (!o->quiet) {
 		printf("%s: device %s port %" PRIu32 " GID index %" PRIu32 ", %s%s, path MTU %u, "
 		       "%" PRIu32 " x %" PRIu32 " bytes\n", ex_prog,
-		       ibv_get_device_name(c->ctx->device), o->ib_port, o->gid_index,
+		       ibv_get_device_name(c->r.ctx->device), o->ib_port, o->gid_index,
 		       o->qp_type == IBV_QPT_RC ? "RC" : "UC", o->use_srq ? " with SRQ" : "",
 		       ex_mtu_bytes(c->mtu), o->iters, o->size);
 		ex_print_dest("local", &local);
 		ex_print_dest("remote", &remote);
 		fflush(stdout);
 	}
-	if (qp_connect(c, &local, &remote) != 0)
+	if (ex_qp_connect(c->qp, o->qp_type, c->mtu, (uint8_t)o->ib_port, (uint8_t)o->gid_index,
+			  &local, &remote) != 0)
 		goto out;
 	/* Neither side sends before the other's QP is ready to receive. */
 	if (ex_tcp_send_tag(fd, EX_TAG_READY, tmo) != 0 ||
@@ -630,8 +505,8 @@ main(int argc, char **argv)
 		if (lfd < 0)
 			return EX_EXIT_FAIL;
 	}
-	c.ctx = ex_open_device(o.dev_name);
-	ret = c.ctx != NULL ? run(&c, lfd) : -1;
+	c.r.ctx = ex_open_device(o.dev_name);
+	ret = c.r.ctx != NULL ? run(&c, lfd) : -1;
 	if (destroy_resources(&c) != 0)
 		ret = -1;
 	if (lfd >= 0)

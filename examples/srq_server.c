@@ -63,13 +63,8 @@ struct srq_opts {
 
 /* Resources both modes use. */
 struct srq_res {
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res ex;
 	struct ibv_srq *srq;
-	struct ibv_mr *mr;
-	uint8_t *buf;
 	enum ibv_mtu mtu;
 	union ibv_gid gid;
 };
@@ -269,44 +264,15 @@ res_create(struct srq_res *r, const struct srq_opts *o, size_t len, int cqe)
 {
 	struct ibv_port_attr port_attr;
 
-	r->ctx = ex_open_device(o->dev_name);
-	if (r->ctx == NULL)
+	r->ex.ctx = ex_open_device(o->dev_name);
+	if (r->ex.ctx == NULL)
 		return -1;
-	if (ex_query_port_gid(r->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(r->ex.ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
 			      &r->gid) != 0)
 		return -1;
-	r->mtu = o->mtu_set ? o->mtu : port_attr.active_mtu;
-	if (r->mtu > port_attr.active_mtu) {
-		ex_err("path MTU %u exceeds the active MTU %u of port %" PRIu32,
-		       ex_mtu_bytes(r->mtu), ex_mtu_bytes(port_attr.active_mtu), o->ib_port);
+	if (ex_path_mtu(&port_attr, (uint8_t)o->ib_port, o->mtu_set, o->mtu, &r->mtu) != 0)
 		return -1;
-	}
-	r->buf = ex_alloc_buf(len);
-	if (r->buf == NULL)
-		return -1;
-	r->pd = ibv_alloc_pd(r->ctx);
-	if (r->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	r->mr = ibv_reg_mr(r->pd, r->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (r->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		r->ch = ibv_create_comp_channel(r->ctx);
-		if (r->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	r->cq = ibv_create_cq(r->ctx, cqe, NULL, r->ch, 0);
-	if (r->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+	return ex_res_create(&r->ex, len, cqe, o->events);
 }
 
 /* Everything but QPs, which the caller destroys first. */
@@ -320,27 +286,8 @@ res_destroy(struct srq_res *r)
 		ex_err("ibv_destroy_srq: %s", strerror(ret));
 		fail = -1;
 	}
-	if (r->cq != NULL && (ret = ibv_destroy_cq(r->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&r->ex) != 0)
 		fail = -1;
-	}
-	if (r->ch != NULL && ibv_destroy_comp_channel(r->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (r->mr != NULL && (ret = ibv_dereg_mr(r->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (r->pd != NULL && (ret = ibv_dealloc_pd(r->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (r->ctx != NULL && ibv_close_device(r->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(r->buf);
 	return fail;
 }
 
@@ -363,8 +310,8 @@ static struct ibv_qp *
 create_rc_qp(struct srq_res *r, const struct srq_opts *o, uint32_t max_recv_wr)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = r->cq,
-		.recv_cq = r->cq,
+		.send_cq = r->ex.cq,
+		.recv_cq = r->ex.cq,
 		.srq = r->srq,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
@@ -375,74 +322,27 @@ create_rc_qp(struct srq_res *r, const struct srq_opts *o, uint32_t max_recv_wr)
 			.max_recv_sge = 1,
 		},
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)o->ib_port,
-	};
 	struct ibv_qp *qp;
-	int ret;
 
-	qp = ibv_create_qp(r->pd, &init);
+	qp = ibv_create_qp(r->ex.pd, &init);
 	if (qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return NULL;
 	}
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to INIT: %s", strerror(ret));
+	if (ex_qp_init(qp, IBV_QPT_RC, (uint8_t)o->ib_port, 0) != 0) {
 		destroy_qp(qp);
 		return NULL;
 	}
 	return qp;
 }
 
+/* An empty SRQ answers RNR NAK: the EX_RC_* timers retry forever, so the server catches up. */
 static int
 connect_rc_qp(struct ibv_qp *qp, const struct srq_res *r, const struct srq_opts *o,
 	      const struct ex_dest *local, const struct ex_dest *remote)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = r->mtu,
-		.dest_qp_num = remote->qpn,
-		.rq_psn = remote->psn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = EX_RC_MIN_RNR_TIMER,
-		.ah_attr = {
-			.is_global = 1,
-			.grh = {
-				.dgid = remote->gid,
-				.sgid_index = (uint8_t)o->gid_index,
-				.hop_limit = EX_HOP_LIMIT,
-			},
-			.port_num = (uint8_t)o->ib_port,
-		},
-	};
-	int ret;
-
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTR: %s", strerror(ret));
-		return -1;
-	}
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	attr.timeout = EX_RC_TIMEOUT;
-	attr.retry_cnt = EX_RC_RETRY_CNT;
-	/* An empty SRQ answers RNR NAK: retrying forever lets the server catch up. */
-	attr.rnr_retry = EX_RC_RNR_RETRY;
-	attr.max_rd_atomic = 1;
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTS: %s", strerror(ret));
-		return -1;
-	}
-	return 0;
+	return ex_qp_connect(qp, IBV_QPT_RC, r->mtu, (uint8_t)o->ib_port, (uint8_t)o->gid_index,
+			     local, remote);
 }
 
 static int
@@ -472,7 +372,7 @@ post_send(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint32_t l
 static uint8_t *
 slot_buf(struct srv *s, uint32_t slot)
 {
-	return s->r.buf + (size_t)slot * s->o->size;
+	return s->r.ex.buf + (size_t)slot * s->o->size;
 }
 
 /* Post every free slot, then arm the limit again: the device disarmed it when it fired. */
@@ -488,7 +388,7 @@ srq_refill(struct srv *s)
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)slot_buf(s, slot),
 			.length = s->o->size,
-			.lkey = s->r.mr->lkey,
+			.lkey = s->r.ex.mr->lkey,
 		};
 		struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 };
 
@@ -545,7 +445,7 @@ post_answer(struct srv *s, uint32_t id)
 	struct srv_client *cl = &s->clients[id];
 
 	ex_pattern_fill(cl->sbuf, s->o->size, stream_answer(id), cl->replies_posted);
-	if (post_send(cl->qp, WRID_SEND_FLAG | id, cl->sbuf, s->o->size, s->r.mr->lkey) != 0)
+	if (post_send(cl->qp, WRID_SEND_FLAG | id, cl->sbuf, s->o->size, s->r.ex.mr->lkey) != 0)
 		return -1;
 	cl->reply_busy = true;
 	cl->replies_posted++;
@@ -621,7 +521,7 @@ srv_async_events(struct srv *s)
 	uint32_t id;
 
 	/* The fd is non-blocking: drain every event the one wake-up stands for. */
-	while (ibv_get_async_event(s->r.ctx, &ev) == 0) {
+	while (ibv_get_async_event(s->r.ex.ctx, &ev) == 0) {
 		s->last_progress = ex_now_us();
 		switch (ev.event_type) {
 		case IBV_EVENT_SRQ_LIMIT_REACHED:
@@ -714,9 +614,9 @@ srv_wait(struct srv *s, uint64_t now)
 	uint32_t id;
 	int i, ret;
 
-	pfd[nfd++] = (struct pollfd){ .fd = s->r.ctx->async_fd, .events = POLLIN };
-	if (s->r.ch != NULL) {
-		pfd[nfd++] = (struct pollfd){ .fd = s->r.ch->fd, .events = POLLIN };
+	pfd[nfd++] = (struct pollfd){ .fd = s->r.ex.ctx->async_fd, .events = POLLIN };
+	if (s->r.ex.ch != NULL) {
+		pfd[nfd++] = (struct pollfd){ .fd = s->r.ex.ch->fd, .events = POLLIN };
 		if (s->low_since != 0 && s->low_since + SRQ_EVENT_GRACE_US < wake)
 			wake = s->low_since + SRQ_EVENT_GRACE_US;
 		tmo = wake > now ? (int)((wake - now + US_PER_MS - 1) / US_PER_MS) : 0;
@@ -737,10 +637,10 @@ srv_wait(struct srv *s, uint64_t now)
 	for (i = 0; i < nfd && ret > 0; i++) {
 		if (pfd[i].revents == 0)
 			continue;
-		if (pfd[i].fd == s->r.ctx->async_fd) {
+		if (pfd[i].fd == s->r.ex.ctx->async_fd) {
 			srv_async_events(s);
-		} else if (s->r.ch != NULL && pfd[i].fd == s->r.ch->fd) {
-			if (ibv_get_cq_event(s->r.ch, &ev_cq, &ev_ctx) != 0) {
+		} else if (s->r.ex.ch != NULL && pfd[i].fd == s->r.ex.ch->fd) {
+			if (ibv_get_cq_event(s->r.ex.ch, &ev_cq, &ev_ctx) != 0) {
 				ex_err("ibv_get_cq_event: %s", strerror(errno));
 				return -1;
 			}
@@ -763,7 +663,7 @@ srv_loop(struct srv *s)
 
 	s->last_progress = ex_now_us();
 	while (!srv_settle(s)) {
-		n = ibv_poll_cq(s->r.cq, CQ_BATCH, wc);
+		n = ibv_poll_cq(s->r.ex.cq, CQ_BATCH, wc);
 		if (n < 0) {
 			ex_err("ibv_poll_cq failed (%d)", n);
 			return -1;
@@ -796,8 +696,8 @@ srv_loop(struct srv *s)
 			}
 			continue;
 		}
-		if (s->r.ch != NULL && !s->cq_armed) {
-			ret = ibv_req_notify_cq(s->r.cq, 0);
+		if (s->r.ex.ch != NULL && !s->cq_armed) {
+			ret = ibv_req_notify_cq(s->r.ex.cq, 0);
 			if (ret != 0) {
 				ex_err("ibv_req_notify_cq: %s", strerror(ret));
 				return -1;
@@ -874,14 +774,14 @@ run_server(const struct srq_opts *o)
 	if (res_create(&s.r, o, len, (int)(o->depth + o->clients * SEND_DEPTH)) != 0)
 		goto out;
 	for (id = 0; id < o->clients; id++)
-		s.clients[id].sbuf = s.r.buf + ((size_t)o->depth + id) * o->size;
-	s.r.srq = ibv_create_srq(s.r.pd, &srq_attr);
+		s.clients[id].sbuf = s.r.ex.buf + ((size_t)o->depth + id) * o->size;
+	s.r.srq = ibv_create_srq(s.r.ex.pd, &srq_attr);
 	if (s.r.srq == NULL) {
 		ex_err("ibv_create_srq(%" PRIu32 " receives): %s", o->depth, strerror(errno));
 		goto out;
 	}
-	flags = fcntl(s.r.ctx->async_fd, F_GETFL);
-	if (flags < 0 || fcntl(s.r.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+	flags = fcntl(s.r.ex.ctx->async_fd, F_GETFL);
+	if (flags < 0 || fcntl(s.r.ex.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
 		ex_err("cannot make the async event fd non-blocking: %s", strerror(errno));
 		goto out;
 	}
@@ -892,7 +792,7 @@ run_server(const struct srq_opts *o)
 	s.refills = 0;
 	printf("%s: device %s port %" PRIu32 ", SRQ of %" PRIu32 " receives, limit %" PRIu32
 	       ", waiting for %" PRIu32 " clients on TCP port %" PRIu32 "\n", ex_prog,
-	       ibv_get_device_name(s.r.ctx->device), o->ib_port, o->depth, o->limit, o->clients,
+	       ibv_get_device_name(s.r.ex.ctx->device), o->ib_port, o->depth, o->limit, o->clients,
 	       o->tcp_port);
 	fflush(stdout);
 	for (id = 0; id < o->clients; id++)
@@ -952,7 +852,7 @@ cli_post_recv(struct cli *c)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
 		.length = c->o->size,
-		.lkey = c->r.mr->lkey,
+		.lkey = c->r.ex.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -974,7 +874,7 @@ cli_wait(struct cli *c, uint32_t iter)
 	int n, i;
 
 	while (c->sends_done <= iter || c->recvs_done <= iter) {
-		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.ex.cq, c->r.ex.ch, wc, CQ_BATCH, (int)c->o->timeout_s);
 		if (n < 0) {
 			ex_err("client %" PRIu32 ": no answer to message %" PRIu32, c->id, iter);
 			return -1;
@@ -1020,8 +920,8 @@ cli_run(struct cli *c)
 
 	if (res_create(&c->r, o, 2 * (size_t)o->size, EX_RX_DEPTH + SEND_DEPTH) != 0)
 		return -1;
-	c->sbuf = c->r.buf;
-	c->rbuf = c->r.buf + o->size;
+	c->sbuf = c->r.ex.buf;
+	c->rbuf = c->r.ex.buf + o->size;
 	c->qp = create_rc_qp(&c->r, o, EX_RX_DEPTH);
 	if (c->qp == NULL)
 		return -1;
@@ -1055,7 +955,7 @@ cli_run(struct cli *c)
 	t0 = ex_now_us();
 	for (i = 0; i < o->iters; i++) {
 		ex_pattern_fill(c->sbuf, o->size, stream_request(c->id), i);
-		if (post_send(c->qp, WRID_SEND_FLAG, c->sbuf, o->size, c->r.mr->lkey) != 0 ||
+		if (post_send(c->qp, WRID_SEND_FLAG, c->sbuf, o->size, c->r.ex.mr->lkey) != 0 ||
 		    cli_wait(c, i) != 0)
 			goto out;
 	}

@@ -56,14 +56,9 @@ struct ud_opts {
 
 struct ud_ctx {
 	const struct ud_opts *o;
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res r;		/* r.buf: send buffer, then GRH area + receive buffer */
 	struct ibv_qp *qp;
-	struct ibv_mr *mr;
 	struct ibv_ah *ah;		/* to the peer; the server's comes from a completion */
-	uint8_t *buf;			/* send buffer, then GRH area + receive buffer */
 	uint8_t *sbuf;
 	uint8_t *rbuf;
 	bool local_v4;
@@ -247,7 +242,7 @@ post_recv(struct ud_ctx *c)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
 		.length = EX_GRH_LEN + c->o->size,
-		.lkey = c->mr->lkey,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WRID_RECV, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -267,7 +262,7 @@ post_send(struct ud_ctx *c, uint32_t iter)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->sbuf,
 		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = WRID_SEND,
@@ -340,7 +335,7 @@ handle_recv(struct ud_ctx *c, const struct ibv_wc *wc)
 		return -1;
 	if (c->ah == NULL) {
 		/* The GRH area is still intact: the peer waits for our answer. */
-		c->ah = ibv_create_ah_from_wc(c->pd, (struct ibv_wc *)wc,
+		c->ah = ibv_create_ah_from_wc(c->r.pd, (struct ibv_wc *)wc,
 					      (struct ibv_grh *)c->rbuf, (uint8_t)c->o->ib_port);
 		if (c->ah == NULL) {
 			ex_err("ibv_create_ah_from_wc: %s", strerror(errno));
@@ -358,7 +353,7 @@ wait_until(struct ud_ctx *c, uint32_t sends, uint32_t recvs)
 	int n, i;
 
 	while (c->sends_done < sends || c->recvs_done < recvs) {
-		n = ex_cq_wait(c->cq, c->ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->timeout_s);
 		if (n < 0) {
 			ex_err("stuck after %" PRIu32 " sends and %" PRIu32 " receives",
 			       c->sends_done, c->recvs_done);
@@ -416,55 +411,21 @@ create_resources(struct ud_ctx *c)
 			.max_recv_sge = 1,
 		},
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)o->ib_port,
-		.qkey = o->qkey,
-	};
-	int ret;
 	int i;
 
-	c->buf = ex_alloc_buf(len);
-	if (c->buf == NULL)
+	if (ex_res_create(&c->r, len, EX_RX_DEPTH + SEND_DEPTH, o->events) != 0)
 		return -1;
-	c->sbuf = c->buf;
-	c->rbuf = c->buf + o->size;
-	c->pd = ibv_alloc_pd(c->ctx);
-	if (c->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (c->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		c->ch = ibv_create_comp_channel(c->ctx);
-		if (c->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	c->cq = ibv_create_cq(c->ctx, EX_RX_DEPTH + SEND_DEPTH, NULL, c->ch, 0);
-	if (c->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
-	qp_attr.send_cq = c->cq;
-	qp_attr.recv_cq = c->cq;
-	c->qp = ibv_create_qp(c->pd, &qp_attr);
+	c->sbuf = c->r.buf;
+	c->rbuf = c->r.buf + o->size;
+	qp_attr.send_cq = c->r.cq;
+	qp_attr.recv_cq = c->r.cq;
+	c->qp = ibv_create_qp(c->r.pd, &qp_attr);
 	if (c->qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return -1;
 	}
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_QKEY);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to INIT: %s", strerror(ret));
+	if (ex_qp_init(c->qp, IBV_QPT_UD, (uint8_t)o->ib_port, o->qkey) != 0)
 		return -1;
-	}
 	for (i = 0; i < EX_RX_DEPTH; i++)
 		if (post_recv(c) != 0)
 			return -1;
@@ -472,41 +433,12 @@ create_resources(struct ud_ctx *c)
 }
 
 static int
-qp_ready(struct ud_ctx *c, uint32_t psn)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
-	int ret;
-
-	/* A UD QP has no remote end: RTR and RTS need no address (IBA 11.2.4.2). */
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTR: %s", strerror(ret));
-		return -1;
-	}
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = psn;
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTS: %s", strerror(ret));
-		return -1;
-	}
-	return 0;
-}
-
-static int
 create_client_ah(struct ud_ctx *c)
 {
-	struct ibv_ah_attr ah_attr = {
-		.is_global = 1,
-		.grh = {
-			.dgid = c->remote.gid,
-			.sgid_index = (uint8_t)c->o->gid_index,
-			.hop_limit = EX_HOP_LIMIT,
-		},
-		.port_num = (uint8_t)c->o->ib_port,
-	};
+	struct ibv_ah_attr ah_attr;
 
-	c->ah = ibv_create_ah(c->pd, &ah_attr);
+	ex_ah_attr(&ah_attr, &c->remote.gid, (uint8_t)c->o->gid_index, (uint8_t)c->o->ib_port);
+	c->ah = ibv_create_ah(c->r.pd, &ah_attr);
 	if (c->ah == NULL) {
 		ex_err("ibv_create_ah: %s", strerror(errno));
 		return -1;
@@ -528,27 +460,8 @@ destroy_resources(struct ud_ctx *c)
 		ex_err("ibv_destroy_ah: %s", strerror(ret));
 		fail = -1;
 	}
-	if (c->cq != NULL && (ret = ibv_destroy_cq(c->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&c->r) != 0)
 		fail = -1;
-	}
-	if (c->ch != NULL && ibv_destroy_comp_channel(c->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (c->mr != NULL && (ret = ibv_dereg_mr(c->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->pd != NULL && (ret = ibv_dealloc_pd(c->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->ctx != NULL && ibv_close_device(c->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(c->buf);
 	return fail;
 }
 
@@ -564,7 +477,7 @@ run(struct ud_ctx *c, int lfd)
 	int fd = -1;
 	int ret = EX_EXIT_FAIL;
 
-	if (ex_query_port_gid(c->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(c->r.ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
 			      &local.gid) != 0)
 		return EX_EXIT_FAIL;
 	if (o->size > ex_mtu_bytes(port_attr.active_mtu))
@@ -581,25 +494,18 @@ run(struct ud_ctx *c, int lfd)
 				 ex_tcp_accept(lfd, tmo);
 	if (fd < 0)
 		return EX_EXIT_FAIL;
-	if (ex_tcp_send_dest(fd, &local, tmo) != 0 ||
-	    ex_tcp_recv_dest(fd, &c->remote, tmo) != 0)
+	if (ex_tcp_exchange_dest(fd, &local, &c->remote, tmo) != 0)
 		goto out;
-	if (c->remote.size != o->size || c->remote.iters != o->iters) {
-		ex_err("the peer runs -s %" PRIu32 " -n %" PRIu32 ", this side -s %" PRIu32
-		       " -n %" PRIu32 ": give both the same", c->remote.size, c->remote.iters,
-		       o->size, o->iters);
-		goto out;
-	}
 	if (!o->quiet) {
 		printf("%s: device %s port %" PRIu32 " GID index %" PRIu32 ", UD, Q_Key 0x%08"
 		       PRIx32 ", %" PRIu32 " x %" PRIu32 " bytes\n", ex_prog,
-		       ibv_get_device_name(c->ctx->device), o->ib_port, o->gid_index, o->qkey,
+		       ibv_get_device_name(c->r.ctx->device), o->ib_port, o->gid_index, o->qkey,
 		       o->iters, o->size);
 		ex_print_dest("local", &local);
 		ex_print_dest("remote", &c->remote);
 		fflush(stdout);
 	}
-	if (qp_ready(c, local.psn) != 0)
+	if (ex_qp_ud_ready(c->qp, local.psn) != 0)
 		goto out;
 	if (o->server != NULL && create_client_ah(c) != 0)
 		goto out;
@@ -650,8 +556,8 @@ main(int argc, char **argv)
 		if (lfd < 0)
 			return EX_EXIT_FAIL;
 	}
-	c.ctx = ex_open_device(o.dev_name);
-	ret = c.ctx != NULL ? run(&c, lfd) : EX_EXIT_FAIL;
+	c.r.ctx = ex_open_device(o.dev_name);
+	ret = c.r.ctx != NULL ? run(&c, lfd) : EX_EXIT_FAIL;
 	if (destroy_resources(&c) != 0 && ret == EX_EXIT_OK)
 		ret = EX_EXIT_FAIL;
 	if (lfd >= 0)
