@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -116,6 +117,48 @@ ex_parse_mtu(const char *arg, enum ibv_mtu *out)
 		}
 	}
 	return ex_usage_error("-m: '%s' is not a path MTU (256, 512, 1024, 2048 or 4096)", arg);
+}
+
+int
+ex_parse_opt(int opt, const char *arg, uint32_t max_size, struct ex_opts *o)
+{
+	switch (opt) {
+	case 'p':
+		return ex_parse_u32("-p", arg, 1, UINT16_MAX, &o->tcp_port);
+	case 'd':
+		o->dev_name = arg;
+		return EX_EXIT_OK;
+	case 'i':
+		return ex_parse_u32("-i", arg, 1, UINT8_MAX, &o->ib_port);
+	case 'g':
+		return ex_parse_u32("-g", arg, 0, EX_MAX_GID_INDEX, &o->gid_index);
+	case 's':
+		return ex_parse_u32("-s", arg, 1, max_size, &o->size);
+	case 'n':
+		return ex_parse_u32("-n", arg, 1, EX_MAX_ITERS, &o->iters);
+	case 'm':
+		if (ex_parse_mtu(arg, &o->mtu) != EX_EXIT_OK)
+			return EX_EXIT_USAGE;
+		o->mtu_set = true;
+		return EX_EXIT_OK;
+	case 'e':
+		o->events = true;
+		return EX_EXIT_OK;
+	case 'T':
+		return ex_parse_u32("-T", arg, 1, EX_MAX_TIMEOUT_S, &o->timeout_s);
+	default:
+		return EX_OPT_NOT_SHARED;
+	}
+}
+
+int
+ex_parse_peer(int argc, char **argv, struct ex_opts *o)
+{
+	if (optind < argc)
+		o->server = argv[optind++];
+	if (optind < argc)
+		return ex_usage_error("unexpected argument '%s'", argv[optind]);
+	return EX_EXIT_OK;
 }
 
 unsigned int

@@ -60,6 +60,33 @@ struct ex_dest {
 	union ibv_gid gid;
 };
 
+/* The options the examples share, as far as each program's option string has them. */
+struct ex_opts {
+	const char *dev_name;		/* -d; NULL: the first device */
+	const char *server;		/* the peer to connect to; NULL: run as the server */
+	uint32_t tcp_port;		/* -p */
+	uint32_t ib_port;		/* -i */
+	uint32_t gid_index;		/* -g */
+	uint32_t size;			/* -s */
+	uint32_t iters;			/* -n */
+	uint32_t timeout_s;		/* -T */
+	enum ibv_mtu mtu;		/* -m, when mtu_set; else the port's active MTU */
+	bool mtu_set;
+	bool events;			/* -e: wait on a completion channel */
+};
+
+/* The defaults of struct ex_opts, messages of default_size bytes. */
+#define EX_OPTS_DEFAULT(default_size) {			\
+		.tcp_port = EX_DEFAULT_TCP_PORT,		\
+		.ib_port = 1,					\
+		.size = (default_size),				\
+		.iters = EX_DEFAULT_ITERS,			\
+		.timeout_s = EX_DEFAULT_TIMEOUT_S,		\
+	}
+
+/* ex_parse_opt: opt is none of the shared options, the program parses it itself. */
+#define EX_OPT_NOT_SHARED	(-1)
+
 /* The program name used as a prefix of every message. */
 extern const char *ex_prog;
 
@@ -73,6 +100,14 @@ int ex_parse_u32(const char *opt, const char *arg, uint32_t min, uint32_t max,
 		 uint32_t *out);
 /* Parse a path MTU in bytes (256, 512, 1024, 2048, 4096); as ex_parse_u32 on failure. */
 int ex_parse_mtu(const char *arg, enum ibv_mtu *out);
+/*
+ * One option getopt returned: when it is a shared one (-p -d -i -g -s -n -m -e -T, -s up
+ * to max_size), its argument into o and EX_EXIT_OK, or EX_EXIT_USAGE after the usage
+ * error; EX_OPT_NOT_SHARED for any other.
+ */
+int ex_parse_opt(int opt, const char *arg, uint32_t max_size, struct ex_opts *o);
+/* After the options of a ping-pong: at most one argument, the server to connect to. */
+int ex_parse_peer(int argc, char **argv, struct ex_opts *o);
 unsigned int ex_mtu_bytes(enum ibv_mtu mtu);
 
 /* Print "PROG: msg" and the hint to --help on stderr; returns EX_EXIT_USAGE. */
