@@ -61,6 +61,7 @@
 #include <droce_shm_ctl.h>
 #include <droce_wire_hdr.h>
 
+#include "engine_region.h"
 #include "qp_bringup.h"
 
 /* ---- Defaults and sizes ---- */
@@ -119,6 +120,9 @@
 #define PSN_A			0x100
 #define PSN_B			0x200
 #define PD			1
+/* The CQs' handles (named in events, which nothing here reads). */
+#define CQ_SEND			1
+#define CQ_RECV			2
 
 #define USEC_PER_S		1000000.0
 
@@ -344,83 +348,47 @@ hosts_release(struct bench_host *a, struct bench_host *b)
 	rte_mempool_free(b->mp);
 }
 
-static int
-cq_create(struct bench_host *h, struct bench_cq *c, uint32_t size)
+/* The host's region as test/common/engine_region.h takes it. */
+static struct engine_region
+host_region(struct bench_host *h)
 {
-	struct droce_cq_conf conf;
-	int64_t ctl = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_cq),
-					    DROCE_SHM_CACHE_LINE);
-	int64_t ring = droce_shm_arena_alloc(&h->arena, (uint64_t)size * sizeof(struct droce_shm_cqe),
-					     DROCE_SHM_CACHE_LINE);
+	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+}
 
-	if (ctl < 0 || ring < 0)
-		return -1;
-	memset(&conf, 0, sizeof(conf));
-	conf.ctl = (struct droce_shm_cq *)((uint8_t *)h->region + ctl);
-	conf.ring = (struct droce_shm_cqe *)((uint8_t *)h->region + ring);
-	conf.size = size;
-	conf.eventfd = -1;
-	conf.handle = (uint32_t)ctl;
-	c->cq = droce_cq_create(h->dom, &conf);
-	if (c->cq == NULL)
-		return -1;
-	c->view.ctl = conf.ctl;
-	c->view.ring = conf.ring;
-	c->view.size = size;
-	c->view.log2_size = (unsigned int)__builtin_ctz(size);
-	return 0;
+static int
+cq_create(struct bench_host *h, struct bench_cq *c, uint32_t size, uint32_t handle)
+{
+	struct engine_region r = host_region(h);
+	struct engine_region_cq_mem mem;
+
+	c->cq = engine_region_cq_create(&r, size, -1, handle, &mem, &c->view);
+	return c->cq != NULL ? 0 : -1;
 }
 
 static int
 qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t rq_size)
 {
-	uint32_t sq_stride = droce_shm_sq_stride(1, 0), rq_stride = droce_shm_rq_stride(1);
-	int64_t ctl = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_qp),
-					    DROCE_SHM_CACHE_LINE);
-	int64_t sq = droce_shm_arena_alloc(&h->arena, (uint64_t)sq_size * sq_stride,
-					   DROCE_SHM_CACHE_LINE);
-	int64_t rq = droce_shm_arena_alloc(&h->arena, (uint64_t)rq_size * rq_stride,
-					   DROCE_SHM_CACHE_LINE);
-	const struct droce_shm_region_hdr *hdr = h->region;
+	struct engine_region r = host_region(h);
+	struct engine_region_qp_mem mem;
 	struct droce_qp_conf c;
 
-	if (ctl < 0 || sq < 0 || rq < 0)
-		return -1;
 	memset(&c, 0, sizeof(c));
 	c.qp_type = DROCE_SHM_QPT_RC;
 	c.pd = PD;
 	c.send_cq = h->scq.cq;
 	c.recv_cq = h->rcq.cq;
-	c.ctl = (struct droce_shm_qp *)((uint8_t *)h->region + ctl);
-	c.sq = (uint8_t *)h->region + sq;
 	c.sq_size = sq_size;
 	c.sq_max_sge = 1;
-	c.rq = (uint8_t *)h->region + rq;
 	c.rq_size = rq_size;
 	c.rq_max_sge = 1;
 	c.db_slot = h->next_db_slot++;
-	q->qp = droce_qp_create(h->dom, &c);
+	q->qp = engine_region_qp_create(&r, &c, &mem, &q->view);
 	if (q->qp == NULL)
 		return -1;
-	q->qpn = droce_qp_num(q->qp);
+	q->qpn = q->view.qp_num;
 	if (q->qpn >= RTE_DIM(h->by_qpn))
 		return -1;
 	h->by_qpn[q->qpn] = q;
-	q->view.ctl = c.ctl;
-	q->view.sq = c.sq;
-	q->view.rq = c.rq;
-	q->view.sq_size = sq_size;
-	q->view.sq_stride = sq_stride;
-	q->view.sq_max_sge = 1;
-	q->view.rq_size = rq_size;
-	q->view.rq_stride = rq_stride;
-	q->view.rq_max_sge = 1;
-	q->view.qp_num = q->qpn;
-	q->view.qp_type = DROCE_SHM_QPT_RC;
-	q->view.supported_wr = 1u << DROCE_SHM_WR_SEND;
-	q->view.db.block = (struct droce_shm_doorbell *)((uint8_t *)h->region +
-							 hdr->doorbell_off[0]);
-	q->view.db.slot = c.db_slot;
 	q->view.lkey_check = lkey_check;
 	q->view.ah_check = ah_check;
 	q->view.check_arg = h;
@@ -488,9 +456,10 @@ hosts_open(struct bench_host *a, struct bench_host *b, const struct bench_opts *
 	}
 	if (n == 0)
 		return 0;
-	if (ncqe > DROCE_SHM_MAX_CQE || cq_create(a, &a->scq, ncqe) != 0 ||
-	    cq_create(a, &a->rcq, ncqe) != 0 || cq_create(b, &b->scq, ncqe) != 0 ||
-	    cq_create(b, &b->rcq, ncqe) != 0) {
+	if (ncqe > DROCE_SHM_MAX_CQE || cq_create(a, &a->scq, ncqe, CQ_SEND) != 0 ||
+	    cq_create(a, &a->rcq, ncqe, CQ_RECV) != 0 ||
+	    cq_create(b, &b->scq, ncqe, CQ_SEND) != 0 ||
+	    cq_create(b, &b->rcq, ncqe, CQ_RECV) != 0) {
 		fprintf(stderr, "CQs of %u entries: failed\n", ncqe);
 		return -1;
 	}

@@ -461,31 +461,26 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	return mr;
 }
 
+/* The host's region as test/common/engine_region.h takes it. */
+static struct engine_region
+host_region(struct tc_host *h)
+{
+	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+}
+
 struct tc_cq *
 tc_cq_create(struct tc_host *h, uint32_t size)
 {
 	struct tc_cq *cq = calloc(1, sizeof(*cq));
-	struct droce_cq_conf conf;
+	struct engine_region r = host_region(h);
 
 	CHECK(cq != NULL && objs(h)->nb_cqs < TC_MAX_OBJS);
 	cq->h = h;
-	cq->ctl_off = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_cq), 64);
-	cq->ring_off = droce_shm_arena_alloc(&h->arena, (uint64_t)size * 64, 64);
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(cq->efd >= 0);
 	cq->handle = ++h->next_handle;
-	memset(&conf, 0, sizeof(conf));
-	conf.ctl = region_ptr(h, cq->ctl_off);
-	conf.ring = region_ptr(h, cq->ring_off);
-	conf.size = size;
-	conf.eventfd = cq->efd;
-	conf.handle = cq->handle;
-	cq->cq = droce_cq_create(h->dom, &conf);
+	cq->cq = engine_region_cq_create(&r, size, cq->efd, cq->handle, &cq->mem, &cq->view);
 	CHECK(cq->cq != NULL);
-	cq->view.ctl = conf.ctl;
-	cq->view.ring = conf.ring;
-	cq->view.size = size;
-	cq->view.log2_size = __builtin_ctz(size);
 	objs(h)->cqs[objs(h)->nb_cqs++] = cq;
 	return cq;
 }
@@ -507,10 +502,10 @@ void
 tc_cq_destroy(struct tc_cq *cq)
 {
 	struct tc_host *h = cq->h;
+	struct engine_region r = host_region(h);
 
 	CHECK(droce_cq_destroy(cq->cq) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, cq->ctl_off, sizeof(struct droce_shm_cq)) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, cq->ring_off, (uint64_t)cq->view.size * 64) == 0);
+	CHECK(engine_region_cq_free(&r, &cq->mem, cq->view.size) == 0);
 	close(cq->efd);
 	objs_remove((void **)objs(h)->cqs, &objs(h)->nb_cqs, cq);
 	free(cq);
@@ -565,18 +560,12 @@ struct tc_qp *
 tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 {
 	struct tc_qp *qp = calloc(1, sizeof(*qp));
-	uint32_t sq_stride = droce_shm_sq_stride(in->max_sge, in->max_inline);
-	uint32_t rq_stride = droce_shm_rq_stride(in->max_sge);
+	struct engine_region r = host_region(h);
 	struct droce_qp_conf c;
 
 	CHECK(qp != NULL && objs(h)->nb_qps < TC_MAX_OBJS && in->engine < h->nb_eng);
 	qp->h = h;
 	qp->engine = in->engine;
-	qp->sq_len = (uint64_t)in->sq_size * sq_stride;
-	qp->rq_len = in->srq != NULL ? 0 : (uint64_t)in->rq_size * rq_stride;
-	qp->ctl_off = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_qp), 64);
-	qp->sq_off = droce_shm_arena_alloc(&h->arena, qp->sq_len, 64);
-	qp->rq_off = in->srq != NULL ? 0 : droce_shm_arena_alloc(&h->arena, qp->rq_len, 64);
 	memset(&c, 0, sizeof(c));
 	c.qp_type = in->type;
 	c.engine_id = in->engine;
@@ -585,35 +574,17 @@ tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 	c.recv_cq = in->rcq->cq;
 	c.srq = in->srq != NULL ? in->srq->srq : NULL;
 	c.sq_sig_all = in->sq_sig_all;
-	c.ctl = region_ptr(h, qp->ctl_off);
-	c.sq = region_ptr(h, qp->sq_off);
 	c.sq_size = in->sq_size;
 	c.sq_max_sge = in->max_sge;
 	c.max_inline = in->max_inline;
-	c.rq = in->srq != NULL ? NULL : region_ptr(h, qp->rq_off);
 	c.rq_size = in->srq != NULL ? 0 : in->rq_size;
 	c.rq_max_sge = in->srq != NULL ? 0 : in->max_sge;
 	c.db_slot = h->next_slot[in->engine]++;
-	qp->qp = droce_qp_create(h->dom, &c);
+	qp->qp = engine_region_qp_create(&r, &c, &qp->mem, &qp->view);
 	CHECK(qp->qp != NULL);
-	qp->qpn = droce_qp_num(qp->qp);
-	qp->view.ctl = c.ctl;
-	qp->view.sq = c.sq;
-	qp->view.rq = c.rq;
-	qp->view.sq_size = c.sq_size;
-	qp->view.sq_stride = sq_stride;
-	qp->view.sq_max_sge = c.sq_max_sge;
-	qp->view.max_inline = c.max_inline;
-	qp->view.rq_size = c.rq_size;
-	qp->view.rq_stride = rq_stride;
-	qp->view.rq_max_sge = c.rq_max_sge;
-	qp->view.qp_num = qp->qpn;
-	qp->view.qp_type = in->type;
+	qp->qpn = qp->view.qp_num;
 	qp->view.supported_wr = (1u << DROCE_SHM_WR_SEND) | (1u << DROCE_SHM_WR_SEND_WITH_IMM) |
 				(1u << DROCE_SHM_WR_SEND_WITH_INV);
-	qp->view.db.block = (struct droce_shm_doorbell *)((uint8_t *)h->region +
-		((const struct droce_shm_region_hdr *)h->region)->doorbell_off[in->engine]);
-	qp->view.db.slot = c.db_slot;
 	qp->view.lkey_check = tc_lkey_check;
 	qp->view.ah_check = tc_ah_check;
 	qp->view.check_arg = h;
@@ -625,12 +596,10 @@ void
 tc_qp_destroy(struct tc_qp *qp)
 {
 	struct tc_host *h = qp->h;
+	struct engine_region r = host_region(h);
 
 	CHECK(droce_qp_destroy(qp->qp) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, qp->ctl_off, sizeof(struct droce_shm_qp)) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, qp->sq_off, qp->sq_len) == 0);
-	if (qp->rq_len != 0)
-		CHECK(droce_shm_arena_free(&h->arena, qp->rq_off, qp->rq_len) == 0);
+	CHECK(engine_region_qp_free(&r, &qp->mem) == 0);
 	objs_remove((void **)objs(h)->qps, &objs(h)->nb_qps, qp);
 	free(qp);
 }

@@ -19,6 +19,8 @@
 #include <droce_shm_client.h>
 #include <droce_shm_ctl.h>
 
+#include "engine_region.h"
+
 #define TC_MAX_ENGINES	4
 #define TC_MAX_MRS	64
 
@@ -58,7 +60,7 @@ struct tc_cq {
 	struct droce_cq *cq;
 	struct droce_shm_client_cq view;
 	int efd;			/* the completion channel */
-	int64_t ctl_off, ring_off;
+	struct engine_region_cq_mem mem;
 	uint32_t handle;
 };
 
@@ -77,8 +79,7 @@ struct tc_qp {
 	struct droce_shm_client_qp view;
 	uint32_t qpn;
 	unsigned int engine;
-	int64_t ctl_off, sq_off, rq_off;
-	uint64_t sq_len, rq_len;
+	struct engine_region_qp_mem mem;
 };
 
 struct tc_qp_init {
