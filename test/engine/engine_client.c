@@ -813,6 +813,21 @@ tc_qp_state(const struct tc_qp *qp)
 }
 
 uint64_t
+tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
+{
+	struct droce_engine_stats st;
+	unsigned int c;
+
+	droce_engine_stats_get(h->eng[eng], &st);
+	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
+		if (strcmp(droce_engine_counter_names[c], name) == 0)
+			return ((const uint64_t *)&st)[c];
+	}
+	CHECK(c < DROCE_ENGINE_NB_COUNTERS);
+	return 0;
+}
+
+uint64_t
 tc_counter(const struct tc_host *h, const char *name)
 {
 	struct droce_engine_stats st;

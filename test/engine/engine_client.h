@@ -188,6 +188,8 @@ int tc_event(struct tc_host *h, struct droce_event *ev, unsigned int timeout_ms)
 uint32_t tc_qp_state(const struct tc_qp *qp);
 /* Sum of a counter over the host's engines. */
 uint64_t tc_counter(const struct tc_host *h, const char *name);
+/* A counter of the host's engine eng; the name must be one of lib/engine's. */
+uint64_t tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name);
 /* Prints the non-zero counters of both hosts (diagnostics on failure). */
 void tc_dump(const struct tc_host *h);
 

@@ -72,21 +72,6 @@ pair_open_loop(struct tc_host *a, struct tc_host *b, unsigned int na)
 	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid6, a->mac), 0);
 }
 
-static uint64_t
-engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
-{
-	struct droce_engine_stats st;
-	unsigned int c;
-
-	droce_engine_stats_get(h->eng[eng], &st);
-	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
-		if (strcmp(droce_engine_counter_names[c], name) == 0)
-			return ((const uint64_t *)&st)[c];
-	}
-	CHECK(c < DROCE_ENGINE_NB_COUNTERS);
-	return 0;
-}
-
 static struct tc_qp *
 qp_make(struct tc_host *h, uint8_t type, unsigned int engine, struct tc_cq *scq,
 	struct tc_cq *rcq, struct tc_srq *srq)
@@ -316,12 +301,12 @@ rc_loopback(unsigned int na, bool ipv6, bool use_srq)
 		 * Each engine loops back its QP's packets to itself, then steers them to the
 		 * other engine, the owner of the destination QP.
 		 */
-		CHECK(engine_counter(&a, 0, "tx_loopback") > 0);
-		CHECK(engine_counter(&a, 1, "tx_loopback") > 0);
-		CHECK_EQ_U64(engine_counter(&a, 0, "rx_handoff_out"),
-			     engine_counter(&a, 0, "tx_loopback"));
-		CHECK_EQ_U64(engine_counter(&a, 1, "rx_handoff_out"),
-			     engine_counter(&a, 1, "tx_loopback"));
+		CHECK(tc_engine_counter(&a, 0, "tx_loopback") > 0);
+		CHECK(tc_engine_counter(&a, 1, "tx_loopback") > 0);
+		CHECK_EQ_U64(tc_engine_counter(&a, 0, "rx_handoff_out"),
+			     tc_engine_counter(&a, 0, "tx_loopback"));
+		CHECK_EQ_U64(tc_engine_counter(&a, 1, "rx_handoff_out"),
+			     tc_engine_counter(&a, 1, "tx_loopback"));
 	} else {
 		CHECK_EQ_U64(tc_counter(&a, "rx_handoff_out"), 0);
 		CHECK_EQ_U64(tc_counter(&a, "rx_handoff_in"), tc_counter(&a, "tx_loopback"));
@@ -447,9 +432,9 @@ DROCE_TEST(ud_loopback)
 	CHECK_EQ_U64(tc_counter(&a, "req_pkts"), msg);
 	CHECK_EQ_U64(tc_counter(&a, "ud_drop"), 0);
 	/* All sent by engine 0; half of them steered on to engine 1. */
-	CHECK_EQ_U64(engine_counter(&a, 0, "tx_loopback"), msg);
-	CHECK_EQ_U64(engine_counter(&a, 0, "rx_handoff_out"), msg / 2);
-	CHECK_EQ_U64(engine_counter(&a, 1, "rx_handoff_in"), msg / 2);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "tx_loopback"), msg);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "rx_handoff_out"), msg / 2);
+	CHECK_EQ_U64(tc_engine_counter(&a, 1, "rx_handoff_in"), msg / 2);
 	tc_pair_close(&a, &b);
 }
 
@@ -795,7 +780,7 @@ DROCE_TEST(slow_tx_sends_frames)
 	}
 	droce_test_ctx("counters");
 	CHECK_EQ_U64(tc_counter(&a, "tx_slow"), NB_SLOW_FRAMES);
-	CHECK_EQ_U64(engine_counter(&a, 0, "tx_slow"), NB_SLOW_FRAMES);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "tx_slow"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&a, "tx_pkts"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&b, "rx_pkts"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&b, "rx_slow"), NB_SLOW_FRAMES);
