@@ -7,14 +7,14 @@
  * fixed order. Prints one JSON line: the QPN, every completion (and the bytes a receive
  * placed), how many frames the port sent after each input, and the engine's counters.
  *
- * Not a DROCE_TEST executable: it supplies the failure hook of engine_client.c's CHECKs
- * itself (a failed CHECK prints and exits 1), so droce_test.c and its main() stay out.
+ * Not a DROCE_TEST executable: the failure hook of engine_client.c's CHECKs is
+ * test/common/runner_check.c (a failed CHECK prints and exits 1), so droce_test.c and its
+ * main() stay out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,21 +51,6 @@
 #define RUNNER_PEER_GID		"10.99.0.1"
 #define RUNNER_SELF_GID6	"fd00::2"
 #define RUNNER_PEER_GID6	"fd00::1"
-
-uint64_t droce_test_checks;
-
-void
-droce_test_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "engine-pkt-runner: %s:%d: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 struct runner_opts {
 	const char *in;
