@@ -62,6 +62,9 @@
 #include <droce_shm_qp_attr.h>
 #include <droce_wire_hdr.h>
 
+#include "engine_region.h"
+#include "qp_bringup.h"
+
 /* ---- Defaults and sizes ---- */
 
 #define DEFAULT_WARMUP_MS	500
@@ -118,6 +121,9 @@
 #define PSN_A			0x100
 #define PSN_B			0x200
 #define PD			1
+/* The CQs' handles (named in events, which nothing here reads). */
+#define CQ_SEND			1
+#define CQ_RECV			2
 
 #define USEC_PER_S		1000000.0
 
@@ -343,130 +349,80 @@ hosts_release(struct bench_host *a, struct bench_host *b)
 	rte_mempool_free(b->mp);
 }
 
-static int
-cq_create(struct bench_host *h, struct bench_cq *c, uint32_t size)
+/* The host's region as test/common/engine_region.h takes it. */
+static struct engine_region
+host_region(struct bench_host *h)
 {
-	struct droce_cq_conf conf;
-	int64_t ctl = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_cq),
-					    DROCE_SHM_CACHE_LINE);
-	int64_t ring = droce_shm_arena_alloc(&h->arena, (uint64_t)size * sizeof(struct droce_shm_cqe),
-					     DROCE_SHM_CACHE_LINE);
+	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+}
 
-	if (ctl < 0 || ring < 0)
-		return -1;
-	memset(&conf, 0, sizeof(conf));
-	conf.ctl = (struct droce_shm_cq *)((uint8_t *)h->region + ctl);
-	conf.ring = (struct droce_shm_cqe *)((uint8_t *)h->region + ring);
-	conf.size = size;
-	conf.eventfd = -1;
-	conf.handle = (uint32_t)ctl;
-	c->cq = droce_cq_create(h->dom, &conf);
-	if (c->cq == NULL)
-		return -1;
-	c->view.ctl = conf.ctl;
-	c->view.ring = conf.ring;
-	c->view.size = size;
-	c->view.log2_size = (unsigned int)__builtin_ctz(size);
-	return 0;
+static int
+cq_create(struct bench_host *h, struct bench_cq *c, uint32_t size, uint32_t handle)
+{
+	struct engine_region r = host_region(h);
+	struct engine_region_cq_mem mem;
+
+	c->cq = engine_region_cq_create(&r, size, -1, handle, &mem, &c->view);
+	return c->cq != NULL ? 0 : -1;
 }
 
 static int
 qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t rq_size)
 {
-	uint32_t sq_stride = droce_shm_sq_stride(1, 0), rq_stride = droce_shm_rq_stride(1);
-	int64_t ctl = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_qp),
-					    DROCE_SHM_CACHE_LINE);
-	int64_t sq = droce_shm_arena_alloc(&h->arena, (uint64_t)sq_size * sq_stride,
-					   DROCE_SHM_CACHE_LINE);
-	int64_t rq = droce_shm_arena_alloc(&h->arena, (uint64_t)rq_size * rq_stride,
-					   DROCE_SHM_CACHE_LINE);
-	const struct droce_shm_region_hdr *hdr = h->region;
+	struct engine_region r = host_region(h);
+	struct engine_region_qp_mem mem;
 	struct droce_qp_conf c;
 
-	if (ctl < 0 || sq < 0 || rq < 0)
-		return -1;
 	memset(&c, 0, sizeof(c));
 	c.qp_type = DROCE_SHM_QPT_RC;
 	c.pd = PD;
 	c.send_cq = h->scq.cq;
 	c.recv_cq = h->rcq.cq;
-	c.ctl = (struct droce_shm_qp *)((uint8_t *)h->region + ctl);
-	c.sq = (uint8_t *)h->region + sq;
 	c.sq_size = sq_size;
 	c.sq_max_sge = 1;
-	c.rq = (uint8_t *)h->region + rq;
 	c.rq_size = rq_size;
 	c.rq_max_sge = 1;
 	c.db_slot = h->next_db_slot++;
-	q->qp = droce_qp_create(h->dom, &c);
+	q->qp = engine_region_qp_create(&r, &c, &mem, &q->view);
 	if (q->qp == NULL)
 		return -1;
-	q->qpn = droce_qp_num(q->qp);
+	q->qpn = q->view.qp_num;
 	if (q->qpn >= RTE_DIM(h->by_qpn))
 		return -1;
 	h->by_qpn[q->qpn] = q;
-	q->view.ctl = c.ctl;
-	q->view.sq = c.sq;
-	q->view.rq = c.rq;
-	q->view.sq_size = sq_size;
-	q->view.sq_stride = sq_stride;
-	q->view.sq_max_sge = 1;
-	q->view.rq_size = rq_size;
-	q->view.rq_stride = rq_stride;
-	q->view.rq_max_sge = 1;
-	q->view.qp_num = q->qpn;
-	q->view.qp_type = DROCE_SHM_QPT_RC;
-	q->view.supported_wr = 1u << DROCE_SHM_WR_SEND;
-	q->view.db.block = (struct droce_shm_doorbell *)((uint8_t *)h->region +
-							 hdr->doorbell_off[0]);
-	q->view.db.slot = c.db_slot;
 	q->view.lkey_check = lkey_check;
 	q->view.ah_check = ah_check;
 	q->view.check_arg = h;
 	return 0;
 }
 
-/* RESET -> INIT -> RTR -> RTS, addressed at peer (IB 11.2.4.2's required attributes). */
+/* RESET -> INIT -> RTR -> RTS, addressed at peer (test/common/qp_bringup.h). */
 static int
 qp_connect(struct bench_qp *x, const struct bench_qp *y, const struct bench_host *peer,
 	   uint8_t mtu, uint32_t sq_psn, uint32_t rq_psn)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct qp_bringup_path path = {
+		.qp_type = DROCE_SHM_QPT_RC,
+		.access = IBV_ACCESS_LOCAL_WRITE,
+		.mtu = mtu,
+		.dest_qpn = y->qpn,
+		.sq_psn = sq_psn,
+		.rq_psn = rq_psn,
+		.timeout = PATH_TIMEOUT,
+		.retry_cnt = PATH_RETRY,
+		.rnr_retry = PATH_RNR_RETRY,
+		.min_rnr_timer = PATH_MIN_RNR_TIMER,
+		.rd_atomic = 1,
+	};
+	unsigned int i;
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_ACCESS_FLAGS;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-	if (droce_qp_modify(x->qp, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-		 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN | DROCE_SHM_QP_MAX_DEST_RD_ATOMIC |
-		 DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = y->qpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = PATH_MIN_RNR_TIMER;
-	memcpy(a.ah.dgid, peer->gid, sizeof(a.ah.dgid));
-	a.ah.is_global = 1;
-	a.ah.hop_limit = 64;
-	a.ah.port_num = 1;
-	if (droce_qp_modify(x->qp, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN | DROCE_SHM_QP_TIMEOUT |
-		 DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY | DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = PATH_TIMEOUT;
-	a.retry_cnt = PATH_RETRY;
-	a.rnr_retry = PATH_RNR_RETRY;
-	a.max_rd_atomic = 1;
-	return droce_qp_modify(x->qp, &a);
+	qp_bringup_ah(&path.ah, peer->gid, 0);
+	qp_bringup_connected(&path, attr);
+	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+		if (droce_qp_modify(x->qp, &attr[i]) != 0)
+			return -1;
+	return 0;
 }
 
 static uint32_t
@@ -501,9 +457,10 @@ hosts_open(struct bench_host *a, struct bench_host *b, const struct bench_opts *
 	}
 	if (n == 0)
 		return 0;
-	if (ncqe > DROCE_SHM_MAX_CQE || cq_create(a, &a->scq, ncqe) != 0 ||
-	    cq_create(a, &a->rcq, ncqe) != 0 || cq_create(b, &b->scq, ncqe) != 0 ||
-	    cq_create(b, &b->rcq, ncqe) != 0) {
+	if (ncqe > DROCE_SHM_MAX_CQE || cq_create(a, &a->scq, ncqe, CQ_SEND) != 0 ||
+	    cq_create(a, &a->rcq, ncqe, CQ_RECV) != 0 ||
+	    cq_create(b, &b->scq, ncqe, CQ_SEND) != 0 ||
+	    cq_create(b, &b->rcq, ncqe, CQ_RECV) != 0) {
 		fprintf(stderr, "CQs of %u entries: failed\n", ncqe);
 		return -1;
 	}

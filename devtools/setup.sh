@@ -7,7 +7,7 @@
 # reconfigures nothing and only rebuilds what changed.
 #
 #   ${DROCE_BUILD_PREFIX:-build}        gcc, defaults
-#   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit and engine tests run here too)
+#   ${DROCE_BUILD_PREFIX:-build}-asan   gcc, ASan + UBSan (unit, engine, net and fault tests run here too)
 #   ${DROCE_BUILD_PREFIX:-build}-fuzz   clang, ASan + UBSan, -Dfuzz=true (libFuzzer)
 #   ${DROCE_BUILD_PREFIX:-build}-rxe    the QEMU guest running Linux's soft-RoCE, the rxe
 #                                       suite's peer (test/rxe/build-guest.sh, doc/interop.md)

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -116,6 +117,48 @@ ex_parse_mtu(const char *arg, enum ibv_mtu *out)
 		}
 	}
 	return ex_usage_error("-m: '%s' is not a path MTU (256, 512, 1024, 2048 or 4096)", arg);
+}
+
+int
+ex_parse_opt(int opt, const char *arg, uint32_t max_size, struct ex_opts *o)
+{
+	switch (opt) {
+	case 'p':
+		return ex_parse_u32("-p", arg, 1, UINT16_MAX, &o->tcp_port);
+	case 'd':
+		o->dev_name = arg;
+		return EX_EXIT_OK;
+	case 'i':
+		return ex_parse_u32("-i", arg, 1, UINT8_MAX, &o->ib_port);
+	case 'g':
+		return ex_parse_u32("-g", arg, 0, EX_MAX_GID_INDEX, &o->gid_index);
+	case 's':
+		return ex_parse_u32("-s", arg, 1, max_size, &o->size);
+	case 'n':
+		return ex_parse_u32("-n", arg, 1, EX_MAX_ITERS, &o->iters);
+	case 'm':
+		if (ex_parse_mtu(arg, &o->mtu) != EX_EXIT_OK)
+			return EX_EXIT_USAGE;
+		o->mtu_set = true;
+		return EX_EXIT_OK;
+	case 'e':
+		o->events = true;
+		return EX_EXIT_OK;
+	case 'T':
+		return ex_parse_u32("-T", arg, 1, EX_MAX_TIMEOUT_S, &o->timeout_s);
+	default:
+		return EX_OPT_NOT_SHARED;
+	}
+}
+
+int
+ex_parse_peer(int argc, char **argv, struct ex_opts *o)
+{
+	if (optind < argc)
+		o->server = argv[optind++];
+	if (optind < argc)
+		return ex_usage_error("unexpected argument '%s'", argv[optind]);
+	return EX_EXIT_OK;
 }
 
 unsigned int
@@ -241,6 +284,172 @@ ex_alloc_buf(size_t len)
 	}
 	memset(p, 0, len);
 	return p;
+}
+
+int
+ex_res_create(struct ex_res *r, size_t len, int cqe, bool events)
+{
+	r->buf = ex_alloc_buf(len);
+	if (r->buf == NULL)
+		return -1;
+	r->pd = ibv_alloc_pd(r->ctx);
+	if (r->pd == NULL) {
+		ex_err("ibv_alloc_pd: %s", strerror(errno));
+		return -1;
+	}
+	r->mr = ibv_reg_mr(r->pd, r->buf, len, IBV_ACCESS_LOCAL_WRITE);
+	if (r->mr == NULL) {
+		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
+		return -1;
+	}
+	if (events) {
+		r->ch = ibv_create_comp_channel(r->ctx);
+		if (r->ch == NULL) {
+			ex_err("ibv_create_comp_channel: %s", strerror(errno));
+			return -1;
+		}
+	}
+	r->cq = ibv_create_cq(r->ctx, cqe, NULL, r->ch, 0);
+	if (r->cq == NULL) {
+		ex_err("ibv_create_cq: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+ex_res_destroy(struct ex_res *r)
+{
+	int fail = 0;
+	int ret;
+
+	if (r->cq != NULL && (ret = ibv_destroy_cq(r->cq)) != 0) {
+		ex_err("ibv_destroy_cq: %s", strerror(ret));
+		fail = -1;
+	}
+	if (r->ch != NULL && ibv_destroy_comp_channel(r->ch) != 0) {
+		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
+		fail = -1;
+	}
+	if (r->mr != NULL && (ret = ibv_dereg_mr(r->mr)) != 0) {
+		ex_err("ibv_dereg_mr: %s", strerror(ret));
+		fail = -1;
+	}
+	if (r->pd != NULL && (ret = ibv_dealloc_pd(r->pd)) != 0) {
+		ex_err("ibv_dealloc_pd: %s", strerror(ret));
+		fail = -1;
+	}
+	if (r->ctx != NULL && ibv_close_device(r->ctx) != 0) {
+		ex_err("ibv_close_device: %s", strerror(errno));
+		fail = -1;
+	}
+	free(r->buf);
+	return fail;
+}
+
+int
+ex_path_mtu(const struct ibv_port_attr *port_attr, uint8_t port, bool mtu_set,
+	    enum ibv_mtu mtu, enum ibv_mtu *out)
+{
+	*out = mtu_set ? mtu : port_attr->active_mtu;
+	if (*out > port_attr->active_mtu) {
+		ex_err("path MTU %u exceeds the active MTU %u of port %u", ex_mtu_bytes(*out),
+		       ex_mtu_bytes(port_attr->active_mtu), port);
+		return -1;
+	}
+	return 0;
+}
+
+void
+ex_ah_attr(struct ibv_ah_attr *ah, const union ibv_gid *dgid, uint8_t sgid_index, uint8_t port)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->grh.dgid = *dgid;
+	ah->grh.sgid_index = sgid_index;
+	ah->grh.hop_limit = EX_HOP_LIMIT;
+	ah->port_num = port;
+}
+
+static int
+modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const char *state)
+{
+	int ret = ibv_modify_qp(qp, attr, mask);
+
+	if (ret != 0) {
+		ex_err("ibv_modify_qp to %s: %s", state, strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+int
+ex_qp_init(struct ibv_qp *qp, enum ibv_qp_type type, uint8_t port, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = port,
+	};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (type == IBV_QPT_UD) {
+		attr.qkey = qkey;
+		mask |= IBV_QP_QKEY;
+	} else {
+		attr.qp_access_flags = 0;	/* SENDs only: no remote access */
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return modify_qp(qp, &attr, mask, "INIT");
+}
+
+int
+ex_qp_connect(struct ibv_qp *qp, enum ibv_qp_type type, enum ibv_mtu mtu, uint8_t port,
+	      uint8_t gid_index, const struct ex_dest *local, const struct ex_dest *remote)
+{
+	bool rc = type == IBV_QPT_RC;
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = mtu,
+		.dest_qp_num = remote->qpn,
+		.rq_psn = remote->psn,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = EX_RC_MIN_RNR_TIMER,
+	};
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+	ex_ah_attr(&attr.ah_attr, &remote->gid, gid_index, port);
+	if (rc)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (modify_qp(qp, &attr, mask, "RTR") != 0)
+		return -1;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = local->psn;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (rc) {
+		attr.timeout = EX_RC_TIMEOUT;
+		attr.retry_cnt = EX_RC_RETRY_CNT;
+		/* A receiver (or an empty SRQ) answers RNR NAK: retrying forever lets it catch up. */
+		attr.rnr_retry = EX_RC_RNR_RETRY;
+		attr.max_rd_atomic = 1;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return modify_qp(qp, &attr, mask, "RTS");
+}
+
+int
+ex_qp_ud_ready(struct ibv_qp *qp, uint32_t sq_psn)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+
+	if (modify_qp(qp, &attr, IBV_QP_STATE, "RTR") != 0)
+		return -1;
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = sq_psn;
+	return modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS");
 }
 
 /* Milliseconds left until deadline (microseconds), for poll(); 0 once it has passed. */
@@ -528,6 +737,22 @@ ex_tcp_recv_dest(int fd, struct ex_dest *d, int timeout_s)
 			return -1;
 		}
 		d->gid.raw[i] = (uint8_t)byte;
+	}
+	return 0;
+}
+
+int
+ex_tcp_exchange_dest(int fd, const struct ex_dest *local, struct ex_dest *remote,
+		     int timeout_s)
+{
+	if (ex_tcp_send_dest(fd, local, timeout_s) != 0 ||
+	    ex_tcp_recv_dest(fd, remote, timeout_s) != 0)
+		return -1;
+	if (remote->size != local->size || remote->iters != local->iters) {
+		ex_err("the peer runs -s %" PRIu32 " -n %" PRIu32 ", this side -s %" PRIu32
+		       " -n %" PRIu32 ": give both the same", remote->size, remote->iters,
+		       local->size, local->iters);
+		return -1;
 	}
 	return 0;
 }

@@ -31,18 +31,8 @@ enum {
 };
 
 struct rc_opts {
-	const char *dev_name;		/* NULL: the first device */
-	const char *server;		/* NULL: run as the server */
-	uint32_t tcp_port;
-	uint32_t ib_port;
-	uint32_t gid_index;
-	uint32_t size;
-	uint32_t iters;
-	uint32_t timeout_s;
-	enum ibv_mtu mtu;
-	bool mtu_set;
+	struct ex_opts ex;
 	enum ibv_qp_type qp_type;
-	bool events;
 	bool check;
 	bool use_srq;
 	bool quiet;
@@ -50,14 +40,9 @@ struct rc_opts {
 
 struct rc_ctx {
 	const struct rc_opts *o;
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res r;		/* r.buf: send buffer, then receive buffer */
 	struct ibv_srq *srq;
 	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;			/* send buffer, then receive buffer */
 	uint8_t *sbuf;
 	uint8_t *rbuf;
 	enum ibv_mtu mtu;
@@ -135,39 +120,18 @@ parse_args(int argc, char **argv, struct rc_opts *o, bool *done)
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
+	int ret;
 
 	*done = false;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "p:d:i:g:s:n:m:t:ecT:qh", long_opts, NULL)) != -1) {
+		ret = ex_parse_opt(opt, optarg, EX_MAX_SIZE, &o->ex);
+		if (ret != EX_OPT_NOT_SHARED) {
+			if (ret != EX_EXIT_OK)
+				return ret;
+			continue;
+		}
 		switch (opt) {
-		case 'p':
-			if (ex_parse_u32("-p", optarg, 1, UINT16_MAX, &o->tcp_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'd':
-			o->dev_name = optarg;
-			break;
-		case 'i':
-			if (ex_parse_u32("-i", optarg, 1, UINT8_MAX, &o->ib_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'g':
-			if (ex_parse_u32("-g", optarg, 0, EX_MAX_GID_INDEX, &o->gid_index) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 's':
-			if (ex_parse_u32("-s", optarg, 1, EX_MAX_SIZE, &o->size) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'n':
-			if (ex_parse_u32("-n", optarg, 1, EX_MAX_ITERS, &o->iters) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'm':
-			if (ex_parse_mtu(optarg, &o->mtu) != 0)
-				return EX_EXIT_USAGE;
-			o->mtu_set = true;
-			break;
 		case 't':
 			if (strcmp(optarg, "rc") == 0)
 				o->qp_type = IBV_QPT_RC;
@@ -179,15 +143,8 @@ parse_args(int argc, char **argv, struct rc_opts *o, bool *done)
 		case OPT_SRQ:
 			o->use_srq = true;
 			break;
-		case 'e':
-			o->events = true;
-			break;
 		case 'c':
 			o->check = true;
-			break;
-		case 'T':
-			if (ex_parse_u32("-T", optarg, 1, EX_MAX_TIMEOUT_S, &o->timeout_s) != 0)
-				return EX_EXIT_USAGE;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -201,11 +158,7 @@ parse_args(int argc, char **argv, struct rc_opts *o, bool *done)
 					      argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		o->server = argv[optind++];
-	if (optind < argc)
-		return ex_usage_error("unexpected argument '%s'", argv[optind]);
-	return EX_EXIT_OK;
+	return ex_parse_peer(argc, argv, &o->ex);
 }
 
 static int
@@ -213,8 +166,8 @@ post_recv(struct rc_ctx *c)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
-		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.length = c->o->ex.size,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WRID_RECV, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -235,8 +188,8 @@ post_send(struct rc_ctx *c, uint32_t iter)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->sbuf,
-		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.length = c->o->ex.size,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = WRID_SEND,
@@ -250,7 +203,7 @@ post_send(struct rc_ctx *c, uint32_t iter)
 
 	/* The previous send has completed (see wait_until), so its buffer is free. */
 	if (c->o->check)
-		ex_pattern_fill(c->sbuf, c->o->size, c->local_stream, iter);
+		ex_pattern_fill(c->sbuf, c->o->ex.size, c->local_stream, iter);
 	ret = ibv_post_send(c->qp, &wr, &bad);
 	if (ret != 0) {
 		ex_err("iteration %" PRIu32 ": ibv_post_send: %s", iter, strerror(ret));
@@ -278,13 +231,13 @@ handle_wc(struct rc_ctx *c, const struct ibv_wc *wc)
 			ex_wc_err(wc, "receive", iter);
 			return -1;
 		}
-		if (wc->byte_len != c->o->size) {
+		if (wc->byte_len != c->o->ex.size) {
 			ex_err("iteration %" PRIu32 ": received %" PRIu32 " bytes, expected %" PRIu32,
-			       iter, wc->byte_len, c->o->size);
+			       iter, wc->byte_len, c->o->ex.size);
 			return -1;
 		}
 		if (c->o->check &&
-		    ex_pattern_check(c->rbuf, c->o->size, c->peer_stream, iter) != 0)
+		    ex_pattern_check(c->rbuf, c->o->ex.size, c->peer_stream, iter) != 0)
 			return -1;
 		c->recvs_done++;
 		return post_recv(c);
@@ -306,7 +259,7 @@ wait_until(struct rc_ctx *c, uint32_t sends, uint32_t recvs)
 	int n, i;
 
 	while (c->sends_done < sends || c->recvs_done < recvs) {
-		n = ex_cq_wait(c->cq, c->ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->ex.timeout_s);
 		if (n < 0) {
 			ex_err("stuck after %" PRIu32 " sends and %" PRIu32 " receives",
 			       c->sends_done, c->recvs_done);
@@ -324,7 +277,7 @@ run_client(struct rc_ctx *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->o->iters; i++) {
+	for (i = 0; i < c->o->ex.iters; i++) {
 		if (post_send(c, i) != 0 || wait_until(c, i + 1, i + 1) != 0)
 			return -1;
 	}
@@ -336,18 +289,18 @@ run_server(struct rc_ctx *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->o->iters; i++) {
+	for (i = 0; i < c->o->ex.iters; i++) {
 		if (wait_until(c, i, i + 1) != 0 || post_send(c, i) != 0)
 			return -1;
 	}
-	return wait_until(c, c->o->iters, c->o->iters);
+	return wait_until(c, c->o->ex.iters, c->o->ex.iters);
 }
 
 static int
 create_resources(struct rc_ctx *c)
 {
 	const struct rc_opts *o = c->o;
-	size_t len = 2 * (size_t)o->size;
+	size_t len = 2 * (size_t)o->ex.size;
 	struct ibv_qp_init_attr qp_attr = {
 		.qp_type = o->qp_type,
 		.sq_sig_all = 1,
@@ -359,123 +312,30 @@ create_resources(struct rc_ctx *c)
 		},
 	};
 
-	c->buf = ex_alloc_buf(len);
-	if (c->buf == NULL)
+	if (ex_res_create(&c->r, len, EX_RX_DEPTH + SEND_DEPTH, o->ex.events) != 0)
 		return -1;
-	c->sbuf = c->buf;
-	c->rbuf = c->buf + o->size;
-	c->pd = ibv_alloc_pd(c->ctx);
-	if (c->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (c->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		c->ch = ibv_create_comp_channel(c->ctx);
-		if (c->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	c->cq = ibv_create_cq(c->ctx, EX_RX_DEPTH + SEND_DEPTH, NULL, c->ch, 0);
-	if (c->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
+	c->sbuf = c->r.buf;
+	c->rbuf = c->r.buf + o->ex.size;
 	if (o->use_srq) {
 		struct ibv_srq_init_attr srq_attr = {
 			.attr = { .max_wr = EX_RX_DEPTH, .max_sge = 1 },
 		};
 
-		c->srq = ibv_create_srq(c->pd, &srq_attr);
+		c->srq = ibv_create_srq(c->r.pd, &srq_attr);
 		if (c->srq == NULL) {
 			ex_err("ibv_create_srq: %s", strerror(errno));
 			return -1;
 		}
 	}
-	qp_attr.send_cq = c->cq;
-	qp_attr.recv_cq = c->cq;
+	qp_attr.send_cq = c->r.cq;
+	qp_attr.recv_cq = c->r.cq;
 	qp_attr.srq = c->srq;
-	c->qp = ibv_create_qp(c->pd, &qp_attr);
+	c->qp = ibv_create_qp(c->r.pd, &qp_attr);
 	if (c->qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
-}
-
-static int
-modify(struct rc_ctx *c, struct ibv_qp_attr *attr, int mask, const char *state)
-{
-	int ret = ibv_modify_qp(c->qp, attr, mask);
-
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to %s: %s", state, strerror(ret));
-		return -1;
-	}
-	return 0;
-}
-
-static int
-qp_to_init(struct rc_ctx *c)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)c->o->ib_port,
-		.qp_access_flags = 0,
-	};
-
-	return modify(c, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		      IBV_QP_ACCESS_FLAGS, "INIT");
-}
-
-static int
-qp_connect(struct rc_ctx *c, const struct ex_dest *local, const struct ex_dest *remote)
-{
-	bool rc = c->o->qp_type == IBV_QPT_RC;
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = c->mtu,
-		.dest_qp_num = remote->qpn,
-		.rq_psn = remote->psn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = EX_RC_MIN_RNR_TIMER,
-		.ah_attr = {
-			/* RoCE has no LIDs: every address carries a GRH (the IP header). */
-			.is_global = 1,
-			.grh = {
-				.dgid = remote->gid,
-				.sgid_index = (uint8_t)c->o->gid_index,
-				.hop_limit = EX_HOP_LIMIT,
-			},
-			.port_num = (uint8_t)c->o->ib_port,
-		},
-	};
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-
-	if (rc)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	if (modify(c, &attr, mask, "RTR") != 0)
-		return -1;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc) {
-		attr.timeout = EX_RC_TIMEOUT;
-		attr.retry_cnt = EX_RC_RETRY_CNT;
-		attr.rnr_retry = EX_RC_RNR_RETRY;
-		attr.max_rd_atomic = 1;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	return modify(c, &attr, mask, "RTS");
 }
 
 static int
@@ -492,27 +352,8 @@ destroy_resources(struct rc_ctx *c)
 		ex_err("ibv_destroy_srq: %s", strerror(ret));
 		fail = -1;
 	}
-	if (c->cq != NULL && (ret = ibv_destroy_cq(c->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&c->r) != 0)
 		fail = -1;
-	}
-	if (c->ch != NULL && ibv_destroy_comp_channel(c->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (c->mr != NULL && (ret = ibv_dereg_mr(c->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->pd != NULL && (ret = ibv_dealloc_pd(c->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->ctx != NULL && ibv_close_device(c->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(c->buf);
 	return fail;
 }
 
@@ -521,29 +362,26 @@ static int
 run(struct rc_ctx *c, int lfd)
 {
 	const struct rc_opts *o = c->o;
-	int tmo = (int)o->timeout_s;
-	struct ex_dest local = { .size = o->size, .iters = o->iters };
+	int tmo = (int)o->ex.timeout_s;
+	struct ex_dest local = { .size = o->ex.size, .iters = o->ex.iters };
 	struct ex_dest remote;
 	struct ibv_port_attr port_attr;
 	uint64_t t0, usec;
 	int fd = -1;
 	int ret = -1;
 
-	if (ex_query_port_gid(c->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(c->r.ctx, (uint8_t)o->ex.ib_port, (int)o->ex.gid_index, &port_attr,
 			      &local.gid) != 0)
 		return -1;
-	c->mtu = o->mtu_set ? o->mtu : port_attr.active_mtu;
-	if (c->mtu > port_attr.active_mtu) {
-		ex_err("path MTU %u exceeds the active MTU %u of port %" PRIu32,
-		       ex_mtu_bytes(c->mtu), ex_mtu_bytes(port_attr.active_mtu), o->ib_port);
+	if (ex_path_mtu(&port_attr, (uint8_t)o->ex.ib_port, o->ex.mtu_set, o->ex.mtu, &c->mtu) != 0)
 		return -1;
-	}
-	if (o->size > port_attr.max_msg_sz) {
-		ex_err("message size %" PRIu32 " exceeds the port's maximum %" PRIu32, o->size,
+	if (o->ex.size > port_attr.max_msg_sz) {
+		ex_err("message size %" PRIu32 " exceeds the port's maximum %" PRIu32, o->ex.size,
 		       port_attr.max_msg_sz);
 		return -1;
 	}
-	if (create_resources(c) != 0 || qp_to_init(c) != 0)
+	if (create_resources(c) != 0 ||
+	    ex_qp_init(c->qp, o->qp_type, (uint8_t)o->ex.ib_port, 0) != 0)
 		return -1;
 	/*
 	 * Receives may be posted from INIT on (IB spec, QP state table: not in RESET); posting
@@ -555,29 +393,24 @@ run(struct rc_ctx *c, int lfd)
 	local.qpn = c->qp->qp_num;
 	local.psn = ex_random_psn();
 
-	fd = o->server != NULL ? ex_tcp_connect(o->server, (uint16_t)o->tcp_port, tmo) :
+	fd = o->ex.server != NULL ? ex_tcp_connect(o->ex.server, (uint16_t)o->ex.tcp_port, tmo) :
 				 ex_tcp_accept(lfd, tmo);
 	if (fd < 0)
 		return -1;
-	if (ex_tcp_send_dest(fd, &local, tmo) != 0 || ex_tcp_recv_dest(fd, &remote, tmo) != 0)
+	if (ex_tcp_exchange_dest(fd, &local, &remote, tmo) != 0)
 		goto out;
-	if (remote.size != o->size || remote.iters != o->iters) {
-		ex_err("the peer runs -s %" PRIu32 " -n %" PRIu32 ", this side -s %" PRIu32
-		       " -n %" PRIu32 ": give both the same", remote.size, remote.iters, o->size,
-		       o->iters);
-		goto out;
-	}
 	if (!o->quiet) {
 		printf("%s: device %s port %" PRIu32 " GID index %" PRIu32 ", %s%s, path MTU %u, "
 		       "%" PRIu32 " x %" PRIu32 " bytes\n", ex_prog,
-		       ibv_get_device_name(c->ctx->device), o->ib_port, o->gid_index,
+		       ibv_get_device_name(c->r.ctx->device), o->ex.ib_port, o->ex.gid_index,
 		       o->qp_type == IBV_QPT_RC ? "RC" : "UC", o->use_srq ? " with SRQ" : "",
-		       ex_mtu_bytes(c->mtu), o->iters, o->size);
+		       ex_mtu_bytes(c->mtu), o->ex.iters, o->ex.size);
 		ex_print_dest("local", &local);
 		ex_print_dest("remote", &remote);
 		fflush(stdout);
 	}
-	if (qp_connect(c, &local, &remote) != 0)
+	if (ex_qp_connect(c->qp, o->qp_type, c->mtu, (uint8_t)o->ex.ib_port, (uint8_t)o->ex.gid_index,
+			  &local, &remote) != 0)
 		goto out;
 	/* Neither side sends before the other's QP is ready to receive. */
 	if (ex_tcp_send_tag(fd, EX_TAG_READY, tmo) != 0 ||
@@ -585,7 +418,7 @@ run(struct rc_ctx *c, int lfd)
 		goto out;
 
 	t0 = ex_now_us();
-	if ((o->server != NULL ? run_client(c) : run_server(c)) != 0)
+	if ((o->ex.server != NULL ? run_client(c) : run_server(c)) != 0)
 		goto out;
 	usec = ex_now_us() - t0;
 
@@ -594,7 +427,7 @@ run(struct rc_ctx *c, int lfd)
 	if (ex_tcp_send_tag(fd, EX_TAG_DONE, tmo) != 0 ||
 	    ex_tcp_recv_tag(fd, EX_TAG_DONE, tmo) != 0)
 		goto out;
-	ex_print_result(o->iters, o->size, 2 * (uint64_t)o->size * o->iters, usec);
+	ex_print_result(o->ex.iters, o->ex.size, 2 * (uint64_t)o->ex.size * o->ex.iters, usec);
 	ret = 0;
 out:
 	close(fd);
@@ -605,11 +438,7 @@ int
 main(int argc, char **argv)
 {
 	struct rc_opts o = {
-		.tcp_port = EX_DEFAULT_TCP_PORT,
-		.ib_port = 1,
-		.size = EX_DEFAULT_SIZE,
-		.iters = EX_DEFAULT_ITERS,
-		.timeout_s = EX_DEFAULT_TIMEOUT_S,
+		.ex = EX_OPTS_DEFAULT(EX_DEFAULT_SIZE),
 		.qp_type = IBV_QPT_RC,
 	};
 	struct rc_ctx c = { .o = &o };
@@ -621,17 +450,17 @@ main(int argc, char **argv)
 	ret = parse_args(argc, argv, &o, &done);
 	if (ret != EX_EXIT_OK || done)
 		return ret;
-	c.local_stream = o.server != NULL ? STREAM_TO_SERVER : STREAM_TO_CLIENT;
-	c.peer_stream = o.server != NULL ? STREAM_TO_CLIENT : STREAM_TO_SERVER;
+	c.local_stream = o.ex.server != NULL ? STREAM_TO_SERVER : STREAM_TO_CLIENT;
+	c.peer_stream = o.ex.server != NULL ? STREAM_TO_CLIENT : STREAM_TO_SERVER;
 
 	/* The server listens first, so a port in use is reported before any setup. */
-	if (o.server == NULL) {
-		lfd = ex_tcp_listen((uint16_t)o.tcp_port);
+	if (o.ex.server == NULL) {
+		lfd = ex_tcp_listen((uint16_t)o.ex.tcp_port);
 		if (lfd < 0)
 			return EX_EXIT_FAIL;
 	}
-	c.ctx = ex_open_device(o.dev_name);
-	ret = c.ctx != NULL ? run(&c, lfd) : -1;
+	c.r.ctx = ex_open_device(o.ex.dev_name);
+	ret = c.r.ctx != NULL ? run(&c, lfd) : -1;
 	if (destroy_resources(&c) != 0)
 		ret = -1;
 	if (lfd >= 0)

@@ -45,31 +45,16 @@ enum {
 };
 
 struct srq_opts {
-	const char *dev_name;
-	const char *server;		/* --client SERVER; NULL: run the server */
-	uint32_t tcp_port;
-	uint32_t ib_port;
-	uint32_t gid_index;
-	uint32_t size;
-	uint32_t iters;
+	struct ex_opts ex;
 	uint32_t clients;
 	uint32_t depth;
 	uint32_t limit;
-	uint32_t timeout_s;
-	enum ibv_mtu mtu;
-	bool mtu_set;
-	bool events;
 };
 
 /* Resources both modes use. */
 struct srq_res {
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res ex;
 	struct ibv_srq *srq;
-	struct ibv_mr *mr;
-	uint8_t *buf;
 	enum ibv_mtu mtu;
 	union ibv_gid gid;
 };
@@ -176,40 +161,19 @@ parse_args(int argc, char **argv, struct srq_opts *o, bool *done)
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
+	int ret;
 
 	*done = false;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "p:d:i:g:s:n:m:q:r:l:eT:h", long_opts,
 				  NULL)) != -1) {
+		ret = ex_parse_opt(opt, optarg, SRQ_MAX_SIZE, &o->ex);
+		if (ret != EX_OPT_NOT_SHARED) {
+			if (ret != EX_EXIT_OK)
+				return ret;
+			continue;
+		}
 		switch (opt) {
-		case 'p':
-			if (ex_parse_u32("-p", optarg, 1, UINT16_MAX, &o->tcp_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'd':
-			o->dev_name = optarg;
-			break;
-		case 'i':
-			if (ex_parse_u32("-i", optarg, 1, UINT8_MAX, &o->ib_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'g':
-			if (ex_parse_u32("-g", optarg, 0, EX_MAX_GID_INDEX, &o->gid_index) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 's':
-			if (ex_parse_u32("-s", optarg, 1, SRQ_MAX_SIZE, &o->size) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'n':
-			if (ex_parse_u32("-n", optarg, 1, EX_MAX_ITERS, &o->iters) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'm':
-			if (ex_parse_mtu(optarg, &o->mtu) != 0)
-				return EX_EXIT_USAGE;
-			o->mtu_set = true;
-			break;
 		case 'q':
 			if (ex_parse_u32("-q", optarg, 1, SRQ_MAX_CLIENTS, &o->clients) != 0)
 				return EX_EXIT_USAGE;
@@ -223,14 +187,7 @@ parse_args(int argc, char **argv, struct srq_opts *o, bool *done)
 				return EX_EXIT_USAGE;
 			break;
 		case OPT_CLIENT:
-			o->server = optarg;
-			break;
-		case 'e':
-			o->events = true;
-			break;
-		case 'T':
-			if (ex_parse_u32("-T", optarg, 1, EX_MAX_TIMEOUT_S, &o->timeout_s) != 0)
-				return EX_EXIT_USAGE;
+			o->ex.server = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -269,44 +226,15 @@ res_create(struct srq_res *r, const struct srq_opts *o, size_t len, int cqe)
 {
 	struct ibv_port_attr port_attr;
 
-	r->ctx = ex_open_device(o->dev_name);
-	if (r->ctx == NULL)
+	r->ex.ctx = ex_open_device(o->ex.dev_name);
+	if (r->ex.ctx == NULL)
 		return -1;
-	if (ex_query_port_gid(r->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(r->ex.ctx, (uint8_t)o->ex.ib_port, (int)o->ex.gid_index, &port_attr,
 			      &r->gid) != 0)
 		return -1;
-	r->mtu = o->mtu_set ? o->mtu : port_attr.active_mtu;
-	if (r->mtu > port_attr.active_mtu) {
-		ex_err("path MTU %u exceeds the active MTU %u of port %" PRIu32,
-		       ex_mtu_bytes(r->mtu), ex_mtu_bytes(port_attr.active_mtu), o->ib_port);
+	if (ex_path_mtu(&port_attr, (uint8_t)o->ex.ib_port, o->ex.mtu_set, o->ex.mtu, &r->mtu) != 0)
 		return -1;
-	}
-	r->buf = ex_alloc_buf(len);
-	if (r->buf == NULL)
-		return -1;
-	r->pd = ibv_alloc_pd(r->ctx);
-	if (r->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	r->mr = ibv_reg_mr(r->pd, r->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (r->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		r->ch = ibv_create_comp_channel(r->ctx);
-		if (r->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	r->cq = ibv_create_cq(r->ctx, cqe, NULL, r->ch, 0);
-	if (r->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+	return ex_res_create(&r->ex, len, cqe, o->ex.events);
 }
 
 /* Everything but QPs, which the caller destroys first. */
@@ -320,27 +248,8 @@ res_destroy(struct srq_res *r)
 		ex_err("ibv_destroy_srq: %s", strerror(ret));
 		fail = -1;
 	}
-	if (r->cq != NULL && (ret = ibv_destroy_cq(r->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&r->ex) != 0)
 		fail = -1;
-	}
-	if (r->ch != NULL && ibv_destroy_comp_channel(r->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (r->mr != NULL && (ret = ibv_dereg_mr(r->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (r->pd != NULL && (ret = ibv_dealloc_pd(r->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (r->ctx != NULL && ibv_close_device(r->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(r->buf);
 	return fail;
 }
 
@@ -363,8 +272,8 @@ static struct ibv_qp *
 create_rc_qp(struct srq_res *r, const struct srq_opts *o, uint32_t max_recv_wr)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = r->cq,
-		.recv_cq = r->cq,
+		.send_cq = r->ex.cq,
+		.recv_cq = r->ex.cq,
 		.srq = r->srq,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
@@ -375,74 +284,27 @@ create_rc_qp(struct srq_res *r, const struct srq_opts *o, uint32_t max_recv_wr)
 			.max_recv_sge = 1,
 		},
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)o->ib_port,
-	};
 	struct ibv_qp *qp;
-	int ret;
 
-	qp = ibv_create_qp(r->pd, &init);
+	qp = ibv_create_qp(r->ex.pd, &init);
 	if (qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return NULL;
 	}
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to INIT: %s", strerror(ret));
+	if (ex_qp_init(qp, IBV_QPT_RC, (uint8_t)o->ex.ib_port, 0) != 0) {
 		destroy_qp(qp);
 		return NULL;
 	}
 	return qp;
 }
 
+/* An empty SRQ answers RNR NAK: the EX_RC_* timers retry forever, so the server catches up. */
 static int
 connect_rc_qp(struct ibv_qp *qp, const struct srq_res *r, const struct srq_opts *o,
 	      const struct ex_dest *local, const struct ex_dest *remote)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = r->mtu,
-		.dest_qp_num = remote->qpn,
-		.rq_psn = remote->psn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = EX_RC_MIN_RNR_TIMER,
-		.ah_attr = {
-			.is_global = 1,
-			.grh = {
-				.dgid = remote->gid,
-				.sgid_index = (uint8_t)o->gid_index,
-				.hop_limit = EX_HOP_LIMIT,
-			},
-			.port_num = (uint8_t)o->ib_port,
-		},
-	};
-	int ret;
-
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTR: %s", strerror(ret));
-		return -1;
-	}
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	attr.timeout = EX_RC_TIMEOUT;
-	attr.retry_cnt = EX_RC_RETRY_CNT;
-	/* An empty SRQ answers RNR NAK: retrying forever lets the server catch up. */
-	attr.rnr_retry = EX_RC_RNR_RETRY;
-	attr.max_rd_atomic = 1;
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTS: %s", strerror(ret));
-		return -1;
-	}
-	return 0;
+	return ex_qp_connect(qp, IBV_QPT_RC, r->mtu, (uint8_t)o->ex.ib_port, (uint8_t)o->ex.gid_index,
+			     local, remote);
 }
 
 static int
@@ -472,7 +334,7 @@ post_send(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint32_t l
 static uint8_t *
 slot_buf(struct srv *s, uint32_t slot)
 {
-	return s->r.buf + (size_t)slot * s->o->size;
+	return s->r.ex.buf + (size_t)slot * s->o->ex.size;
 }
 
 /* Post every free slot, then arm the limit again: the device disarmed it when it fired. */
@@ -487,8 +349,8 @@ srq_refill(struct srv *s)
 		uint32_t slot = s->free_slots[s->nfree - 1];
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)slot_buf(s, slot),
-			.length = s->o->size,
-			.lkey = s->r.mr->lkey,
+			.length = s->o->ex.size,
+			.lkey = s->r.ex.mr->lkey,
 		};
 		struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 };
 
@@ -544,8 +406,8 @@ post_answer(struct srv *s, uint32_t id)
 {
 	struct srv_client *cl = &s->clients[id];
 
-	ex_pattern_fill(cl->sbuf, s->o->size, stream_answer(id), cl->replies_posted);
-	if (post_send(cl->qp, WRID_SEND_FLAG | id, cl->sbuf, s->o->size, s->r.mr->lkey) != 0)
+	ex_pattern_fill(cl->sbuf, s->o->ex.size, stream_answer(id), cl->replies_posted);
+	if (post_send(cl->qp, WRID_SEND_FLAG | id, cl->sbuf, s->o->ex.size, s->r.ex.mr->lkey) != 0)
 		return -1;
 	cl->reply_busy = true;
 	cl->replies_posted++;
@@ -579,11 +441,11 @@ srv_recv(struct srv *s, const struct ibv_wc *wc)
 		ex_err("client %" PRIu32 ": more than the %" PRIu32 " messages it announced", id,
 		       cl->remote.iters);
 		client_fail(s, id);
-	} else if (wc->byte_len != s->o->size) {
+	} else if (wc->byte_len != s->o->ex.size) {
 		ex_err("client %" PRIu32 ": message %" PRIu32 " has %" PRIu32 " bytes, expected %"
-		       PRIu32, id, cl->received, wc->byte_len, s->o->size);
+		       PRIu32, id, cl->received, wc->byte_len, s->o->ex.size);
 		client_fail(s, id);
-	} else if (ex_pattern_check(slot_buf(s, slot), s->o->size, stream_request(id),
+	} else if (ex_pattern_check(slot_buf(s, slot), s->o->ex.size, stream_request(id),
 				    cl->received) != 0) {
 		ex_err("client %" PRIu32 ": bad payload (above)", id);
 		client_fail(s, id);
@@ -621,7 +483,7 @@ srv_async_events(struct srv *s)
 	uint32_t id;
 
 	/* The fd is non-blocking: drain every event the one wake-up stands for. */
-	while (ibv_get_async_event(s->r.ctx, &ev) == 0) {
+	while (ibv_get_async_event(s->r.ex.ctx, &ev) == 0) {
 		s->last_progress = ex_now_us();
 		switch (ev.event_type) {
 		case IBV_EVENT_SRQ_LIMIT_REACHED:
@@ -689,7 +551,7 @@ srv_settle(struct srv *s)
 			continue;
 		if (cl->done_seen && cl->received == cl->remote.iters &&
 		    cl->replies_done == cl->remote.iters) {
-			if (ex_tcp_send_tag(cl->fd, EX_TAG_DONE, (int)s->o->timeout_s) != 0)
+			if (ex_tcp_send_tag(cl->fd, EX_TAG_DONE, (int)s->o->ex.timeout_s) != 0)
 				client_fail(s, id);
 			else
 				cl->finished = true;
@@ -706,7 +568,7 @@ srv_wait(struct srv *s, uint64_t now)
 {
 	struct pollfd pfd[SRQ_MAX_CLIENTS + 2];
 	uint32_t owner[SRQ_MAX_CLIENTS + 2];
-	uint64_t wake = s->last_progress + (uint64_t)s->o->timeout_s * US_PER_S;
+	uint64_t wake = s->last_progress + (uint64_t)s->o->ex.timeout_s * US_PER_S;
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 	int nfd = 0;
@@ -714,9 +576,9 @@ srv_wait(struct srv *s, uint64_t now)
 	uint32_t id;
 	int i, ret;
 
-	pfd[nfd++] = (struct pollfd){ .fd = s->r.ctx->async_fd, .events = POLLIN };
-	if (s->r.ch != NULL) {
-		pfd[nfd++] = (struct pollfd){ .fd = s->r.ch->fd, .events = POLLIN };
+	pfd[nfd++] = (struct pollfd){ .fd = s->r.ex.ctx->async_fd, .events = POLLIN };
+	if (s->r.ex.ch != NULL) {
+		pfd[nfd++] = (struct pollfd){ .fd = s->r.ex.ch->fd, .events = POLLIN };
 		if (s->low_since != 0 && s->low_since + SRQ_EVENT_GRACE_US < wake)
 			wake = s->low_since + SRQ_EVENT_GRACE_US;
 		tmo = wake > now ? (int)((wake - now + US_PER_MS - 1) / US_PER_MS) : 0;
@@ -737,10 +599,10 @@ srv_wait(struct srv *s, uint64_t now)
 	for (i = 0; i < nfd && ret > 0; i++) {
 		if (pfd[i].revents == 0)
 			continue;
-		if (pfd[i].fd == s->r.ctx->async_fd) {
+		if (pfd[i].fd == s->r.ex.ctx->async_fd) {
 			srv_async_events(s);
-		} else if (s->r.ch != NULL && pfd[i].fd == s->r.ch->fd) {
-			if (ibv_get_cq_event(s->r.ch, &ev_cq, &ev_ctx) != 0) {
+		} else if (s->r.ex.ch != NULL && pfd[i].fd == s->r.ex.ch->fd) {
+			if (ibv_get_cq_event(s->r.ex.ch, &ev_cq, &ev_ctx) != 0) {
 				ex_err("ibv_get_cq_event: %s", strerror(errno));
 				return -1;
 			}
@@ -763,7 +625,7 @@ srv_loop(struct srv *s)
 
 	s->last_progress = ex_now_us();
 	while (!srv_settle(s)) {
-		n = ibv_poll_cq(s->r.cq, CQ_BATCH, wc);
+		n = ibv_poll_cq(s->r.ex.cq, CQ_BATCH, wc);
 		if (n < 0) {
 			ex_err("ibv_poll_cq failed (%d)", n);
 			return -1;
@@ -784,20 +646,20 @@ srv_loop(struct srv *s)
 			if (srq_refill(s) != 0)
 				return -1;
 		}
-		if (now - s->last_progress > (uint64_t)s->o->timeout_s * US_PER_S) {
+		if (now - s->last_progress > (uint64_t)s->o->ex.timeout_s * US_PER_S) {
 			for (id = 0; id < s->o->clients; id++) {
 				struct srv_client *cl = &s->clients[id];
 
 				if (cl->failed || cl->finished)
 					continue;
 				ex_err("client %" PRIu32 ": no progress for %" PRIu32 " s (-T) after %"
-				       PRIu32 " messages", id, s->o->timeout_s, cl->received);
+				       PRIu32 " messages", id, s->o->ex.timeout_s, cl->received);
 				client_fail(s, id);
 			}
 			continue;
 		}
-		if (s->r.ch != NULL && !s->cq_armed) {
-			ret = ibv_req_notify_cq(s->r.cq, 0);
+		if (s->r.ex.ch != NULL && !s->cq_armed) {
+			ret = ibv_req_notify_cq(s->r.ex.cq, 0);
 			if (ret != 0) {
 				ex_err("ibv_req_notify_cq: %s", strerror(ret));
 				return -1;
@@ -819,8 +681,8 @@ srv_accept(struct srv *s, int lfd, uint32_t id)
 {
 	const struct srq_opts *o = s->o;
 	struct srv_client *cl = &s->clients[id];
-	int tmo = (int)o->timeout_s;
-	struct ex_dest local = { .id = id, .size = o->size, .gid = s->r.gid };
+	int tmo = (int)o->ex.timeout_s;
+	struct ex_dest local = { .id = id, .size = o->ex.size, .gid = s->r.gid };
 	char label[32];
 
 	cl->fd = ex_tcp_accept(lfd, tmo);
@@ -836,9 +698,9 @@ srv_accept(struct srv *s, int lfd, uint32_t id)
 	local.iters = cl->remote.iters;
 	if (ex_tcp_send_dest(cl->fd, &local, tmo) != 0)
 		return -1;
-	if (cl->remote.size != o->size) {
+	if (cl->remote.size != o->ex.size) {
 		ex_err("client %" PRIu32 " runs -s %" PRIu32 ", the server -s %" PRIu32, id,
-		       cl->remote.size, o->size);
+		       cl->remote.size, o->ex.size);
 		return -1;
 	}
 	snprintf(label, sizeof(label), "client %" PRIu32, id);
@@ -851,7 +713,7 @@ static int
 run_server(const struct srq_opts *o)
 {
 	struct srv s = { .o = o };
-	size_t len = ((size_t)o->depth + o->clients) * o->size;
+	size_t len = ((size_t)o->depth + o->clients) * o->ex.size;
 	struct ibv_srq_init_attr srq_attr = {
 		.attr = { .max_wr = o->depth, .max_sge = 1 },
 	};
@@ -860,7 +722,7 @@ run_server(const struct srq_opts *o)
 	uint32_t id;
 	int flags;
 
-	lfd = ex_tcp_listen((uint16_t)o->tcp_port);
+	lfd = ex_tcp_listen((uint16_t)o->ex.tcp_port);
 	if (lfd < 0)
 		return EX_EXIT_FAIL;
 	s.clients = calloc(o->clients, sizeof(*s.clients));
@@ -874,14 +736,14 @@ run_server(const struct srq_opts *o)
 	if (res_create(&s.r, o, len, (int)(o->depth + o->clients * SEND_DEPTH)) != 0)
 		goto out;
 	for (id = 0; id < o->clients; id++)
-		s.clients[id].sbuf = s.r.buf + ((size_t)o->depth + id) * o->size;
-	s.r.srq = ibv_create_srq(s.r.pd, &srq_attr);
+		s.clients[id].sbuf = s.r.ex.buf + ((size_t)o->depth + id) * o->ex.size;
+	s.r.srq = ibv_create_srq(s.r.ex.pd, &srq_attr);
 	if (s.r.srq == NULL) {
 		ex_err("ibv_create_srq(%" PRIu32 " receives): %s", o->depth, strerror(errno));
 		goto out;
 	}
-	flags = fcntl(s.r.ctx->async_fd, F_GETFL);
-	if (flags < 0 || fcntl(s.r.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+	flags = fcntl(s.r.ex.ctx->async_fd, F_GETFL);
+	if (flags < 0 || fcntl(s.r.ex.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
 		ex_err("cannot make the async event fd non-blocking: %s", strerror(errno));
 		goto out;
 	}
@@ -892,15 +754,15 @@ run_server(const struct srq_opts *o)
 	s.refills = 0;
 	printf("%s: device %s port %" PRIu32 ", SRQ of %" PRIu32 " receives, limit %" PRIu32
 	       ", waiting for %" PRIu32 " clients on TCP port %" PRIu32 "\n", ex_prog,
-	       ibv_get_device_name(s.r.ctx->device), o->ib_port, o->depth, o->limit, o->clients,
-	       o->tcp_port);
+	       ibv_get_device_name(s.r.ex.ctx->device), o->ex.ib_port, o->depth, o->limit, o->clients,
+	       o->ex.tcp_port);
 	fflush(stdout);
 	for (id = 0; id < o->clients; id++)
 		if (srv_accept(&s, lfd, id) != 0)
 			goto out;
 	/* Start everyone together: requests only arrive once every QP is connected. */
 	for (id = 0; id < o->clients; id++)
-		if (ex_tcp_send_tag(s.clients[id].fd, EX_TAG_READY, (int)o->timeout_s) != 0)
+		if (ex_tcp_send_tag(s.clients[id].fd, EX_TAG_READY, (int)o->ex.timeout_s) != 0)
 			goto out;
 	if (srv_loop(&s) != 0)
 		goto out;
@@ -951,8 +813,8 @@ cli_post_recv(struct cli *c)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
-		.length = c->o->size,
-		.lkey = c->r.mr->lkey,
+		.length = c->o->ex.size,
+		.lkey = c->r.ex.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -974,7 +836,7 @@ cli_wait(struct cli *c, uint32_t iter)
 	int n, i;
 
 	while (c->sends_done <= iter || c->recvs_done <= iter) {
-		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.ex.cq, c->r.ex.ch, wc, CQ_BATCH, (int)c->o->ex.timeout_s);
 		if (n < 0) {
 			ex_err("client %" PRIu32 ": no answer to message %" PRIu32, c->id, iter);
 			return -1;
@@ -990,12 +852,12 @@ cli_wait(struct cli *c, uint32_t iter)
 				c->sends_done++;
 				continue;
 			}
-			if (wc[i].byte_len != c->o->size) {
+			if (wc[i].byte_len != c->o->ex.size) {
 				ex_err("answer %" PRIu32 " has %" PRIu32 " bytes, expected %" PRIu32,
-				       c->recvs_done, wc[i].byte_len, c->o->size);
+				       c->recvs_done, wc[i].byte_len, c->o->ex.size);
 				return -1;
 			}
-			if (ex_pattern_check(c->rbuf, c->o->size, stream_answer(c->id),
+			if (ex_pattern_check(c->rbuf, c->o->ex.size, stream_answer(c->id),
 					     c->recvs_done) != 0)
 				return -1;
 			c->recvs_done++;
@@ -1010,18 +872,18 @@ static int
 cli_run(struct cli *c)
 {
 	const struct srq_opts *o = c->o;
-	int tmo = (int)o->timeout_s;
-	struct ex_dest local = { .size = o->size, .iters = o->iters };
+	int tmo = (int)o->ex.timeout_s;
+	struct ex_dest local = { .size = o->ex.size, .iters = o->ex.iters };
 	struct ex_dest remote;
 	uint64_t t0, usec;
 	uint32_t i;
 	int fd;
 	int ret = -1;
 
-	if (res_create(&c->r, o, 2 * (size_t)o->size, EX_RX_DEPTH + SEND_DEPTH) != 0)
+	if (res_create(&c->r, o, 2 * (size_t)o->ex.size, EX_RX_DEPTH + SEND_DEPTH) != 0)
 		return -1;
-	c->sbuf = c->r.buf;
-	c->rbuf = c->r.buf + o->size;
+	c->sbuf = c->r.ex.buf;
+	c->rbuf = c->r.ex.buf + o->ex.size;
 	c->qp = create_rc_qp(&c->r, o, EX_RX_DEPTH);
 	if (c->qp == NULL)
 		return -1;
@@ -1032,19 +894,19 @@ cli_run(struct cli *c)
 	local.psn = ex_random_psn();
 	local.gid = c->r.gid;
 
-	fd = ex_tcp_connect(o->server, (uint16_t)o->tcp_port, tmo);
+	fd = ex_tcp_connect(o->ex.server, (uint16_t)o->ex.tcp_port, tmo);
 	if (fd < 0)
 		return -1;
 	if (ex_tcp_send_dest(fd, &local, tmo) != 0 || ex_tcp_recv_dest(fd, &remote, tmo) != 0)
 		goto out;
 	c->id = remote.id;
-	if (remote.size != o->size) {
+	if (remote.size != o->ex.size) {
 		ex_err("the server runs -s %" PRIu32 ", this client -s %" PRIu32, remote.size,
-		       o->size);
+		       o->ex.size);
 		goto out;
 	}
 	printf("%s: client %" PRIu32 ", %" PRIu32 " x %" PRIu32 " bytes\n", ex_prog, c->id,
-	       o->iters, o->size);
+	       o->ex.iters, o->ex.size);
 	ex_print_dest("local", &local);
 	ex_print_dest("server", &remote);
 	fflush(stdout);
@@ -1053,9 +915,9 @@ cli_run(struct cli *c)
 		goto out;
 
 	t0 = ex_now_us();
-	for (i = 0; i < o->iters; i++) {
-		ex_pattern_fill(c->sbuf, o->size, stream_request(c->id), i);
-		if (post_send(c->qp, WRID_SEND_FLAG, c->sbuf, o->size, c->r.mr->lkey) != 0 ||
+	for (i = 0; i < o->ex.iters; i++) {
+		ex_pattern_fill(c->sbuf, o->ex.size, stream_request(c->id), i);
+		if (post_send(c->qp, WRID_SEND_FLAG, c->sbuf, o->ex.size, c->r.ex.mr->lkey) != 0 ||
 		    cli_wait(c, i) != 0)
 			goto out;
 	}
@@ -1064,7 +926,7 @@ cli_run(struct cli *c)
 	    ex_tcp_recv_tag(fd, EX_TAG_DONE, tmo) != 0)
 		goto out;
 	printf("client %" PRIu32 ": ", c->id);
-	ex_print_result(o->iters, o->size, 2 * (uint64_t)o->size * o->iters, usec);
+	ex_print_result(o->ex.iters, o->ex.size, 2 * (uint64_t)o->ex.size * o->ex.iters, usec);
 	ret = 0;
 out:
 	close(fd);
@@ -1089,14 +951,10 @@ int
 main(int argc, char **argv)
 {
 	struct srq_opts o = {
-		.tcp_port = EX_DEFAULT_TCP_PORT,
-		.ib_port = 1,
-		.size = EX_DEFAULT_SIZE,
-		.iters = EX_DEFAULT_ITERS,
+		.ex = EX_OPTS_DEFAULT(EX_DEFAULT_SIZE),
 		.clients = SRQ_DEFAULT_CLIENTS,
 		.depth = SRQ_DEFAULT_DEPTH,
 		.limit = SRQ_DEFAULT_LIMIT,
-		.timeout_s = EX_DEFAULT_TIMEOUT_S,
 	};
 	bool done;
 	int ret;
@@ -1105,5 +963,5 @@ main(int argc, char **argv)
 	ret = parse_args(argc, argv, &o, &done);
 	if (ret != EX_EXIT_OK || done)
 		return ret;
-	return o.server != NULL ? run_client(&o) : run_server(&o);
+	return o.ex.server != NULL ? run_client(&o) : run_server(&o);
 }

@@ -40,30 +40,17 @@
 #define GID_V4_OFF		12
 
 struct ud_opts {
-	const char *dev_name;
-	const char *server;
-	uint32_t tcp_port;
-	uint32_t ib_port;
-	uint32_t gid_index;
-	uint32_t size;
-	uint32_t iters;
+	struct ex_opts ex;
 	uint32_t qkey;
-	uint32_t timeout_s;
-	bool events;
 	bool check;
 	bool quiet;
 };
 
 struct ud_ctx {
 	const struct ud_opts *o;
-	struct ibv_context *ctx;
-	struct ibv_comp_channel *ch;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ex_res r;		/* r.buf: send buffer, then GRH area + receive buffer */
 	struct ibv_qp *qp;
-	struct ibv_mr *mr;
 	struct ibv_ah *ah;		/* to the peer; the server's comes from a completion */
-	uint8_t *buf;			/* send buffer, then GRH area + receive buffer */
 	uint8_t *sbuf;
 	uint8_t *rbuf;
 	bool local_v4;
@@ -140,47 +127,24 @@ parse_args(int argc, char **argv, struct ud_opts *o, bool *done)
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
+	int ret;
 
 	*done = false;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "p:d:i:g:s:n:k:ecT:qh", long_opts, NULL)) != -1) {
+		ret = ex_parse_opt(opt, optarg, UD_MAX_SIZE, &o->ex);
+		if (ret != EX_OPT_NOT_SHARED) {
+			if (ret != EX_EXIT_OK)
+				return ret;
+			continue;
+		}
 		switch (opt) {
-		case 'p':
-			if (ex_parse_u32("-p", optarg, 1, UINT16_MAX, &o->tcp_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'd':
-			o->dev_name = optarg;
-			break;
-		case 'i':
-			if (ex_parse_u32("-i", optarg, 1, UINT8_MAX, &o->ib_port) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'g':
-			if (ex_parse_u32("-g", optarg, 0, EX_MAX_GID_INDEX, &o->gid_index) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 's':
-			if (ex_parse_u32("-s", optarg, 1, UD_MAX_SIZE, &o->size) != 0)
-				return EX_EXIT_USAGE;
-			break;
-		case 'n':
-			if (ex_parse_u32("-n", optarg, 1, EX_MAX_ITERS, &o->iters) != 0)
-				return EX_EXIT_USAGE;
-			break;
 		case 'k':
 			if (ex_parse_u32("-k", optarg, 0, UINT32_MAX, &o->qkey) != 0)
 				return EX_EXIT_USAGE;
 			break;
-		case 'e':
-			o->events = true;
-			break;
 		case 'c':
 			o->check = true;
-			break;
-		case 'T':
-			if (ex_parse_u32("-T", optarg, 1, EX_MAX_TIMEOUT_S, &o->timeout_s) != 0)
-				return EX_EXIT_USAGE;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -194,11 +158,7 @@ parse_args(int argc, char **argv, struct ud_opts *o, bool *done)
 					      argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		o->server = argv[optind++];
-	if (optind < argc)
-		return ex_usage_error("unexpected argument '%s'", argv[optind]);
-	return EX_EXIT_OK;
+	return ex_parse_peer(argc, argv, &o->ex);
 }
 
 /* Internet checksum over an IPv4 header: 0xFFFF when it is valid (RFC 1071). */
@@ -246,8 +206,8 @@ post_recv(struct ud_ctx *c)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->rbuf,
-		.length = EX_GRH_LEN + c->o->size,
-		.lkey = c->mr->lkey,
+		.length = EX_GRH_LEN + c->o->ex.size,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WRID_RECV, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -266,8 +226,8 @@ post_send(struct ud_ctx *c, uint32_t iter)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)c->sbuf,
-		.length = c->o->size,
-		.lkey = c->mr->lkey,
+		.length = c->o->ex.size,
+		.lkey = c->r.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = WRID_SEND,
@@ -285,7 +245,7 @@ post_send(struct ud_ctx *c, uint32_t iter)
 	int ret;
 
 	if (c->o->check)
-		ex_pattern_fill(c->sbuf, c->o->size, c->local_stream, iter);
+		ex_pattern_fill(c->sbuf, c->o->ex.size, c->local_stream, iter);
 	ret = ibv_post_send(c->qp, &wr, &bad);
 	if (ret != 0) {
 		ex_err("iteration %" PRIu32 ": ibv_post_send: %s", iter, strerror(ret));
@@ -305,10 +265,10 @@ handle_recv(struct ud_ctx *c, const struct ibv_wc *wc)
 		ex_wc_err(wc, "receive", iter);
 		return -1;
 	}
-	if (wc->byte_len != EX_GRH_LEN + c->o->size) {
+	if (wc->byte_len != EX_GRH_LEN + c->o->ex.size) {
 		ex_err("iteration %" PRIu32 ": received %" PRIu32 " bytes, expected %u (GRH "
-		       "area + %" PRIu32 ")", iter, wc->byte_len, EX_GRH_LEN + c->o->size,
-		       c->o->size);
+		       "area + %" PRIu32 ")", iter, wc->byte_len, EX_GRH_LEN + c->o->ex.size,
+		       c->o->ex.size);
 		return -1;
 	}
 	if (!(wc->wc_flags & IBV_WC_GRH)) {
@@ -336,12 +296,12 @@ handle_recv(struct ud_ctx *c, const struct ibv_wc *wc)
 		fflush(stdout);
 	}
 	if (c->o->check &&
-	    ex_pattern_check(c->rbuf + EX_GRH_LEN, c->o->size, c->peer_stream, iter) != 0)
+	    ex_pattern_check(c->rbuf + EX_GRH_LEN, c->o->ex.size, c->peer_stream, iter) != 0)
 		return -1;
 	if (c->ah == NULL) {
 		/* The GRH area is still intact: the peer waits for our answer. */
-		c->ah = ibv_create_ah_from_wc(c->pd, (struct ibv_wc *)wc,
-					      (struct ibv_grh *)c->rbuf, (uint8_t)c->o->ib_port);
+		c->ah = ibv_create_ah_from_wc(c->r.pd, (struct ibv_wc *)wc,
+					      (struct ibv_grh *)c->rbuf, (uint8_t)c->o->ex.ib_port);
 		if (c->ah == NULL) {
 			ex_err("ibv_create_ah_from_wc: %s", strerror(errno));
 			return -1;
@@ -358,7 +318,7 @@ wait_until(struct ud_ctx *c, uint32_t sends, uint32_t recvs)
 	int n, i;
 
 	while (c->sends_done < sends || c->recvs_done < recvs) {
-		n = ex_cq_wait(c->cq, c->ch, wc, CQ_BATCH, (int)c->o->timeout_s);
+		n = ex_cq_wait(c->r.cq, c->r.ch, wc, CQ_BATCH, (int)c->o->ex.timeout_s);
 		if (n < 0) {
 			ex_err("stuck after %" PRIu32 " sends and %" PRIu32 " receives",
 			       c->sends_done, c->recvs_done);
@@ -384,7 +344,7 @@ run_client(struct ud_ctx *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->o->iters; i++)
+	for (i = 0; i < c->o->ex.iters; i++)
 		if (post_send(c, i) != 0 || wait_until(c, i + 1, i + 1) != 0)
 			return -1;
 	return 0;
@@ -395,17 +355,17 @@ run_server(struct ud_ctx *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->o->iters; i++)
+	for (i = 0; i < c->o->ex.iters; i++)
 		if (wait_until(c, i, i + 1) != 0 || post_send(c, i) != 0)
 			return -1;
-	return wait_until(c, c->o->iters, c->o->iters);
+	return wait_until(c, c->o->ex.iters, c->o->ex.iters);
 }
 
 static int
 create_resources(struct ud_ctx *c)
 {
 	const struct ud_opts *o = c->o;
-	size_t len = (size_t)o->size + EX_GRH_LEN + o->size;
+	size_t len = (size_t)o->ex.size + EX_GRH_LEN + o->ex.size;
 	struct ibv_qp_init_attr qp_attr = {
 		.qp_type = IBV_QPT_UD,
 		.sq_sig_all = 1,
@@ -416,55 +376,21 @@ create_resources(struct ud_ctx *c)
 			.max_recv_sge = 1,
 		},
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = (uint8_t)o->ib_port,
-		.qkey = o->qkey,
-	};
-	int ret;
 	int i;
 
-	c->buf = ex_alloc_buf(len);
-	if (c->buf == NULL)
+	if (ex_res_create(&c->r, len, EX_RX_DEPTH + SEND_DEPTH, o->ex.events) != 0)
 		return -1;
-	c->sbuf = c->buf;
-	c->rbuf = c->buf + o->size;
-	c->pd = ibv_alloc_pd(c->ctx);
-	if (c->pd == NULL) {
-		ex_err("ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (c->mr == NULL) {
-		ex_err("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
-		return -1;
-	}
-	if (o->events) {
-		c->ch = ibv_create_comp_channel(c->ctx);
-		if (c->ch == NULL) {
-			ex_err("ibv_create_comp_channel: %s", strerror(errno));
-			return -1;
-		}
-	}
-	c->cq = ibv_create_cq(c->ctx, EX_RX_DEPTH + SEND_DEPTH, NULL, c->ch, 0);
-	if (c->cq == NULL) {
-		ex_err("ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
-	qp_attr.send_cq = c->cq;
-	qp_attr.recv_cq = c->cq;
-	c->qp = ibv_create_qp(c->pd, &qp_attr);
+	c->sbuf = c->r.buf;
+	c->rbuf = c->r.buf + o->ex.size;
+	qp_attr.send_cq = c->r.cq;
+	qp_attr.recv_cq = c->r.cq;
+	c->qp = ibv_create_qp(c->r.pd, &qp_attr);
 	if (c->qp == NULL) {
 		ex_err("ibv_create_qp: %s", strerror(errno));
 		return -1;
 	}
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_QKEY);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to INIT: %s", strerror(ret));
+	if (ex_qp_init(c->qp, IBV_QPT_UD, (uint8_t)o->ex.ib_port, o->qkey) != 0)
 		return -1;
-	}
 	for (i = 0; i < EX_RX_DEPTH; i++)
 		if (post_recv(c) != 0)
 			return -1;
@@ -472,41 +398,12 @@ create_resources(struct ud_ctx *c)
 }
 
 static int
-qp_ready(struct ud_ctx *c, uint32_t psn)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
-	int ret;
-
-	/* A UD QP has no remote end: RTR and RTS need no address (IBA 11.2.4.2). */
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTR: %s", strerror(ret));
-		return -1;
-	}
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = psn;
-	ret = ibv_modify_qp(c->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	if (ret != 0) {
-		ex_err("ibv_modify_qp to RTS: %s", strerror(ret));
-		return -1;
-	}
-	return 0;
-}
-
-static int
 create_client_ah(struct ud_ctx *c)
 {
-	struct ibv_ah_attr ah_attr = {
-		.is_global = 1,
-		.grh = {
-			.dgid = c->remote.gid,
-			.sgid_index = (uint8_t)c->o->gid_index,
-			.hop_limit = EX_HOP_LIMIT,
-		},
-		.port_num = (uint8_t)c->o->ib_port,
-	};
+	struct ibv_ah_attr ah_attr;
 
-	c->ah = ibv_create_ah(c->pd, &ah_attr);
+	ex_ah_attr(&ah_attr, &c->remote.gid, (uint8_t)c->o->ex.gid_index, (uint8_t)c->o->ex.ib_port);
+	c->ah = ibv_create_ah(c->r.pd, &ah_attr);
 	if (c->ah == NULL) {
 		ex_err("ibv_create_ah: %s", strerror(errno));
 		return -1;
@@ -528,27 +425,8 @@ destroy_resources(struct ud_ctx *c)
 		ex_err("ibv_destroy_ah: %s", strerror(ret));
 		fail = -1;
 	}
-	if (c->cq != NULL && (ret = ibv_destroy_cq(c->cq)) != 0) {
-		ex_err("ibv_destroy_cq: %s", strerror(ret));
+	if (ex_res_destroy(&c->r) != 0)
 		fail = -1;
-	}
-	if (c->ch != NULL && ibv_destroy_comp_channel(c->ch) != 0) {
-		ex_err("ibv_destroy_comp_channel: %s", strerror(errno));
-		fail = -1;
-	}
-	if (c->mr != NULL && (ret = ibv_dereg_mr(c->mr)) != 0) {
-		ex_err("ibv_dereg_mr: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->pd != NULL && (ret = ibv_dealloc_pd(c->pd)) != 0) {
-		ex_err("ibv_dealloc_pd: %s", strerror(ret));
-		fail = -1;
-	}
-	if (c->ctx != NULL && ibv_close_device(c->ctx) != 0) {
-		ex_err("ibv_close_device: %s", strerror(errno));
-		fail = -1;
-	}
-	free(c->buf);
 	return fail;
 }
 
@@ -557,65 +435,58 @@ static int
 run(struct ud_ctx *c, int lfd)
 {
 	const struct ud_opts *o = c->o;
-	int tmo = (int)o->timeout_s;
-	struct ex_dest local = { .size = o->size, .iters = o->iters };
+	int tmo = (int)o->ex.timeout_s;
+	struct ex_dest local = { .size = o->ex.size, .iters = o->ex.iters };
 	struct ibv_port_attr port_attr;
 	uint64_t t0, usec;
 	int fd = -1;
 	int ret = EX_EXIT_FAIL;
 
-	if (ex_query_port_gid(c->ctx, (uint8_t)o->ib_port, (int)o->gid_index, &port_attr,
+	if (ex_query_port_gid(c->r.ctx, (uint8_t)o->ex.ib_port, (int)o->ex.gid_index, &port_attr,
 			      &local.gid) != 0)
 		return EX_EXIT_FAIL;
-	if (o->size > ex_mtu_bytes(port_attr.active_mtu))
+	if (o->ex.size > ex_mtu_bytes(port_attr.active_mtu))
 		return ex_usage_error("-s %" PRIu32 ": a UD message must fit the active MTU "
-				      "(%u bytes) of port %" PRIu32, o->size,
-				      ex_mtu_bytes(port_attr.active_mtu), o->ib_port);
+				      "(%u bytes) of port %" PRIu32, o->ex.size,
+				      ex_mtu_bytes(port_attr.active_mtu), o->ex.ib_port);
 	c->local_v4 = ex_gid_is_v4(&local.gid);
 	if (create_resources(c) != 0)
 		return EX_EXIT_FAIL;
 	local.qpn = c->qp->qp_num;
 	local.psn = ex_random_psn();
 
-	fd = o->server != NULL ? ex_tcp_connect(o->server, (uint16_t)o->tcp_port, tmo) :
+	fd = o->ex.server != NULL ? ex_tcp_connect(o->ex.server, (uint16_t)o->ex.tcp_port, tmo) :
 				 ex_tcp_accept(lfd, tmo);
 	if (fd < 0)
 		return EX_EXIT_FAIL;
-	if (ex_tcp_send_dest(fd, &local, tmo) != 0 ||
-	    ex_tcp_recv_dest(fd, &c->remote, tmo) != 0)
+	if (ex_tcp_exchange_dest(fd, &local, &c->remote, tmo) != 0)
 		goto out;
-	if (c->remote.size != o->size || c->remote.iters != o->iters) {
-		ex_err("the peer runs -s %" PRIu32 " -n %" PRIu32 ", this side -s %" PRIu32
-		       " -n %" PRIu32 ": give both the same", c->remote.size, c->remote.iters,
-		       o->size, o->iters);
-		goto out;
-	}
 	if (!o->quiet) {
 		printf("%s: device %s port %" PRIu32 " GID index %" PRIu32 ", UD, Q_Key 0x%08"
 		       PRIx32 ", %" PRIu32 " x %" PRIu32 " bytes\n", ex_prog,
-		       ibv_get_device_name(c->ctx->device), o->ib_port, o->gid_index, o->qkey,
-		       o->iters, o->size);
+		       ibv_get_device_name(c->r.ctx->device), o->ex.ib_port, o->ex.gid_index, o->qkey,
+		       o->ex.iters, o->ex.size);
 		ex_print_dest("local", &local);
 		ex_print_dest("remote", &c->remote);
 		fflush(stdout);
 	}
-	if (qp_ready(c, local.psn) != 0)
+	if (ex_qp_ud_ready(c->qp, local.psn) != 0)
 		goto out;
-	if (o->server != NULL && create_client_ah(c) != 0)
+	if (o->ex.server != NULL && create_client_ah(c) != 0)
 		goto out;
 	if (ex_tcp_send_tag(fd, EX_TAG_READY, tmo) != 0 ||
 	    ex_tcp_recv_tag(fd, EX_TAG_READY, tmo) != 0)
 		goto out;
 
 	t0 = ex_now_us();
-	if ((o->server != NULL ? run_client(c) : run_server(c)) != 0)
+	if ((o->ex.server != NULL ? run_client(c) : run_server(c)) != 0)
 		goto out;
 	usec = ex_now_us() - t0;
 
 	if (ex_tcp_send_tag(fd, EX_TAG_DONE, tmo) != 0 ||
 	    ex_tcp_recv_tag(fd, EX_TAG_DONE, tmo) != 0)
 		goto out;
-	ex_print_result(o->iters, o->size, 2 * (uint64_t)o->size * o->iters, usec);
+	ex_print_result(o->ex.iters, o->ex.size, 2 * (uint64_t)o->ex.size * o->ex.iters, usec);
 	ret = EX_EXIT_OK;
 out:
 	close(fd);
@@ -626,12 +497,8 @@ int
 main(int argc, char **argv)
 {
 	struct ud_opts o = {
-		.tcp_port = EX_DEFAULT_TCP_PORT,
-		.ib_port = 1,
-		.size = UD_DEFAULT_SIZE,
-		.iters = EX_DEFAULT_ITERS,
+		.ex = EX_OPTS_DEFAULT(UD_DEFAULT_SIZE),
 		.qkey = EX_QKEY,
-		.timeout_s = EX_DEFAULT_TIMEOUT_S,
 	};
 	struct ud_ctx c = { .o = &o };
 	bool done;
@@ -642,16 +509,16 @@ main(int argc, char **argv)
 	ret = parse_args(argc, argv, &o, &done);
 	if (ret != EX_EXIT_OK || done)
 		return ret;
-	c.local_stream = o.server != NULL ? STREAM_TO_SERVER : STREAM_TO_CLIENT;
-	c.peer_stream = o.server != NULL ? STREAM_TO_CLIENT : STREAM_TO_SERVER;
+	c.local_stream = o.ex.server != NULL ? STREAM_TO_SERVER : STREAM_TO_CLIENT;
+	c.peer_stream = o.ex.server != NULL ? STREAM_TO_CLIENT : STREAM_TO_SERVER;
 
-	if (o.server == NULL) {
-		lfd = ex_tcp_listen((uint16_t)o.tcp_port);
+	if (o.ex.server == NULL) {
+		lfd = ex_tcp_listen((uint16_t)o.ex.tcp_port);
 		if (lfd < 0)
 			return EX_EXIT_FAIL;
 	}
-	c.ctx = ex_open_device(o.dev_name);
-	ret = c.ctx != NULL ? run(&c, lfd) : EX_EXIT_FAIL;
+	c.r.ctx = ex_open_device(o.ex.dev_name);
+	ret = c.r.ctx != NULL ? run(&c, lfd) : EX_EXIT_FAIL;
 	if (destroy_resources(&c) != 0 && ret == EX_EXIT_OK)
 		ret = EX_EXIT_FAIL;
 	if (lfd >= 0)

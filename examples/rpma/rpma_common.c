@@ -113,6 +113,26 @@ rc_parse_u32(const char *opt, const char *arg, uint32_t min, uint32_t max, uint3
 	return 0;
 }
 
+int
+rc_parse_opt(int opt, const char *arg, uint32_t *timeout_s, bool *verbose,
+	     void (*usage)(FILE *f))
+{
+	switch (opt) {
+	case 'T':
+		if (rc_parse_u32("-T", arg, 1, RC_MAX_TIMEOUT_S, timeout_s) != 0)
+			return RC_EXIT_USAGE;
+		return 0;
+	case 'v':
+		*verbose = true;
+		return 0;
+	case 'h':
+		usage(stdout);
+		exit(RC_EXIT_OK);
+	default:
+		return RC_OPT_NOT_SHARED;
+	}
+}
+
 /* Async-signal-safe: write(2) and _exit(2) only. */
 static void
 on_alarm(int sig)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <librpma.h>
 
@@ -73,6 +74,17 @@ int rc_parse_role(int argc, char **argv, int first, bool *server, const char **a
 /* Parse a decimal number in [min, max] for option opt; as rc_usage_error on failure. */
 int rc_parse_u32(const char *opt, const char *arg, uint32_t min, uint32_t max,
 		 uint32_t *out);
+
+/* rc_parse_opt: opt is none of the shared options, the program parses it itself. */
+#define RC_OPT_NOT_SHARED	(-1)
+
+/*
+ * One option getopt returned, when the examples share it: -T into timeout_s, -v into
+ * verbose, -h (usage(stdout), then exit status RC_EXIT_OK). 0, RC_EXIT_USAGE after the
+ * usage error, or RC_OPT_NOT_SHARED for any other.
+ */
+int rc_parse_opt(int opt, const char *arg, uint32_t *timeout_s, bool *verbose,
+		 void (*usage)(FILE *f));
 
 /*
  * Start the run's clock: every wait below gives up at now + timeout_s, and SIGALRM ends

@@ -75,9 +75,16 @@ parse(int argc, char **argv, struct conn_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	int ret;
 
 	o->timeout_s = RC_DEFAULT_TIMEOUT_S;
 	while ((c = getopt_long(argc, argv, "T:vh", longopts, NULL)) != -1) {
+		ret = rc_parse_opt(c, optarg, &o->timeout_s, &o->verbose, usage);
+		if (ret != RC_OPT_NOT_SHARED) {
+			if (ret != 0)
+				return ret;
+			continue;
+		}
 		switch (c) {
 		case OPT_SEND:
 			o->send = optarg;
@@ -85,16 +92,6 @@ parse(int argc, char **argv, struct conn_opts *o)
 		case OPT_EXPECT:
 			o->expect = optarg;
 			break;
-		case 'T':
-			if (rc_parse_u32("-T", optarg, 1, RC_MAX_TIMEOUT_S, &o->timeout_s) != 0)
-				return RC_EXIT_USAGE;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(RC_EXIT_OK);
 		default:
 			return rc_usage_error("unknown option");
 		}

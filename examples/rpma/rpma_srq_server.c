@@ -104,11 +104,18 @@ parse(int argc, char **argv, struct srq_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	int ret;
 
 	o->clients = 1;
 	o->iters = RC_DEFAULT_ITERS;
 	o->timeout_s = RC_DEFAULT_TIMEOUT_S;
 	while ((c = getopt_long(argc, argv, "c:n:T:vh", longopts, NULL)) != -1) {
+		ret = rc_parse_opt(c, optarg, &o->timeout_s, &o->verbose, usage);
+		if (ret != RC_OPT_NOT_SHARED) {
+			if (ret != 0)
+				return ret;
+			continue;
+		}
 		switch (c) {
 		case 'c':
 			if (rc_parse_u32("-c", optarg, 1, RC_MAX_CLIENTS, &o->clients) != 0)
@@ -118,16 +125,6 @@ parse(int argc, char **argv, struct srq_opts *o)
 			if (rc_parse_u32("-n", optarg, 1, RC_MAX_ITERS, &o->iters) != 0)
 				return RC_EXIT_USAGE;
 			break;
-		case 'T':
-			if (rc_parse_u32("-T", optarg, 1, RC_MAX_TIMEOUT_S, &o->timeout_s) != 0)
-				return RC_EXIT_USAGE;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(RC_EXIT_OK);
 		default:
 			return rc_usage_error("unknown option");
 		}

@@ -21,7 +21,8 @@
 #include <rte_mempool.h>
 
 #include <droce_shm.h>
-#include <droce_shm_ctl.h>
+#include <droce_shm_arena.h>
+#include <droce_shm_qp_attr.h>
 #include <droce_wire.h>
 
 #define DROCE_ENGINE_MAX	DROCE_SHM_MAX_ENGINES

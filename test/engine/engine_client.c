@@ -18,7 +18,8 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "qp_bringup.h"
+#include "test_eal.h"
 
 #define TC_NB_MBUFS	8192
 /* Headroom plus the largest packet: headers (<= 106 bytes), 4096 of payload, pad, ICRC. */
@@ -211,7 +212,7 @@ tc_host_open_vdev(struct tc_host *h, const char *name, const char *vdev, const c
 	unsigned int q;
 
 	snprintf(full, sizeof(full), "%s,%s", vdev, args);
-	engine_test_eal_init_vdev(nb_eng, full);
+	test_eal_init_vdev(nb_eng, full);
 	tc_generation++;
 	host_prepare(h, name, nb_eng, host_id);
 	CHECK(rte_eth_dev_get_port_by_name(vdev, &port) == 0);
@@ -329,7 +330,7 @@ tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 {
 	struct rte_ring *ab, *ba;
 
-	engine_test_eal_init_lcores(nb_eng_a + nb_eng_b);
+	test_eal_init_lcores(nb_eng_a + nb_eng_b);
 	/* A test that failed before closing its pair left engines and hosts behind. */
 	tc_stop_all();
 	tc_nb_hosts = 0;
@@ -460,31 +461,26 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	return mr;
 }
 
+/* The host's region as test/common/engine_region.h takes it. */
+static struct engine_region
+host_region(struct tc_host *h)
+{
+	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+}
+
 struct tc_cq *
 tc_cq_create(struct tc_host *h, uint32_t size)
 {
 	struct tc_cq *cq = calloc(1, sizeof(*cq));
-	struct droce_cq_conf conf;
+	struct engine_region r = host_region(h);
 
 	CHECK(cq != NULL && objs(h)->nb_cqs < TC_MAX_OBJS);
 	cq->h = h;
-	cq->ctl_off = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_cq), 64);
-	cq->ring_off = droce_shm_arena_alloc(&h->arena, (uint64_t)size * 64, 64);
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(cq->efd >= 0);
 	cq->handle = ++h->next_handle;
-	memset(&conf, 0, sizeof(conf));
-	conf.ctl = region_ptr(h, cq->ctl_off);
-	conf.ring = region_ptr(h, cq->ring_off);
-	conf.size = size;
-	conf.eventfd = cq->efd;
-	conf.handle = cq->handle;
-	cq->cq = droce_cq_create(h->dom, &conf);
+	cq->cq = engine_region_cq_create(&r, size, cq->efd, cq->handle, &cq->mem, &cq->view);
 	CHECK(cq->cq != NULL);
-	cq->view.ctl = conf.ctl;
-	cq->view.ring = conf.ring;
-	cq->view.size = size;
-	cq->view.log2_size = __builtin_ctz(size);
 	objs(h)->cqs[objs(h)->nb_cqs++] = cq;
 	return cq;
 }
@@ -506,10 +502,10 @@ void
 tc_cq_destroy(struct tc_cq *cq)
 {
 	struct tc_host *h = cq->h;
+	struct engine_region r = host_region(h);
 
 	CHECK(droce_cq_destroy(cq->cq) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, cq->ctl_off, sizeof(struct droce_shm_cq)) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, cq->ring_off, (uint64_t)cq->view.size * 64) == 0);
+	CHECK(engine_region_cq_free(&r, &cq->mem, cq->view.size) == 0);
 	close(cq->efd);
 	objs_remove((void **)objs(h)->cqs, &objs(h)->nb_cqs, cq);
 	free(cq);
@@ -564,18 +560,12 @@ struct tc_qp *
 tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 {
 	struct tc_qp *qp = calloc(1, sizeof(*qp));
-	uint32_t sq_stride = droce_shm_sq_stride(in->max_sge, in->max_inline);
-	uint32_t rq_stride = droce_shm_rq_stride(in->max_sge);
+	struct engine_region r = host_region(h);
 	struct droce_qp_conf c;
 
 	CHECK(qp != NULL && objs(h)->nb_qps < TC_MAX_OBJS && in->engine < h->nb_eng);
 	qp->h = h;
 	qp->engine = in->engine;
-	qp->sq_len = (uint64_t)in->sq_size * sq_stride;
-	qp->rq_len = in->srq != NULL ? 0 : (uint64_t)in->rq_size * rq_stride;
-	qp->ctl_off = droce_shm_arena_alloc(&h->arena, sizeof(struct droce_shm_qp), 64);
-	qp->sq_off = droce_shm_arena_alloc(&h->arena, qp->sq_len, 64);
-	qp->rq_off = in->srq != NULL ? 0 : droce_shm_arena_alloc(&h->arena, qp->rq_len, 64);
 	memset(&c, 0, sizeof(c));
 	c.qp_type = in->type;
 	c.engine_id = in->engine;
@@ -584,35 +574,17 @@ tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 	c.recv_cq = in->rcq->cq;
 	c.srq = in->srq != NULL ? in->srq->srq : NULL;
 	c.sq_sig_all = in->sq_sig_all;
-	c.ctl = region_ptr(h, qp->ctl_off);
-	c.sq = region_ptr(h, qp->sq_off);
 	c.sq_size = in->sq_size;
 	c.sq_max_sge = in->max_sge;
 	c.max_inline = in->max_inline;
-	c.rq = in->srq != NULL ? NULL : region_ptr(h, qp->rq_off);
 	c.rq_size = in->srq != NULL ? 0 : in->rq_size;
 	c.rq_max_sge = in->srq != NULL ? 0 : in->max_sge;
 	c.db_slot = h->next_slot[in->engine]++;
-	qp->qp = droce_qp_create(h->dom, &c);
+	qp->qp = engine_region_qp_create(&r, &c, &qp->mem, &qp->view);
 	CHECK(qp->qp != NULL);
-	qp->qpn = droce_qp_num(qp->qp);
-	qp->view.ctl = c.ctl;
-	qp->view.sq = c.sq;
-	qp->view.rq = c.rq;
-	qp->view.sq_size = c.sq_size;
-	qp->view.sq_stride = sq_stride;
-	qp->view.sq_max_sge = c.sq_max_sge;
-	qp->view.max_inline = c.max_inline;
-	qp->view.rq_size = c.rq_size;
-	qp->view.rq_stride = rq_stride;
-	qp->view.rq_max_sge = c.rq_max_sge;
-	qp->view.qp_num = qp->qpn;
-	qp->view.qp_type = in->type;
+	qp->qpn = qp->view.qp_num;
 	qp->view.supported_wr = (1u << DROCE_SHM_WR_SEND) | (1u << DROCE_SHM_WR_SEND_WITH_IMM) |
 				(1u << DROCE_SHM_WR_SEND_WITH_INV);
-	qp->view.db.block = (struct droce_shm_doorbell *)((uint8_t *)h->region +
-		((const struct droce_shm_region_hdr *)h->region)->doorbell_off[in->engine]);
-	qp->view.db.slot = c.db_slot;
 	qp->view.lkey_check = tc_lkey_check;
 	qp->view.ah_check = tc_ah_check;
 	qp->view.check_arg = h;
@@ -624,12 +596,10 @@ void
 tc_qp_destroy(struct tc_qp *qp)
 {
 	struct tc_host *h = qp->h;
+	struct engine_region r = host_region(h);
 
 	CHECK(droce_qp_destroy(qp->qp) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, qp->ctl_off, sizeof(struct droce_shm_qp)) == 0);
-	CHECK(droce_shm_arena_free(&h->arena, qp->sq_off, qp->sq_len) == 0);
-	if (qp->rq_len != 0)
-		CHECK(droce_shm_arena_free(&h->arena, qp->rq_off, qp->rq_len) == 0);
+	CHECK(engine_region_qp_free(&r, &qp->mem) == 0);
 	objs_remove((void **)objs(h)->qps, &objs(h)->nb_qps, qp);
 	free(qp);
 }
@@ -643,56 +613,41 @@ tc_modify(struct tc_qp *qp, const struct droce_shm_qp_attr *attr)
 static void
 tc_ah_attr(const struct tc_host *to, bool ipv6, struct droce_shm_ah_attr *ah)
 {
-	memset(ah, 0, sizeof(*ah));
-	memcpy(ah->dgid, ipv6 ? to->gid6 : to->gid, 16);
-	ah->sgid_index = ipv6 ? 1 : 0;
-	ah->is_global = 1;
-	ah->hop_limit = 64;
-	ah->port_num = 1;
+	qp_bringup_ah(ah, ipv6 ? to->gid6 : to->gid, ipv6 ? 1 : 0);
+}
+
+/* Applies INIT, RTR and RTS in turn: each must be accepted. */
+static void
+tc_modify_steps(struct tc_qp *x, const struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+{
+	unsigned int i;
+
+	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+		CHECK_EQ_I64(tc_modify(x, &attr[i]), 0);
 }
 
 static void
 tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn, uint32_t access)
 {
-	bool rc = x->view.qp_type == DROCE_SHM_QPT_RC;
-	uint8_t depth = p->rd_atomic != 0 ? p->rd_atomic : 1;
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct qp_bringup_path path = {
+		.qp_type = x->view.qp_type,
+		.access = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE,
+		.mtu = p->mtu,
+		.dest_qpn = dest_qpn,
+		.sq_psn = sq_psn,
+		.rq_psn = rq_psn,
+		.timeout = p->timeout,
+		.retry_cnt = p->retry_cnt,
+		.rnr_retry = p->rnr_retry,
+		.min_rnr_timer = p->min_rnr_timer,
+		.rd_atomic = p->rd_atomic != 0 ? p->rd_atomic : 1,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_ACCESS_FLAGS;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE;
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-		 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = p->mtu;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = depth;
-	a.min_rnr_timer = p->min_rnr_timer;
-	tc_ah_attr(to, p->ipv6, &a.ah);
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_TIMEOUT | DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY |
-			  DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = p->timeout;
-	a.retry_cnt = p->retry_cnt;
-	a.rnr_retry = p->rnr_retry;
-	a.max_rd_atomic = depth;
-	CHECK_EQ_I64(tc_modify(x, &a), 0);
+	tc_ah_attr(to, p->ipv6, &path.ah);
+	qp_bringup_connected(&path, attr);
+	tc_modify_steps(x, attr);
 }
 
 void
@@ -714,23 +669,10 @@ tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id, const st
 void
 tc_ud_ready(struct tc_qp *qp, uint32_t qkey, uint32_t sq_psn)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_QKEY;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = qkey;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	CHECK_EQ_I64(tc_modify(qp, &a), 0);
+	qp_bringup_ud(qkey, sq_psn, attr);
+	tc_modify_steps(qp, attr);
 }
 
 int
@@ -871,6 +813,21 @@ tc_qp_state(const struct tc_qp *qp)
 }
 
 uint64_t
+tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
+{
+	struct droce_engine_stats st;
+	unsigned int c;
+
+	droce_engine_stats_get(h->eng[eng], &st);
+	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
+		if (strcmp(droce_engine_counter_names[c], name) == 0)
+			return ((const uint64_t *)&st)[c];
+	}
+	CHECK(c < DROCE_ENGINE_NB_COUNTERS);
+	return 0;
+}
+
+uint64_t
 tc_counter(const struct tc_host *h, const char *name)
 {
 	struct droce_engine_stats st;
@@ -906,7 +863,7 @@ tc_host_open_rings(struct tc_host *h, const char *name, const struct tc_host_add
 		   const struct tc_host_addr *peer, struct rte_ring **rx, struct rte_ring **tx)
 {
 	/* The caller polls the engine itself: no worker lcore. */
-	engine_test_eal_init();
+	test_eal_init();
 	host_prepare(h, name, 1, 0);
 	memcpy(h->mac, self->mac, sizeof(h->mac));
 	memcpy(h->gid, self->gid, sizeof(h->gid));
@@ -926,7 +883,7 @@ tc_pair_open_slow(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 		  unsigned int nb_eng_b, const struct tc_slow *slow_a,
 		  const struct tc_slow *slow_b, struct rte_ring **ab, struct rte_ring **ba)
 {
-	engine_test_eal_init_lcores(nb_eng_a + nb_eng_b);
+	test_eal_init_lcores(nb_eng_a + nb_eng_b);
 	/* A test that failed before closing its pair left engines and hosts behind. */
 	tc_stop_all();
 	tc_nb_hosts = 0;

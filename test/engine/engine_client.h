@@ -20,6 +20,8 @@
 #include <droce_shm_client.h>
 #include <droce_shm_qp_attr.h>
 
+#include "engine_region.h"
+
 #define TC_MAX_ENGINES	4
 #define TC_MAX_MRS	64
 
@@ -59,7 +61,7 @@ struct tc_cq {
 	struct droce_cq *cq;
 	struct droce_shm_client_cq view;
 	int efd;			/* the completion channel */
-	int64_t ctl_off, ring_off;
+	struct engine_region_cq_mem mem;
 	uint32_t handle;
 };
 
@@ -78,8 +80,7 @@ struct tc_qp {
 	struct droce_shm_client_qp view;
 	uint32_t qpn;
 	unsigned int engine;
-	int64_t ctl_off, sq_off, rq_off;
-	uint64_t sq_len, rq_len;
+	struct engine_region_qp_mem mem;
 };
 
 struct tc_qp_init {
@@ -188,6 +189,8 @@ int tc_event(struct tc_host *h, struct droce_event *ev, unsigned int timeout_ms)
 uint32_t tc_qp_state(const struct tc_qp *qp);
 /* Sum of a counter over the host's engines. */
 uint64_t tc_counter(const struct tc_host *h, const char *name);
+/* A counter of the host's engine eng; the name must be one of lib/engine's. */
+uint64_t tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name);
 /* Prints the non-zero counters of both hosts (diagnostics on failure). */
 void tc_dump(const struct tc_host *h);
 

@@ -7,14 +7,14 @@
  * fixed order. Prints one JSON line: the QPN, every completion (and the bytes a receive
  * placed), how many frames the port sent after each input, and the engine's counters.
  *
- * Not a DROCE_TEST executable: it supplies the failure hook of engine_client.c's CHECKs
- * itself (a failed CHECK prints and exits 1), so droce_test.c and its main() stay out.
+ * Not a DROCE_TEST executable: the failure hook of engine_client.c's CHECKs is
+ * test/common/runner_check.c (a failed CHECK prints and exits 1), so droce_test.c and its
+ * main() stay out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
+#include "qp_bringup.h"
 
 #define RUNNER_MAX_RECVS	64	/* receive WQEs: also the receive ring size */
 #define RUNNER_MAX_SENDS	16
@@ -41,7 +42,6 @@
 #define RUNNER_PAT_MUL		7
 #define RUNNER_PAT_ADD		3
 #define RUNNER_PAT_PER_SEND	16
-#define RUNNER_HOP_LIMIT	64
 #define RUNNER_MAX_RD_ATOMIC	1
 
 /* Defaults: the addresses test_engine_scapy.py builds its packets with. */
@@ -51,21 +51,6 @@
 #define RUNNER_PEER_GID		"10.99.0.1"
 #define RUNNER_SELF_GID6	"fd00::2"
 #define RUNNER_PEER_GID6	"fd00::1"
-
-uint64_t droce_test_checks;
-
-void
-droce_test_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "engine-pkt-runner: %s:%d: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 struct runner_opts {
 	const char *in;
@@ -401,52 +386,31 @@ static void
 runner_qp_ready(struct runner *r)
 {
 	const struct runner_opts *o = r->o;
-	bool ud = o->type == DROCE_SHM_QPT_UD, rc = o->type == DROCE_SHM_QPT_RC;
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	unsigned int i, steps = o->state == DROCE_SHM_QPS_RTR ? 2 : 3;
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 (ud ? DROCE_SHM_QP_QKEY : DROCE_SHM_QP_ACCESS_FLAGS);
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = o->qkey;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-	runner_modify(r, &a);
+	if (o->type == DROCE_SHM_QPT_UD) {
+		qp_bringup_ud(o->qkey, o->sq_psn, attr);
+	} else {
+		struct qp_bringup_path path = {
+			.qp_type = o->type,
+			.access = IBV_ACCESS_LOCAL_WRITE,
+			.mtu = o->mtu,
+			.dest_qpn = o->dest_qpn,
+			.sq_psn = o->sq_psn,
+			.rq_psn = o->rq_psn,
+			.timeout = o->timeout,
+			.retry_cnt = o->retry_cnt,
+			.rnr_retry = o->rnr_retry,
+			.min_rnr_timer = o->min_rnr_timer,
+			.rd_atomic = RUNNER_MAX_RD_ATOMIC,
+		};
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE;
-	if (!ud)
-		a.mask |= DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU | DROCE_SHM_QP_DEST_QPN |
-			  DROCE_SHM_QP_RQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = o->mtu;
-	a.dest_qp_num = o->dest_qpn;
-	a.rq_psn = o->rq_psn;
-	a.max_dest_rd_atomic = RUNNER_MAX_RD_ATOMIC;
-	a.min_rnr_timer = o->min_rnr_timer;
-	memcpy(a.ah.dgid, o->ipv6 ? o->peer.gid6 : o->peer.gid, 16);
-	a.ah.sgid_index = o->ipv6 ? 1 : 0;
-	a.ah.is_global = 1;
-	a.ah.hop_limit = RUNNER_HOP_LIMIT;
-	a.ah.port_num = 1;
-	runner_modify(r, &a);
-	if (o->state == DROCE_SHM_QPS_RTR)
-		return;
-
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	if (rc)
-		a.mask |= DROCE_SHM_QP_TIMEOUT | DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY |
-			  DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = o->sq_psn;
-	a.timeout = o->timeout;
-	a.retry_cnt = o->retry_cnt;
-	a.rnr_retry = o->rnr_retry;
-	a.max_rd_atomic = RUNNER_MAX_RD_ATOMIC;
-	runner_modify(r, &a);
+		qp_bringup_ah(&path.ah, o->ipv6 ? o->peer.gid6 : o->peer.gid, o->ipv6 ? 1 : 0);
+		qp_bringup_connected(&path, attr);
+	}
+	for (i = 0; i < steps; i++)
+		runner_modify(r, &attr[i]);
 }
 
 static void

@@ -27,7 +27,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 /* Engines of the largest pair opened here: the EAL is started once, sized for it. */
 #define MAX_WORKERS		3
@@ -66,25 +66,10 @@ now_ms(void)
 static void
 pair_open_loop(struct tc_host *a, struct tc_host *b, unsigned int na)
 {
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	tc_pair_open(a, b, na, 1);
 	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid, a->mac), 0);
 	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid6, a->mac), 0);
-}
-
-static uint64_t
-engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
-{
-	struct droce_engine_stats st;
-	unsigned int c;
-
-	droce_engine_stats_get(h->eng[eng], &st);
-	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
-		if (strcmp(droce_engine_counter_names[c], name) == 0)
-			return ((const uint64_t *)&st)[c];
-	}
-	CHECK(c < DROCE_ENGINE_NB_COUNTERS);
-	return 0;
 }
 
 static struct tc_qp *
@@ -316,12 +301,12 @@ rc_loopback(unsigned int na, bool ipv6, bool use_srq)
 		 * Each engine loops back its QP's packets to itself, then steers them to the
 		 * other engine, the owner of the destination QP.
 		 */
-		CHECK(engine_counter(&a, 0, "tx_loopback") > 0);
-		CHECK(engine_counter(&a, 1, "tx_loopback") > 0);
-		CHECK_EQ_U64(engine_counter(&a, 0, "rx_handoff_out"),
-			     engine_counter(&a, 0, "tx_loopback"));
-		CHECK_EQ_U64(engine_counter(&a, 1, "rx_handoff_out"),
-			     engine_counter(&a, 1, "tx_loopback"));
+		CHECK(tc_engine_counter(&a, 0, "tx_loopback") > 0);
+		CHECK(tc_engine_counter(&a, 1, "tx_loopback") > 0);
+		CHECK_EQ_U64(tc_engine_counter(&a, 0, "rx_handoff_out"),
+			     tc_engine_counter(&a, 0, "tx_loopback"));
+		CHECK_EQ_U64(tc_engine_counter(&a, 1, "rx_handoff_out"),
+			     tc_engine_counter(&a, 1, "tx_loopback"));
 	} else {
 		CHECK_EQ_U64(tc_counter(&a, "rx_handoff_out"), 0);
 		CHECK_EQ_U64(tc_counter(&a, "rx_handoff_in"), tc_counter(&a, "tx_loopback"));
@@ -447,9 +432,9 @@ DROCE_TEST(ud_loopback)
 	CHECK_EQ_U64(tc_counter(&a, "req_pkts"), msg);
 	CHECK_EQ_U64(tc_counter(&a, "ud_drop"), 0);
 	/* All sent by engine 0; half of them steered on to engine 1. */
-	CHECK_EQ_U64(engine_counter(&a, 0, "tx_loopback"), msg);
-	CHECK_EQ_U64(engine_counter(&a, 0, "rx_handoff_out"), msg / 2);
-	CHECK_EQ_U64(engine_counter(&a, 1, "rx_handoff_in"), msg / 2);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "tx_loopback"), msg);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "rx_handoff_out"), msg / 2);
+	CHECK_EQ_U64(tc_engine_counter(&a, 1, "rx_handoff_in"), msg / 2);
 	tc_pair_close(&a, &b);
 }
 
@@ -677,7 +662,7 @@ DROCE_TEST(slow_rx_takes_foreign_frames)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.rx = slow_ring("lb_slow_rx1", 64);
 	tc_pair_open_slow(&a, &b, 2, 1, &slow_a, NULL, &ab, &ba);
 	rc_end_make(&a, &x, 0, NULL, NULL);
@@ -732,7 +717,7 @@ DROCE_TEST(slow_rx_full_drops)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.rx = slow_ring("lb_slow_rx2", SLOW_FULL_CAP);
 	tc_pair_open_slow(&a, &b, 1, 1, &slow_a, NULL, &ab, &ba);
 	for (i = 0; i < SLOW_FULL_CAP + 3; i++) {
@@ -777,7 +762,7 @@ DROCE_TEST(slow_tx_sends_frames)
 	struct rte_mbuf *m;
 	unsigned int i;
 
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	slow_a.tx = slow_ring("lb_slow_tx3", 64);
 	slow_b.rx = slow_ring("lb_slow_rx3", 64);
 	tc_pair_open_slow(&a, &b, 2, 1, &slow_a, &slow_b, &ab, &ba);
@@ -795,7 +780,7 @@ DROCE_TEST(slow_tx_sends_frames)
 	}
 	droce_test_ctx("counters");
 	CHECK_EQ_U64(tc_counter(&a, "tx_slow"), NB_SLOW_FRAMES);
-	CHECK_EQ_U64(engine_counter(&a, 0, "tx_slow"), NB_SLOW_FRAMES);
+	CHECK_EQ_U64(tc_engine_counter(&a, 0, "tx_slow"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&a, "tx_pkts"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&b, "rx_pkts"), NB_SLOW_FRAMES);
 	CHECK_EQ_U64(tc_counter(&b, "rx_slow"), NB_SLOW_FRAMES);

@@ -18,7 +18,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 /* Engines of the largest pair opened here: the EAL is started once, sized for it. */
 #define MAX_WORKERS		4
@@ -56,7 +56,7 @@ pair_open(struct tc_host *a, struct tc_host *b, unsigned int na, unsigned int nb
 	  const char *fault_b)
 {
 	/* Whichever test runs first starts the EAL: give it lcores for every test. */
-	engine_test_eal_init_lcores(MAX_WORKERS);
+	test_eal_init_lcores(MAX_WORKERS);
 	tc_pair_open_faults(a, b, na, nb, NULL, fault_b);
 }
 
@@ -205,21 +205,6 @@ check_no_event(struct tc_host *h)
 	CHECK_EQ_I64(n, 0);
 }
 
-static uint64_t
-engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
-{
-	struct droce_engine_stats st;
-	unsigned int c;
-
-	droce_engine_stats_get(h->eng[eng], &st);
-	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++) {
-		if (strcmp(droce_engine_counter_names[c], name) == 0)
-			return ((const uint64_t *)&st)[c];
-	}
-	CHECK(c < DROCE_ENGINE_NB_COUNTERS);
-	return 0;
-}
-
 /* Waits until counter name of h reaches at least want. */
 static void
 wait_counter(const struct tc_host *h, const char *name, uint64_t want)
@@ -245,11 +230,11 @@ engines_pass(const struct tc_host *h)
 	unsigned int i;
 
 	for (i = 0; i < h->nb_eng; i++)
-		start[i] = engine_counter(h, i, "loops");
+		start[i] = tc_engine_counter(h, i, "loops");
 	for (i = 0; i < h->nb_eng; i++) {
 		uint64_t end = now_ms() + WAIT_MS;
 
-		while (engine_counter(h, i, "loops") < start[i] + 2) {
+		while (tc_engine_counter(h, i, "loops") < start[i] + 2) {
 			CHECK(now_ms() <= end);
 			usleep(20);
 		}
@@ -395,12 +380,12 @@ DROCE_TEST(srq_shared_by_64_qps_on_2_engines)
 		CHECK(wr_of_slot[i] != SRQ_WR_CONSUMED);
 	CHECK_EQ_U64(tc_counter(&b, "resp_msgs"), SRQ_NB_QPS * SRQ_MSGS);
 	/* Steering: engine 0 took every packet off the port and handed the odd QPs' over. */
-	CHECK(engine_counter(&b, 0, "rx_handoff_out") > 0);
-	CHECK(engine_counter(&b, 1, "rx_handoff_in") > 0);
-	CHECK_EQ_U64(engine_counter(&b, 1, "rx_pkts"), 0);
+	CHECK(tc_engine_counter(&b, 0, "rx_handoff_out") > 0);
+	CHECK(tc_engine_counter(&b, 1, "rx_handoff_in") > 0);
+	CHECK_EQ_U64(tc_engine_counter(&b, 1, "rx_pkts"), 0);
 	/* Both engines claimed WQEs of the one SRQ and completed into the one CQ. */
-	CHECK(engine_counter(&b, 0, "cqe") > 0);
-	CHECK(engine_counter(&b, 1, "cqe") > 0);
+	CHECK(tc_engine_counter(&b, 0, "cqe") > 0);
+	CHECK(tc_engine_counter(&b, 1, "cqe") > 0);
 	CHECK_EQ_U64(tc_counter(&b, "cq_overrun"), 0);
 	CHECK_EQ_U64(tc_counter(&b, "qp_error"), 0);
 	CHECK_EQ_U64(tc_counter(&a, "qp_error"), 0);
@@ -786,7 +771,7 @@ ud_all_sizes(bool ipv6)
 	CHECK_EQ_U64(tc_counter(&b, "ud_drop"), 0);
 	CHECK_EQ_U64(tc_counter(&a, "req_ud_too_long"), 0);
 	CHECK_EQ_U64(tc_counter(&a, "req_pkts"), UD_MAX_MSG + 1);
-	CHECK(engine_counter(&b, 1, "rx_handoff_in") > 0);
+	CHECK(tc_engine_counter(&b, 1, "rx_handoff_in") > 0);
 	tc_pair_close(&a, &b);
 }
 
@@ -1330,7 +1315,7 @@ DROCE_TEST(cq_shared_by_qps_on_2_engines)
 		CHECK_EQ_U64(tc_counter(sd[s].h, "cq_overrun"), 0);
 		CHECK_EQ_U64(tc_counter(sd[s].h, "qp_error"), 0);
 		for (e = 0; e < 2; e++)
-			CHECK(engine_counter(sd[s].h, e, "cqe") > 0);
+			CHECK(tc_engine_counter(sd[s].h, e, "cqe") > 0);
 	}
 	tc_pair_close(&a, &b);
 }

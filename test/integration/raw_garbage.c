@@ -34,6 +34,7 @@
 #include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
 #include "droce_shm_qp_attr.h"
+#include "qp_bringup.h"
 
 #define EXIT_OK		0
 #define EXIT_DEAD	1
@@ -366,67 +367,47 @@ wait_state(const struct qp *q, uint32_t want)
 	return qp_state(q);
 }
 
+/* INIT, RTR and RTS in turn (qp_bringup.h); -1 at the first droced refuses. */
+static int
+to_rts(struct conn *c, struct qp *q, const struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+{
+	unsigned int i;
+
+	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+		if (modify(c, q, &attr[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/* To the other RC QP of this connection, through droced's loopback (GID index 0). */
 static int
 rc_to_rts(struct conn *c, struct qp *q, uint32_t dqpn, uint32_t rq_psn, uint32_t sq_psn)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct qp_bringup_path path = {
+		.qp_type = DROCE_SHM_QPT_RC,
+		.mtu = DROCE_SHM_MTU_1024,
+		.dest_qpn = dqpn,
+		.sq_psn = sq_psn,
+		.rq_psn = rq_psn,
+		.timeout = 14,
+		.retry_cnt = 3,
+		.rnr_retry = 3,
+		.min_rnr_timer = 12,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_ACCESS_FLAGS;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	if (modify(c, q, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
-		 DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN | DROCE_SHM_QP_MAX_DEST_RD_ATOMIC |
-		 DROCE_SHM_QP_MIN_RNR_TIMER;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	a.path_mtu = DROCE_SHM_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = rq_psn;
-	a.min_rnr_timer = 12;
-	memcpy(a.ah.dgid, c->gid0.gid, 16);
-	a.ah.is_global = 1;
-	a.ah.hop_limit = 64;
-	a.ah.port_num = 1;
-	if (modify(c, q, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN | DROCE_SHM_QP_TIMEOUT |
-		 DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY | DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = 14;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.min_rnr_timer = 1;
-	return modify(c, q, &a) == 0 ? 0 : -1;
+	qp_bringup_ah(&path.ah, c->gid0.gid, 0);
+	qp_bringup_connected(&path, attr);
+	return to_rts(c, q, attr);
 }
 
 static int
 ud_to_rts(struct conn *c, struct qp *q)
 {
-	struct droce_shm_qp_attr a;
+	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
 
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
-		 DROCE_SHM_QP_QKEY;
-	a.qp_state = DROCE_SHM_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = UD_QKEY;
-	if (modify(c, q, &a) != 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.mask = DROCE_SHM_QP_STATE;
-	a.qp_state = DROCE_SHM_QPS_RTR;
-	if (modify(c, q, &a) != 0)
-		return -1;
-	a.mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_SQ_PSN;
-	a.qp_state = DROCE_SHM_QPS_RTS;
-	a.sq_psn = 7;
-	return modify(c, q, &a) == 0 ? 0 : -1;
+	qp_bringup_ud(UD_QKEY, 7, attr);
+	return to_rts(c, q, attr);
 }
 
 /* A fresh connection with a PD, a CQ, RC QPs a <-> b in RTS and a UD QP in RTS. */

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""lib/net against scapy: net-pkt-runner (test/engine/net_pkt_runner.c) feeds lib/net the
+"""lib/net against scapy: net-pkt-runner (test/net/net_pkt_runner.c) feeds lib/net the
 frames of a pcap file scapy built and captures what it sends. scapy dissects every frame
 lib/net produced and recomputes its checksums: the gratuitous ARP, the ARP request of a
 resolution, ARP replies, ICMP echo replies, and the held packet sent once scapy's ARP

@@ -9,7 +9,6 @@
  */
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,8 @@
 
 #include "droce_fault.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "fault_check.h"
+#include "test_eal.h"
 
 #define PKT_LEN 64u
 #define NB_MBUFS 8191u
@@ -39,8 +39,6 @@
 #define NB_PKTS_DELAY 2000u
 #define RATE_10PCT 100000u
 #define DELAY_US 20000u
-/* Bounds of a binomial count: mean +- 6 standard deviations (fails ~1e-9 by chance). */
-#define BINOMIAL_SIGMAS 6.0
 #define DRAIN_TIMEOUT_S 5u
 #define TEST_US_PER_S 1000000u
 #define MAX_QUEUES 2u
@@ -78,7 +76,7 @@ env_pool(struct vdev_env *env, uint16_t nb_queues)
 	char name[RTE_RING_NAMESIZE];
 	uint16_t q;
 
-	engine_test_eal_init();
+	test_eal_init();
 	memset(env, 0, sizeof(*env));
 	env->nb_queues = nb_queues;
 	snprintf(name, sizeof(name), "vdev_t%u", ++env_count);
@@ -197,19 +195,13 @@ heap_blocks(void)
 	return st.alloc_count;
 }
 
-static uint8_t
-payload_byte(uint32_t seq, uint32_t i)
-{
-	return (uint8_t)(seq * 31u + i * 7u + 1u);
-}
-
 static void
 pkt_fill(uint8_t *data, uint32_t seq)
 {
 	uint32_t i;
 
 	for (i = 0; i < PKT_LEN; i++)
-		data[i] = payload_byte(seq, i);
+		data[i] = fault_payload_byte(seq, i);
 }
 
 /* Bits in which data differs from the payload sent with number seq. */
@@ -219,7 +211,7 @@ pkt_bit_errors(const uint8_t *data, uint32_t seq)
 	uint32_t i, bits = 0;
 
 	for (i = 0; i < PKT_LEN; i++)
-		bits += (uint32_t)__builtin_popcount(data[i] ^ payload_byte(seq, i));
+		bits += (uint32_t)__builtin_popcount(data[i] ^ fault_payload_byte(seq, i));
 	return bits;
 }
 
@@ -307,17 +299,6 @@ run_traffic(const char *args, uint32_t nb, struct vdev_run *run)
 	env_close(&env);
 }
 
-static void
-check_binomial(uint64_t count, uint32_t n, uint32_t ppm)
-{
-	double p = (double)ppm / DROCE_FAULT_PPM, mean = n * p;
-	double dev = BINOMIAL_SIGMAS * sqrt(n * p * (1 - p));
-
-	droce_test_ctx("count %" PRIu64 " of %u at %u ppm", count, n, ppm);
-	CHECK((double)count >= mean - dev && (double)count <= mean + dev);
-	droce_test_ctx("%s", "");
-}
-
 static uint32_t
 sum_bit_errors(const struct vdev_run *run)
 {
@@ -364,7 +345,7 @@ DROCE_TEST(drop_through_the_vdev)
 	uint32_t i;
 
 	run_traffic("drop=100000,seed=2", NB_PKTS, &run);
-	check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS - run.st.dropped);
 	for (i = 1; i < run.nb_out; i++)
 		CHECK(run.seq[i] > run.seq[i - 1]);
@@ -378,7 +359,7 @@ DROCE_TEST(dup_through_the_vdev)
 	uint32_t i, twice = 0;
 
 	run_traffic("dup=100000,seed=3", NB_PKTS, &run);
-	check_binomial(run.st.duplicated, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.duplicated, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS + run.st.duplicated);
 	for (i = 1; i < run.nb_out; i++) {
 		/* A copy comes right after its original. */
@@ -394,7 +375,7 @@ DROCE_TEST(corrupt_through_the_vdev)
 	struct vdev_run run;
 
 	run_traffic("corrupt=100000,seed=4", NB_PKTS, &run);
-	check_binomial(run.st.corrupted, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.corrupted, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS);
 	CHECK_EQ_U64(sum_bit_errors(&run), run.st.corrupted);
 }
@@ -405,7 +386,7 @@ DROCE_TEST(reorder_through_the_vdev)
 	uint32_t overtaken;
 
 	run_traffic("reorder=100000,seed=6", NB_PKTS, &run);
-	check_binomial(run.st.reordered, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.reordered, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS);
 	/* A held packet is overtaken by the next burst's, unless nothing followed it. */
 	overtaken = count_overtaken(&run);
@@ -421,11 +402,11 @@ DROCE_TEST(delay_through_the_vdev)
 	uint32_t i, late = 0;
 	char args[ARGS_LEN];
 
-	engine_test_eal_init();
+	test_eal_init();
 	min_delay = (uint64_t)DELAY_US * rte_get_tsc_hz() / TEST_US_PER_S;
 	snprintf(args, sizeof(args), "delay=%u,delay_us=%u,seed=7", RATE_10PCT, DELAY_US);
 	run_traffic(args, NB_PKTS_DELAY, &run);
-	check_binomial(run.st.delayed, NB_PKTS_DELAY, RATE_10PCT);
+	fault_check_binomial(run.st.delayed, NB_PKTS_DELAY, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS_DELAY);
 	for (i = 0; i < run.nb_out; i++)
 		late += run.latency[i] >= min_delay;
@@ -550,7 +531,7 @@ DROCE_TEST(tx_drop_through_the_vdev)
 	rx_all(&env, 0, &run, NB_PKTS, tx_tsc);
 	passed = xstat_value(env.port, XSTAT_PREFIX "tx_passed");
 	dropped = xstat_value(env.port, XSTAT_PREFIX "tx_dropped");
-	check_binomial(dropped, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(dropped, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(passed + dropped, NB_PKTS);
 	CHECK_EQ_U64(run.nb_out, passed);
 	for (i = 1; i < run.nb_out; i++)

@@ -6,10 +6,10 @@
  * Ethernet header of the port and the payload "droce-held"); then every input frame goes
  * to droce_net_rx, one millisecond apart. Prints one line: the counters.
  *
- * Not a DROCE_TEST executable: it supplies the failure hook of engine_test_eal.c's CHECKs.
+ * Not a DROCE_TEST executable: the failure hook of test_eal.c's CHECKs is
+ * test/common/runner_check.c.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,7 @@
 
 #include "droce_net.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define RUNNER_NB_MBUFS		511u
 #define RUNNER_MBUF_ROOM	(2048u + RTE_PKTMBUF_HEADROOM)
@@ -34,21 +34,6 @@
 #define RUNNER_ETHERTYPE_TEST	0x88B5	/* IEEE 802 local experimental */
 
 static const uint8_t self_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
-
-uint64_t droce_test_checks;
-
-void
-droce_test_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "net-pkt-runner: %s:%d: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 struct runner {
 	pcap_t *dead;
@@ -94,7 +79,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: net-pkt-runner IN.pcap OUT.pcap\n");
 		return 2;
 	}
-	engine_test_eal_init();
+	test_eal_init();
 	mp = rte_pktmbuf_pool_create("net_runner", RUNNER_NB_MBUFS, 0, 0, RUNNER_MBUF_ROOM,
 				     SOCKET_ID_ANY);
 	CHECK(mp != NULL);

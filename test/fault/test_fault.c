@@ -7,7 +7,6 @@
  */
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,8 @@
 
 #include "droce_fault.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "fault_check.h"
+#include "test_eal.h"
 
 #define PKT_LEN 64u
 /* The sequence number is written three times, so a flipped bit in one copy is outvoted. */
@@ -38,8 +38,6 @@
 #define NB_PKTS_DELAY 4000u
 #define RATE_10PCT 100000u
 #define DELAY_US 50000u
-/* Bounds of a binomial count: mean +- 6 standard deviations (fails ~1e-9 by chance). */
-#define BINOMIAL_SIGMAS 6.0
 #define DRAIN_TIMEOUT_S 5u
 #define TEST_US_PER_S 1000000u
 
@@ -74,7 +72,7 @@ env_open_queues(struct fault_env *env, uint16_t nb_queues)
 	uint16_t q;
 	int ret;
 
-	engine_test_eal_init();
+	test_eal_init();
 	env->nb_queues = nb_queues;
 	snprintf(name, sizeof(name), "fault_t%u", ++env_count);
 	env->mp = rte_pktmbuf_pool_create(name, NB_MBUFS, 0, 0,
@@ -122,12 +120,6 @@ env_close(struct fault_env *env)
 	rte_mempool_free(env->mp);
 }
 
-static uint8_t
-payload_byte(uint32_t seq, uint32_t i)
-{
-	return (uint8_t)(seq * 31u + i * 7u + 1u);
-}
-
 static void
 pkt_fill(uint8_t *data, uint32_t seq)
 {
@@ -136,7 +128,7 @@ pkt_fill(uint8_t *data, uint32_t seq)
 	for (i = 0; i < SEQ_COPIES; i++)
 		memcpy(data + i * sizeof(seq), &seq, sizeof(seq));
 	for (i = PAYLOAD_OFF; i < PKT_LEN; i++)
-		data[i] = payload_byte(seq, i);
+		data[i] = fault_payload_byte(seq, i);
 }
 
 /* The sequence number of a delivered packet: the majority of its three copies. */
@@ -255,18 +247,6 @@ run_traffic(const char *args, uint32_t nb, struct fault_run *run)
 	env_close(&env);
 }
 
-/* count is a plausible draw of Binomial(n, ppm / 1e6). */
-static void
-check_binomial(uint64_t count, uint32_t n, uint32_t ppm)
-{
-	double p = (double)ppm / DROCE_FAULT_PPM, mean = n * p;
-	double dev = BINOMIAL_SIGMAS * sqrt(n * p * (1 - p));
-
-	droce_test_ctx("count %" PRIu64 " of %u at %u ppm", count, n, ppm);
-	CHECK((double)count >= mean - dev && (double)count <= mean + dev);
-	droce_test_ctx("%s", "");
-}
-
 /* Per sequence number, how many times it was delivered. */
 static uint8_t *
 count_seqs(const struct fault_run *run, uint32_t nb)
@@ -305,7 +285,7 @@ DROCE_TEST(drop_loses_exactly_the_counted_packets)
 	uint32_t i, prev = 0;
 
 	run_traffic("drop=100000", NB_PKTS, &run);
-	check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS - run.st.dropped);
 	for (i = 0; i < run.nb_out; i++) {
 		uint32_t seq = pkt_seq(run.out[i]);
@@ -325,7 +305,7 @@ DROCE_TEST(dup_delivers_exact_copies)
 	uint32_t i, seq = 0, copies = 0;
 
 	run_traffic("dup=100000", NB_PKTS, &run);
-	check_binomial(run.st.duplicated, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.duplicated, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS + run.st.duplicated);
 	/* Each packet in order, its copy (if any) right after it, byte for byte. */
 	for (i = 0; i < run.nb_out; i++, seq++) {
@@ -348,7 +328,7 @@ DROCE_TEST(corrupt_flips_one_bit_in_the_counted_packets)
 	uint32_t i, corrupted = 0;
 
 	run_traffic("corrupt=100000,seed=99", NB_PKTS, &run);
-	check_binomial(run.st.corrupted, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.corrupted, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS);
 	for (i = 0; i < run.nb_out; i++) {
 		uint32_t bits = pkt_bit_errors(run.out[i]);
@@ -384,7 +364,7 @@ DROCE_TEST(reorder_delivers_a_permutation)
 	uint32_t i, overtaken;
 
 	run_traffic("reorder=100000,seed=3", NB_PKTS, &run);
-	check_binomial(run.st.reordered, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.reordered, NB_PKTS, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS);
 	times = count_seqs(&run, NB_PKTS);
 	for (i = 0; i < NB_PKTS; i++) {
@@ -408,10 +388,10 @@ DROCE_TEST(delay_holds_at_least_delay_us_then_delivers_all)
 	uint32_t i, late = 0;
 	char args[64];
 
-	engine_test_eal_init();
+	test_eal_init();
 	snprintf(args, sizeof(args), "delay=%u,delay_us=%u,seed=11", RATE_10PCT, DELAY_US);
 	run_traffic(args, NB_PKTS_DELAY, &run);
-	check_binomial(run.st.delayed, NB_PKTS_DELAY, RATE_10PCT);
+	fault_check_binomial(run.st.delayed, NB_PKTS_DELAY, RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS_DELAY);
 	times = count_seqs(&run, NB_PKTS_DELAY);
 	for (i = 0; i < run.nb_out; i++) {
@@ -434,12 +414,12 @@ DROCE_TEST(all_faults_at_once_add_up)
 
 	run_traffic("drop=100000,dup=100000,corrupt=100000,delay=100000,delay_us=1000,"
 		    "reorder=100000,seed=42", NB_PKTS, &run);
-	check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
+	fault_check_binomial(run.st.dropped, NB_PKTS, RATE_10PCT);
 	/* Dropped packets are neither duplicated, corrupted, delayed nor reordered. */
-	check_binomial(run.st.duplicated, NB_PKTS - run.st.dropped, RATE_10PCT);
-	check_binomial(run.st.corrupted, NB_PKTS - run.st.dropped, RATE_10PCT);
-	check_binomial(run.st.delayed, NB_PKTS - run.st.dropped, RATE_10PCT);
-	check_binomial(run.st.reordered, NB_PKTS - run.st.dropped - run.st.delayed,
+	fault_check_binomial(run.st.duplicated, NB_PKTS - run.st.dropped, RATE_10PCT);
+	fault_check_binomial(run.st.corrupted, NB_PKTS - run.st.dropped, RATE_10PCT);
+	fault_check_binomial(run.st.delayed, NB_PKTS - run.st.dropped, RATE_10PCT);
+	fault_check_binomial(run.st.reordered, NB_PKTS - run.st.dropped - run.st.delayed,
 		       RATE_10PCT);
 	CHECK_EQ_U64(run.nb_out, NB_PKTS - run.st.dropped + run.st.duplicated);
 	times = count_seqs(&run, NB_PKTS);

@@ -17,7 +17,7 @@
 
 #include "droce_net.h"
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define NB_MBUFS	255u
 #define MBUF_ROOM	(2048u + RTE_PKTMBUF_HEADROOM)
@@ -135,7 +135,7 @@ net_setup(void)
 	struct droce_net_conf c;
 	struct droce_net *n;
 
-	engine_test_eal_init();
+	test_eal_init();
 	if (mp == NULL) {
 		mp = rte_pktmbuf_pool_create("net_test", NB_MBUFS, 0, 0, MBUF_ROOM,
 					     SOCKET_ID_ANY);

@@ -10,7 +10,7 @@
 #include <rte_eal.h>
 
 #include "droce_test.h"
-#include "engine_test_eal.h"
+#include "test_eal.h"
 
 #define PREFIX_LEN 64
 
@@ -80,19 +80,19 @@ eal_init(unsigned int workers, bool shconf, const char *vdev)
 }
 
 void
-engine_test_eal_init(void)
+test_eal_init(void)
 {
 	eal_init(0, false, NULL);
 }
 
 void
-engine_test_eal_init_lcores(unsigned int workers)
+test_eal_init_lcores(unsigned int workers)
 {
 	eal_init(workers, false, NULL);
 }
 
 void
-engine_test_eal_init_vdev(unsigned int workers, const char *vdev)
+test_eal_init_vdev(unsigned int workers, const char *vdev)
 {
 	eal_init(workers, true, vdev);
 }

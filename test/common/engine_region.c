@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <string.h>
+
+#include <droce_shm.h>
+
+#include "engine_region.h"
+
+/* The region at off, or NULL when the arena had no room (off < 0). */
+static void *
+at(const struct engine_region *r, int64_t off)
+{
+	return off > 0 ? (uint8_t *)r->base + off : NULL;
+}
+
+static int64_t
+alloc(const struct engine_region *r, uint64_t len)
+{
+	return droce_shm_arena_alloc(r->arena, len, DROCE_SHM_CACHE_LINE);
+}
+
+struct droce_cq *
+engine_region_cq_create(const struct engine_region *r, uint32_t size, int eventfd,
+			uint32_t handle, struct engine_region_cq_mem *mem,
+			struct droce_shm_client_cq *view)
+{
+	struct droce_cq_conf conf;
+	struct droce_cq *cq;
+
+	mem->ctl_off = alloc(r, sizeof(struct droce_shm_cq));
+	mem->ring_off = alloc(r, (uint64_t)size * sizeof(struct droce_shm_cqe));
+	memset(&conf, 0, sizeof(conf));
+	conf.ctl = at(r, mem->ctl_off);
+	conf.ring = at(r, mem->ring_off);
+	conf.size = size;
+	conf.eventfd = eventfd;
+	conf.handle = handle;
+	if (conf.ctl == NULL || conf.ring == NULL)
+		return NULL;
+	cq = droce_cq_create(r->dom, &conf);
+	if (cq == NULL)
+		return NULL;
+	view->ctl = conf.ctl;
+	view->ring = conf.ring;
+	view->size = size;
+	view->log2_size = (unsigned int)__builtin_ctz(size);
+	return cq;
+}
+
+int
+engine_region_cq_free(const struct engine_region *r, const struct engine_region_cq_mem *mem,
+		      uint32_t size)
+{
+	if (droce_shm_arena_free(r->arena, mem->ctl_off, sizeof(struct droce_shm_cq)) != 0 ||
+	    droce_shm_arena_free(r->arena, mem->ring_off,
+				 (uint64_t)size * sizeof(struct droce_shm_cqe)) != 0)
+		return -1;
+	return 0;
+}
+
+struct droce_qp *
+engine_region_qp_create(const struct engine_region *r, struct droce_qp_conf *conf,
+			struct engine_region_qp_mem *mem, struct droce_shm_client_qp *view)
+{
+	const struct droce_shm_region_hdr *hdr = r->base;
+	uint32_t sq_stride = droce_shm_sq_stride(conf->sq_max_sge, conf->max_inline);
+	uint32_t rq_stride = droce_shm_rq_stride(conf->rq_max_sge);
+	struct droce_qp *qp;
+
+	mem->sq_len = (uint64_t)conf->sq_size * sq_stride;
+	mem->rq_len = conf->srq != NULL ? 0 : (uint64_t)conf->rq_size * rq_stride;
+	mem->ctl_off = alloc(r, sizeof(struct droce_shm_qp));
+	mem->sq_off = alloc(r, mem->sq_len);
+	mem->rq_off = conf->srq != NULL ? 0 : alloc(r, mem->rq_len);
+	conf->ctl = at(r, mem->ctl_off);
+	conf->sq = at(r, mem->sq_off);
+	conf->rq = conf->srq != NULL ? NULL : at(r, mem->rq_off);
+	if (conf->ctl == NULL || conf->sq == NULL || (conf->srq == NULL && conf->rq == NULL))
+		return NULL;
+	qp = droce_qp_create(r->dom, conf);
+	if (qp == NULL)
+		return NULL;
+	memset(view, 0, sizeof(*view));
+	view->ctl = conf->ctl;
+	view->sq = conf->sq;
+	view->rq = conf->rq;
+	view->sq_size = conf->sq_size;
+	view->sq_stride = sq_stride;
+	view->sq_max_sge = conf->sq_max_sge;
+	view->max_inline = conf->max_inline;
+	view->rq_size = conf->rq_size;
+	view->rq_stride = rq_stride;
+	view->rq_max_sge = conf->rq_max_sge;
+	view->qp_num = droce_qp_num(qp);
+	view->qp_type = conf->qp_type;
+	view->supported_wr = 1u << DROCE_SHM_WR_SEND;
+	view->db.block = (struct droce_shm_doorbell *)((uint8_t *)r->base +
+						       hdr->doorbell_off[conf->engine_id]);
+	view->db.slot = conf->db_slot;
+	return qp;
+}
+
+int
+engine_region_qp_free(const struct engine_region *r, const struct engine_region_qp_mem *mem)
+{
+	if (droce_shm_arena_free(r->arena, mem->ctl_off, sizeof(struct droce_shm_qp)) != 0 ||
+	    droce_shm_arena_free(r->arena, mem->sq_off, mem->sq_len) != 0)
+		return -1;
+	if (mem->rq_len != 0 && droce_shm_arena_free(r->arena, mem->rq_off, mem->rq_len) != 0)
+		return -1;
+	return 0;
+}
