@@ -150,12 +150,12 @@ struct bench_opts {
 /* ---- Hosts ---- */
 
 struct bench_cq {
-	struct droce_cq *cq;
+	struct droce_engine_cq *cq;
 	struct droce_shm_client_cq view;
 };
 
 struct bench_qp {
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 	struct droce_shm_client_qp view;
 	uint32_t qpn;
 	uint32_t next_slot;		/* message buffer slot of the next post */
@@ -171,11 +171,11 @@ struct bench_host {
 	struct rte_ring *link_in;	/* the ring this host's port receives from */
 	uint16_t port;
 	bool port_ok;
-	struct droce_dev *dev;
+	struct droce_engine_dev *dev;
 	struct droce_engine *eng;
 	void *region;
 	struct droce_shm_arena arena;
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 	uint32_t next_db_slot;
 	uint8_t mac[6];
 	uint8_t gid[16];
@@ -271,13 +271,13 @@ host_port(struct bench_host *h, struct rte_ring *tx)
 static int
 host_finish(struct bench_host *h, const struct bench_host *peer, uint32_t size)
 {
-	struct droce_dev_conf dconf = { .max_qps = RTE_DIM(h->by_qpn) };
-	struct droce_domain_conf domconf;
+	struct droce_engine_dev_conf dconf = { .max_qps = RTE_DIM(h->by_qpn) };
+	struct droce_engine_domain_conf domconf;
 	struct droce_engine_conf ec;
 	uint32_t rkey;
 
-	h->dev = droce_dev_create(&dconf);
-	if (h->dev == NULL || droce_dev_neigh_add(h->dev, peer->gid, peer->mac) != 0)
+	h->dev = droce_engine_dev_create(&dconf);
+	if (h->dev == NULL || droce_engine_dev_neigh_add(h->dev, peer->gid, peer->mac) != 0)
 		return -1;
 	memset(&ec, 0, sizeof(ec));
 	ec.slow_rx_wake_fd = -1;
@@ -301,7 +301,7 @@ host_finish(struct bench_host *h, const struct bench_host *peer, uint32_t size)
 	domconf.max_mrs = 2;
 	domconf.max_ahs = 1;
 	domconf.max_events = 1024;
-	h->dom = droce_domain_create(h->dev, &domconf);
+	h->dom = droce_engine_domain_create(h->dev, &domconf);
 	if (h->dom == NULL)
 		return -1;
 	h->buf_slots = RTE_MIN(RTE_MAX(BUF_BYTES / size, (uint32_t)MIN_BUF_SLOTS),
@@ -311,7 +311,7 @@ host_finish(struct bench_host *h, const struct bench_host *peer, uint32_t size)
 	if (h->buf == NULL)
 		return -1;
 	memset(h->buf, h->id, h->buf_len);
-	return droce_mr_reg(h->dom, PD, h->buf, (uintptr_t)h->buf, h->buf_len,
+	return droce_engine_mr_reg(h->dom, PD, h->buf, (uintptr_t)h->buf, h->buf_len,
 			    IBV_ACCESS_LOCAL_WRITE, &h->lkey, &rkey);
 }
 
@@ -321,11 +321,11 @@ host_close(struct bench_host *h)
 	void *m = NULL;
 
 	if (h->dom != NULL)
-		droce_domain_destroy(h->dom);	/* QPs, CQs and the MR with it */
+		droce_engine_domain_destroy(h->dom);	/* QPs, CQs and the MR with it */
 	if (h->eng != NULL)
 		droce_engine_destroy(h->eng);
 	if (h->dev != NULL)
-		droce_dev_destroy(h->dev);
+		droce_engine_dev_destroy(h->dev);
 	if (h->port_ok) {
 		rte_eth_dev_stop(h->port);
 		rte_eth_dev_close(h->port);
@@ -371,7 +371,7 @@ qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t r
 {
 	struct engine_region r = host_region(h);
 	struct engine_region_qp_mem mem;
-	struct droce_qp_conf c;
+	struct droce_engine_qp_conf c;
 
 	memset(&c, 0, sizeof(c));
 	c.qp_type = DROCE_SHM_QPT_RC;
@@ -420,7 +420,7 @@ qp_connect(struct bench_qp *x, const struct bench_qp *y, const struct bench_host
 	qp_bringup_ah(&path.ah, peer->gid, 0);
 	qp_bringup_connected(&path, attr);
 	for (i = 0; i < QP_BRINGUP_STEPS; i++)
-		if (droce_qp_modify(x->qp, &attr[i]) != 0)
+		if (droce_engine_qp_modify(x->qp, &attr[i]) != 0)
 			return -1;
 	return 0;
 }

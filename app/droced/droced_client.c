@@ -49,7 +49,7 @@ struct droced_mr {
 };
 
 struct droced_cq {
-	struct droce_cq *cq;
+	struct droce_engine_cq *cq;
 	int64_t ctl_off, ring_off;
 	uint32_t size;
 	int efd;		/* notification pipe: write end (the engine's), -1 without */
@@ -57,14 +57,14 @@ struct droced_cq {
 };
 
 struct droced_srq {
-	struct droce_srq *srq;
+	struct droce_engine_srq *srq;
 	int64_t ctl_off, ring_off;
 	uint64_t ring_len;
 	uint32_t size, stride, max_sge, pd;
 };
 
 struct droced_qp {
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 	int64_t ctl_off, sq_off, rq_off;
 	uint64_t sq_len, rq_len;
 	uint32_t engine_id, db_slot, pd;
@@ -262,15 +262,15 @@ client_release(struct droced_client *c)
 		if (qp == NULL)
 			continue;
 		/* To error first: what it still held is flushed to the client's CQs. */
-		droce_qp_modify(qp->qp, &err);
-		droce_qp_destroy(qp->qp);
+		droce_engine_qp_modify(qp->qp, &err);
+		droce_engine_qp_destroy(qp->qp);
 		free(qp);
 	}
 	for (i = 0; i < c->srqs.cap; i++) {
 		struct droced_srq *srq = c->srqs.obj[i];
 
 		if (srq != NULL) {
-			droce_srq_destroy(srq->srq);
+			droce_engine_srq_destroy(srq->srq);
 			free(srq);
 		}
 	}
@@ -279,13 +279,13 @@ client_release(struct droced_client *c)
 
 		if (cq == NULL)
 			continue;
-		droce_cq_destroy(cq->cq);
+		droce_engine_cq_destroy(cq->cq);
 		notify_pipe_close(cq->rfd, cq->efd);
 		free(cq);
 	}
 	/* MRs and AHs go with the domain; the MR views only after no engine can use them. */
 	if (c->dom != NULL)
-		droce_domain_destroy(c->dom);
+		droce_engine_domain_destroy(c->dom);
 	c->dom = NULL;
 	for (i = 0; i < c->mrs.cap; i++) {
 		struct droced_mr *mr = c->mrs.obj[i];
@@ -365,18 +365,18 @@ droced_client_event_put(struct droced_client *c, uint32_t type, uint32_t handle)
 void
 droced_client_events(struct droced_client *c)
 {
-	struct droce_event ev;
+	struct droce_engine_event ev;
 	bool any = false;
 
 	if (c->dom == NULL)
 		return;
-	while (droce_domain_event_get(c->dom, &ev) == 1) {
-		if (ev.type == DROCE_EVENT_CQ_ERR) {
+	while (droce_engine_domain_event_get(c->dom, &ev) == 1) {
+		if (ev.type == DROCE_ENGINE_EVENT_CQ_ERR) {
 			struct droced_cq *cq = table_get(&c->cqs, ev.handle);
 
 			/* 11.4.2.1: an overrun CQ takes its QPs to the error state. */
 			if (cq != NULL)
-				droce_cq_error_qps(cq->cq);
+				droce_engine_cq_error_qps(cq->cq);
 		}
 		event_ring_put(c, ev.type, ev.handle);
 		any = true;
@@ -426,7 +426,7 @@ op_status(struct droce_proto_resp *resp)
 {
 	struct droce_proto_status *st = &resp->stat;
 	const struct droced_client *c;
-	struct droce_dev_objects objs;
+	struct droce_engine_dev_objects objs;
 
 	st->pid = (uint32_t)getpid();
 	st->nb_ports = droced.nb_ports;
@@ -436,7 +436,7 @@ op_status(struct droce_proto_resp *resp)
 	st->clients_total = droced.clients_total;
 	st->clients_torn_down = droced.clients_torn_down;
 	st->uptime_ms = droced_now_ms() - droced.start_ms;
-	droce_dev_objects_get(droced.dev, &objs);
+	droce_engine_dev_objects_get(droced.dev, &objs);
 	st->engine_domains = objs.domains;
 	st->engine_qps = objs.qps;
 	st->engine_cqs = objs.cqs;
@@ -467,7 +467,7 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	 struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds)
 {
 	const struct droced_limits *l = &droced.cfg.limits;
-	struct droce_domain_conf dc;
+	struct droce_engine_domain_conf dc;
 	struct droced_port *p;
 	int64_t off;
 	uint32_t i;
@@ -507,7 +507,7 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	dc.max_mrs = l->max_mrs + 1;	/* MR index 0 is never used (key 0 never resolves) */
 	dc.max_ahs = l->max_ahs;
 	dc.max_events = DROCED_MAX_EVENTS;
-	c->dom = droce_domain_create(droced.dev, &dc);
+	c->dom = droce_engine_domain_create(droced.dev, &dc);
 	if (c->dom == NULL) {
 		rc = -rte_errno;
 		goto fail;
@@ -658,13 +658,13 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 		}
 		pos += pc->len;
 	}
-	rc = droce_mr_reg(c->dom, req->reg_mr.pd, view + req->reg_mr.first_off, req->reg_mr.iova,
+	rc = droce_engine_mr_reg(c->dom, req->reg_mr.pd, view + req->reg_mr.first_off, req->reg_mr.iova,
 			  req->reg_mr.length, req->reg_mr.access, &mr->lkey, &resp->obj.rkey);
 	if (rc != 0)
 		goto fail;
 	rc = table_add(&c->mrs, mr, &resp->obj.handle);
 	if (rc != 0) {
-		droce_mr_dereg(c->dom, mr->lkey);
+		droce_engine_mr_dereg(c->dom, mr->lkey);
 		goto fail;
 	}
 	mr->length = req->reg_mr.length;
@@ -687,7 +687,7 @@ op_dereg_mr(struct droced_client *c, uint32_t handle)
 
 	if (mr == NULL)
 		return -EINVAL;
-	rc = droce_mr_dereg(c->dom, mr->lkey);
+	rc = droce_engine_mr_dereg(c->dom, mr->lkey);
 	if (rc != 0)
 		return rc;
 	munmap(mr->view, mr->view_len);
@@ -704,7 +704,7 @@ static int
 op_create_cq(struct droced_client *c, const struct droce_proto_req *req, unsigned int nfds,
 	     struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds)
 {
-	struct droce_cq_conf conf;
+	struct droce_engine_cq_conf conf;
 	struct droced_cq *cq;
 	uint32_t handle;
 	int rc;
@@ -744,7 +744,7 @@ op_create_cq(struct droced_client *c, const struct droce_proto_req *req, unsigne
 	conf.size = cq->size;
 	conf.eventfd = cq->efd;
 	conf.handle = handle;
-	cq->cq = droce_cq_create(c->dom, &conf);
+	cq->cq = droce_engine_cq_create(c->dom, &conf);
 	if (cq->cq == NULL) {
 		rc = -rte_errno;
 		goto fail;
@@ -778,7 +778,7 @@ op_destroy_cq(struct droced_client *c, uint32_t handle)
 
 	if (cq == NULL)
 		return -EINVAL;
-	rc = droce_cq_destroy(cq->cq);
+	rc = droce_engine_cq_destroy(cq->cq);
 	if (rc != 0)
 		return rc;
 	droce_shm_arena_free(c->arena, cq->ctl_off, sizeof(struct droce_shm_cq));
@@ -799,7 +799,7 @@ srq_resp(const struct droced_srq *srq, uint32_t handle, struct droce_proto_resp 
 	resp->srq.stride = srq->stride;
 	resp->srq.max_wr = srq->size;
 	resp->srq.max_sge = srq->max_sge;
-	resp->srq.srq_limit = droce_srq_limit(srq->srq);
+	resp->srq.srq_limit = droce_engine_srq_limit(srq->srq);
 	resp->srq.ctl_off = srq->ctl_off;
 	resp->srq.ring_off = srq->ring_off;
 }
@@ -809,7 +809,7 @@ op_create_srq(struct droced_client *c, const struct droce_proto_req *req,
 	      struct droce_proto_resp *resp)
 {
 	struct droced_pd *pd = pd_get(c, req->create_srq.pd);
-	struct droce_srq_conf conf;
+	struct droce_engine_srq_conf conf;
 	struct droced_srq *srq;
 	uint32_t handle;
 	int rc;
@@ -849,7 +849,7 @@ op_create_srq(struct droced_client *c, const struct droce_proto_req *req,
 	conf.pd = srq->pd;
 	conf.limit = req->create_srq.srq_limit;
 	conf.handle = handle;
-	srq->srq = droce_srq_create(c->dom, &conf);
+	srq->srq = droce_engine_srq_create(c->dom, &conf);
 	if (srq->srq == NULL) {
 		rc = -rte_errno;
 		goto fail;
@@ -878,7 +878,7 @@ op_modify_srq(struct droced_client *c, const struct droce_proto_req *req)
 	if (req->modify_srq.mask & SRQ_MAX_WR)
 		return -EOPNOTSUPP;
 	if (req->modify_srq.mask & SRQ_LIMIT)
-		return droce_srq_set_limit(srq->srq, req->modify_srq.srq_limit);
+		return droce_engine_srq_set_limit(srq->srq, req->modify_srq.srq_limit);
 	return 0;
 }
 
@@ -901,7 +901,7 @@ op_destroy_srq(struct droced_client *c, uint32_t handle)
 
 	if (srq == NULL)
 		return -EINVAL;
-	rc = droce_srq_destroy(srq->srq);
+	rc = droce_engine_srq_destroy(srq->srq);
 	if (rc != 0)
 		return rc;
 	droce_shm_arena_free(c->arena, srq->ctl_off, sizeof(struct droce_shm_srq));
@@ -981,7 +981,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	struct droced_cq *rcq = table_get(&c->cqs, req->create_qp.recv_cq);
 	struct droced_srq *srq = NULL;
 	uint8_t type = req->create_qp.qp_type;
-	struct droce_qp_conf conf;
+	struct droce_engine_qp_conf conf;
 	struct droced_qp *qp;
 	int rc;
 
@@ -1050,7 +1050,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	conf.rq_size = rq_size;
 	conf.rq_max_sge = recv_sge;
 	conf.db_slot = qp->db_slot;
-	qp->qp = droce_qp_create(c->dom, &conf);
+	qp->qp = droce_engine_qp_create(c->dom, &conf);
 	if (qp->qp == NULL) {
 		/* Out of QPNs or slots is a resource limit: ENOMEM, as rdma-core says. */
 		rc = rte_errno == ENOSPC ? -ENOMEM : -rte_errno;
@@ -1064,15 +1064,15 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 			    DROCE_SHM_QP_ACCESS_FLAGS;
 		init.qp_state = DROCE_SHM_QPS_INIT;
 		init.port_num = req->create_qp.init_port;
-		rc = droce_qp_modify(qp->qp, &init);
+		rc = droce_engine_qp_modify(qp->qp, &init);
 		if (rc != 0) {
-			droce_qp_destroy(qp->qp);
+			droce_engine_qp_destroy(qp->qp);
 			goto fail;
 		}
 	}
 	rc = table_add(&c->qps, qp, &handle);
 	if (rc != 0) {
-		droce_qp_destroy(qp->qp);
+		droce_engine_qp_destroy(qp->qp);
 		goto fail;
 	}
 	qp->pd = req->create_qp.pd;
@@ -1083,7 +1083,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	};
 	pd->users++;
 	resp->qp.handle = handle;
-	resp->qp.qp_num = droce_qp_num(qp->qp);
+	resp->qp.qp_num = droce_engine_qp_num(qp->qp);
 	resp->qp.engine_id = qp->engine_id;
 	resp->qp.db_slot = qp->db_slot;
 	resp->qp.supported_wr = supported_wr(type);
@@ -1131,7 +1131,7 @@ qp_modify_routed(struct droced_client *c, struct droced_qp *qp, struct droce_shm
 			return rc;
 		droced_route_av(&attr->ah);
 	}
-	return droce_qp_modify(qp->qp, attr);
+	return droce_engine_qp_modify(qp->qp, attr);
 }
 
 static int
@@ -1161,7 +1161,7 @@ droced_client_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
 		for (i = 0; i < c->qps.cap; i++) {
 			struct droced_qp *qp = c->qps.obj[i];
 
-			if (qp != NULL && droce_qp_num(qp->qp) == qpn)
+			if (qp != NULL && droce_engine_qp_num(qp->qp) == qpn)
 				return qp_modify_routed(c, qp, &a);
 		}
 	}
@@ -1176,7 +1176,7 @@ op_query_qp(struct droced_client *c, uint32_t handle, struct droce_proto_resp *r
 
 	if (qp == NULL)
 		return -EINVAL;
-	rc = droce_qp_query(qp->qp, &resp->query_qp.attr);
+	rc = droce_engine_qp_query(qp->qp, &resp->query_qp.attr);
 	resp->query_qp.cap = qp->cap;
 	resp->query_qp.sq_sig_all = qp->sq_sig_all;
 	return rc;
@@ -1190,7 +1190,7 @@ op_destroy_qp(struct droced_client *c, uint32_t handle)
 
 	if (qp == NULL)
 		return -EINVAL;
-	rc = droce_qp_destroy(qp->qp);
+	rc = droce_engine_qp_destroy(qp->qp);
 	if (rc != 0)
 		return rc;
 	qp_free_mem(c, qp);
@@ -1223,7 +1223,7 @@ op_create_ah(struct droced_client *c, const struct droce_proto_req *req,
 		return rc;
 	droced_route_av(&attr);
 	/* Any engine of the port builds the same headers: they share its MAC and GIDs. */
-	rc = droce_ah_create(c->dom, c->port->engines[0], req->create_ah.pd, &attr, &ahn);
+	rc = droce_engine_ah_create(c->dom, c->port->engines[0], req->create_ah.pd, &attr, &ahn);
 	if (rc != 0)
 		return rc;
 	c->ah_pd[ahn] = req->create_ah.pd + 1;
@@ -1240,7 +1240,7 @@ op_destroy_ah(struct droced_client *c, uint32_t handle)
 
 	if (handle >= droced.cfg.limits.max_ahs || c->ah_pd[handle] == 0)
 		return -EINVAL;
-	rc = droce_ah_destroy(c->dom, handle);
+	rc = droce_engine_ah_destroy(c->dom, handle);
 	if (rc != 0)
 		return rc;
 	pd_get(c, c->ah_pd[handle] - 1)->users--;

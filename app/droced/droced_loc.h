@@ -135,7 +135,7 @@ struct droced {
 	struct droced_config cfg;
 	struct droced_port ports[DROCED_CONFIG_MAX_PORTS];
 	uint32_t nb_ports;
-	struct droce_dev *dev;
+	struct droce_engine_dev *dev;
 	struct droce_engine *engines[DROCE_ENGINE_MAX];
 	uint32_t nb_engines;
 	bool launched[DROCE_ENGINE_MAX];
@@ -176,7 +176,7 @@ uint8_t droced_mtu_enum(uint32_t mtu);
 
 /*
  * Makes sure the device's neighbour table has a MAC for dgid before an AV is used:
- * 0 (own GID or known: added with droce_dev_neigh_add), -EAGAIN (ARP under way: wait for
+ * 0 (own GID or known: added with droce_engine_dev_neigh_add), -EAGAIN (ARP under way: wait for
  * droced_client_resolved), -EHOSTUNREACH (cannot be resolved).
  */
 int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
@@ -239,7 +239,7 @@ struct droced_client {
 	bool region_huge;
 	int region_fd;
 	struct droce_shm_arena *arena;
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 	struct droce_shm_event_ring *evring;
 	int async_efd;		/* async notification pipe: write end (droced's) */
 	int async_rfd;		/* its read end, sent with HELLO */

@@ -230,12 +230,12 @@ config_path(int argc, char **argv, const char **path)
 static int
 engines_start(struct droced *d)
 {
-	struct droce_dev_conf dc;
+	struct droce_engine_dev_conf dc;
 	uint32_t i, qps;
 
 	qps = rte_align32pow2(RTE_MAX(d->cfg.limits.max_qps + 2, (uint32_t)DROCED_DEV_MIN_QPS));
 	dc.max_qps = RTE_MIN(qps, DROCED_DEV_MAX_QPS);
-	d->dev = droce_dev_create(&dc);
+	d->dev = droce_engine_dev_create(&dc);
 	if (d->dev == NULL) {
 		DROCED_LOG(ERR, "cannot create the device: %s", rte_strerror(rte_errno));
 		return -1;
@@ -279,7 +279,7 @@ engines_stop(struct droced *d)
 	for (i = 0; i < d->nb_engines; i++)
 		droce_engine_destroy(d->engines[i]);
 	d->nb_engines = 0;
-	droce_dev_destroy(d->dev);
+	droce_engine_dev_destroy(d->dev);
 	d->dev = NULL;
 }
 

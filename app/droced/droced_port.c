@@ -80,7 +80,7 @@ net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
 
 	if (status == 0) {
 		ipv4_gid(ip, gid);
-		if (droce_dev_neigh_add(droced.dev, gid, mac) != 0)
+		if (droce_engine_dev_neigh_add(droced.dev, gid, mac) != 0)
 			status = -EHOSTUNREACH;
 	}
 	droced_client_resolved(p, ip, status);
@@ -339,7 +339,7 @@ droced_ports_announce(struct droced *d)
 				rc = droce_net_neigh6_add_static(p->net, nb->ip, nb->mac);
 			}
 			if (rc == 0)
-				rc = droce_dev_neigh_add(d->dev, gid, nb->mac);
+				rc = droce_engine_dev_neigh_add(d->dev, gid, nb->mac);
 			if (rc != 0) {
 				DROCED_LOG(ERR, "[port %s]: static neighbour %u: %s", p->cfg->name,
 					   j, strerror(-rc));
@@ -348,7 +348,7 @@ droced_ports_announce(struct droced *d)
 		}
 		/* Own GIDs reach our own MAC: the engine delivers those packets locally. */
 		for (k = 0; k < p->nb_gids; k++) {
-			if (p->gid_valid[k] && droce_dev_neigh_add(d->dev, p->gids[k], p->mac) != 0) {
+			if (p->gid_valid[k] && droce_engine_dev_neigh_add(d->dev, p->gids[k], p->mac) != 0) {
 				DROCED_LOG(ERR, "[port %s]: neighbour table full", p->cfg->name);
 				return -1;
 			}
@@ -415,7 +415,7 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	if (rc != 0)
 		return -EHOSTUNREACH;
 	/* Learned or static: the engines address it with what lib/net knows now. */
-	if (droce_dev_neigh_add(droced.dev, dgid, mac) != 0)
+	if (droce_engine_dev_neigh_add(droced.dev, dgid, mac) != 0)
 		return -EHOSTUNREACH;
 	return 0;
 }

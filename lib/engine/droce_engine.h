@@ -5,7 +5,7 @@
 /*
  * The RoCEv2 transport: one run-to-completion engine per lcore (doc/engine.md).
  *
- * A device (struct droce_dev) groups the engines of one process and their flat QPN table.
+ * A device (struct droce_engine_dev) groups the engines of one process and their flat QPN table.
  * A domain is one client: its shared-memory region, memory regions (keys), address handles
  * and asynchronous events. The control path (droced's control thread, or a test) creates
  * objects with the functions below; those that change an engine's state are carried to the
@@ -42,28 +42,28 @@
  */
 #define DROCE_ENGINE_MAX_INIT_RD_ATOMIC	128
 
-struct droce_dev;
+struct droce_engine_dev;
 struct droce_engine;
-struct droce_domain;
-struct droce_qp;
-struct droce_cq;
-struct droce_srq;
+struct droce_engine_domain;
+struct droce_engine_qp;
+struct droce_engine_cq;
+struct droce_engine_srq;
 
 /* ---- Device and engines ---- */
 
-struct droce_dev_conf {
+struct droce_engine_dev_conf {
 	uint32_t max_qps;	/* QPN table size, a power of two; QPNs are 2..max_qps-1 */
 };
 
-struct droce_dev *droce_dev_create(const struct droce_dev_conf *conf);
+struct droce_engine_dev *droce_engine_dev_create(const struct droce_engine_dev_conf *conf);
 /* Engines must be stopped and every domain destroyed first. */
-void droce_dev_destroy(struct droce_dev *dev);
+void droce_engine_dev_destroy(struct droce_engine_dev *dev);
 
 /*
  * Objects that exist in the engines of dev right now, counted where they are created and
  * freed (not where a caller keeps its tables): what a control path leaked shows here.
  */
-struct droce_dev_objects {
+struct droce_engine_dev_objects {
 	uint32_t domains;
 	uint32_t qps;
 	uint32_t cqs;
@@ -72,10 +72,10 @@ struct droce_dev_objects {
 	uint32_t ahs;
 };
 
-void droce_dev_objects_get(const struct droce_dev *dev, struct droce_dev_objects *o);
+void droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o);
 
 /* A static neighbour: which MAC a GID is reached at (ARP comes with droced). */
-int droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6]);
+int droce_engine_dev_neigh_add(struct droce_engine_dev *dev, const uint8_t gid[16], const uint8_t mac[6]);
 
 struct droce_engine_conf {
 	uint16_t port_id;	/* started ethdev port */
@@ -115,7 +115,7 @@ struct droce_engine_conf {
 };
 
 /* Engine number id of dev (0..DROCE_ENGINE_MAX-1, each once). NULL and rte_errno on failure. */
-struct droce_engine *droce_engine_create(struct droce_dev *dev, uint32_t id,
+struct droce_engine *droce_engine_create(struct droce_engine_dev *dev, uint32_t id,
 					 const struct droce_engine_conf *conf);
 void droce_engine_destroy(struct droce_engine *e);
 /*
@@ -213,20 +213,20 @@ void droce_engine_stats_print(FILE *f, const struct droce_engine *e);
 /* ---- Domains (clients) ---- */
 
 /* Asynchronous events, enum ibv_event_type values. */
-enum droce_event_type {
-	DROCE_EVENT_CQ_ERR = 0,
-	DROCE_EVENT_QP_FATAL = 1,
-	DROCE_EVENT_SQ_DRAINED = 5,
-	DROCE_EVENT_SRQ_LIMIT_REACHED = 15,
-	DROCE_EVENT_QP_LAST_WQE_REACHED = 16,
+enum droce_engine_event_type {
+	DROCE_ENGINE_EVENT_CQ_ERR = 0,
+	DROCE_ENGINE_EVENT_QP_FATAL = 1,
+	DROCE_ENGINE_EVENT_SQ_DRAINED = 5,
+	DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED = 15,
+	DROCE_ENGINE_EVENT_QP_LAST_WQE_REACHED = 16,
 };
 
-struct droce_event {
-	uint32_t type;		/* enum droce_event_type */
+struct droce_engine_event {
+	uint32_t type;		/* enum droce_engine_event_type */
 	uint32_t handle;	/* QPN, CQ handle or SRQ handle */
 };
 
-struct droce_domain_conf {
+struct droce_engine_domain_conf {
 	void *region;		/* the client's shm region as this process maps it */
 	uint64_t region_size;	/* already laid out by droce_shm_arena_init() */
 	uint32_t max_mrs;
@@ -234,30 +234,30 @@ struct droce_domain_conf {
 	uint32_t max_events;	/* power of two */
 };
 
-struct droce_domain *droce_domain_create(struct droce_dev *dev,
-					 const struct droce_domain_conf *conf);
+struct droce_engine_domain *droce_engine_domain_create(struct droce_engine_dev *dev,
+					 const struct droce_engine_domain_conf *conf);
 /* Destroys every object the domain still owns (QPs to error first, then gone). */
-void droce_domain_destroy(struct droce_domain *dom);
+void droce_engine_domain_destroy(struct droce_engine_domain *dom);
 /* Next asynchronous event: 1, or 0 when there is none. Any thread. */
-int droce_domain_event_get(struct droce_domain *dom, struct droce_event *ev);
+int droce_engine_domain_event_get(struct droce_engine_domain *dom, struct droce_engine_event *ev);
 
 /*
  * Memory regions: key = (index << 8) | variant; the engine resolves it to base + offset
  * after checking range, access and PD. base is where the region's bytes are in this process.
  */
-int droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
+int droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base, uint64_t iova,
 		 uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey);
 /* Waits until no engine can still be using the MR before returning. */
-int droce_mr_dereg(struct droce_domain *dom, uint32_t lkey);
+int droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey);
 
 /* UD address handles: number *ah for droce_shm_swqe.ud.ah. -EHOSTUNREACH: no neighbour. */
-int droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
+int droce_engine_ah_create(struct droce_engine_domain *dom, uint32_t engine_id, uint32_t pd,
 		    const struct droce_shm_ah_attr *attr, uint32_t *ah);
-int droce_ah_destroy(struct droce_domain *dom, uint32_t ah);
+int droce_engine_ah_destroy(struct droce_engine_domain *dom, uint32_t ah);
 
 /* ---- CQ, SRQ, QP ---- */
 
-struct droce_cq_conf {
+struct droce_engine_cq_conf {
 	struct droce_shm_cq *ctl;	/* in the domain's region */
 	struct droce_shm_cqe *ring;	/* size entries, zeroed */
 	uint32_t size;			/* power of two */
@@ -265,18 +265,18 @@ struct droce_cq_conf {
 	uint32_t handle;		/* named in events */
 };
 
-struct droce_cq *droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf);
+struct droce_engine_cq *droce_engine_cq_create(struct droce_engine_domain *dom, const struct droce_engine_cq_conf *conf);
 /* -EBUSY while a QP uses it. */
-int droce_cq_destroy(struct droce_cq *cq);
+int droce_engine_cq_destroy(struct droce_engine_cq *cq);
 /*
  * After IBV_EVENT_CQ_ERR (overrun): moves every QP that uses cq to ERR, as the control
  * path must (11.4.2.1: the CQ's QPs go to error), and raises IBV_EVENT_QP_FATAL for each.
  * Returns how many it moved.
  */
-int droce_cq_error_qps(struct droce_cq *cq);
-bool droce_cq_in_error(const struct droce_cq *cq);
+int droce_engine_cq_error_qps(struct droce_engine_cq *cq);
+bool droce_engine_cq_in_error(const struct droce_engine_cq *cq);
 
-struct droce_srq_conf {
+struct droce_engine_srq_conf {
 	struct droce_shm_srq *ctl;
 	uint8_t *ring;
 	uint32_t size;			/* power of two */
@@ -286,20 +286,20 @@ struct droce_srq_conf {
 	uint32_t handle;
 };
 
-struct droce_srq *droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf);
+struct droce_engine_srq *droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engine_srq_conf *conf);
 /* ibv_modify_srq(IBV_SRQ_LIMIT): sets and arms the limit (0 disarms). -EINVAL over size. */
-int droce_srq_set_limit(struct droce_srq *srq, uint32_t limit);
+int droce_engine_srq_set_limit(struct droce_engine_srq *srq, uint32_t limit);
 /* ibv_query_srq: the limit, 0 once it fired. */
-uint32_t droce_srq_limit(const struct droce_srq *srq);
-int droce_srq_destroy(struct droce_srq *srq);
+uint32_t droce_engine_srq_limit(const struct droce_engine_srq *srq);
+int droce_engine_srq_destroy(struct droce_engine_srq *srq);
 
-struct droce_qp_conf {
+struct droce_engine_qp_conf {
 	uint8_t qp_type;		/* enum droce_shm_qp_type */
 	uint32_t engine_id;
 	uint32_t pd;
-	struct droce_cq *send_cq;
-	struct droce_cq *recv_cq;
-	struct droce_srq *srq;		/* NULL: own receive ring */
+	struct droce_engine_cq *send_cq;
+	struct droce_engine_cq *recv_cq;
+	struct droce_engine_srq *srq;		/* NULL: own receive ring */
 	bool sq_sig_all;
 	struct droce_shm_qp *ctl;
 	uint8_t *sq;
@@ -313,16 +313,16 @@ struct droce_qp_conf {
 };
 
 /* A QP in RESET. NULL and rte_errno (EINVAL, ENOSPC: no QPN or doorbell slot left). */
-struct droce_qp *droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *conf);
-uint32_t droce_qp_num(const struct droce_qp *qp);
+struct droce_engine_qp *droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engine_qp_conf *conf);
+uint32_t droce_engine_qp_num(const struct droce_engine_qp *qp);
 
 /* ibv_modify_qp, applied by the owning engine: 0, -EINVAL, -EHOSTUNREACH (no neighbour). */
-int droce_qp_modify(struct droce_qp *qp, const struct droce_shm_qp_attr *attr);
+int droce_engine_qp_modify(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr);
 
 /* ibv_query_qp: the attributes as the engine holds them, and the state. */
-int droce_qp_query(struct droce_qp *qp, struct droce_shm_qp_attr *attr);
+int droce_engine_qp_query(struct droce_engine_qp *qp, struct droce_shm_qp_attr *attr);
 
 /* Removes the QP from its engine (no completions for what it still held) and frees it. */
-int droce_qp_destroy(struct droce_qp *qp);
+int droce_engine_qp_destroy(struct droce_engine_qp *qp);
 
 #endif /* DROCE_ENGINE_H */

@@ -178,7 +178,7 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 }
 
 void
-engine_quiesce(struct droce_dev *dev)
+engine_quiesce(struct droce_engine_dev *dev)
 {
 	uint64_t seen[DROCE_ENGINE_MAX], start;
 	uint32_t i;

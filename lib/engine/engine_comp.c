@@ -13,7 +13,7 @@
 
 /* Completes the WQE at cons in error and moves the QP to ERR (IB 9.9.2). */
 static void
-comp_fail(struct droce_qp *qp, uint8_t status)
+comp_fail(struct droce_engine_qp *qp, uint8_t status)
 {
 	if (qp->req.cons != qp->req.fetch) {
 		qp->req.cons++;
@@ -25,7 +25,7 @@ comp_fail(struct droce_qp *qp, uint8_t status)
 
 /* Is ack a PSN this QP has sent and not yet seen acknowledged? (una - 1 counts: no-op) */
 static bool
-comp_psn_valid(const struct droce_qp *qp, uint32_t ack)
+comp_psn_valid(const struct droce_engine_qp *qp, uint32_t ack)
 {
 	return droce_psn_dist(qp->req.una, droce_psn_add(ack, 1)) <=
 	       droce_psn_dist(qp->req.una, qp->req.psn_max);
@@ -33,7 +33,7 @@ comp_psn_valid(const struct droce_qp *qp, uint32_t ack)
 
 /* Retires the WQEs acknowledged by PSN ack (cumulative). */
 static void
-comp_retire(struct droce_qp *qp, uint32_t ack)
+comp_retire(struct droce_engine_qp *qp, uint32_t ack)
 {
 	struct droce_engine *e = qp->engine;
 	uint32_t una = droce_psn_add(ack, 1);
@@ -115,7 +115,7 @@ comp_retire(struct droce_qp *qp, uint32_t ack)
  * checked through its lkey for local write: 0 or -EACCES.
  */
 static int
-comp_read_place(struct droce_qp *qp, const struct engine_swqe *w, uint32_t off,
+comp_read_place(struct droce_engine_qp *qp, const struct engine_swqe *w, uint32_t off,
 		const struct droce_wire_pkt *pkt, const struct droce_wire_seg *segs,
 		unsigned int nseg)
 {
@@ -159,7 +159,7 @@ struct comp_pkt {
  * drop it; ERROR completes the oldest WQE with status and moves the QP to ERR.
  */
 static enum comp_state
-comp_classify(struct droce_qp *qp, struct comp_pkt *c)
+comp_classify(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	const struct droce_aeth *aeth = droce_pkt_aeth(c->pkt);
 	uint32_t flags = c->pkt->info->flags;
@@ -191,7 +191,7 @@ comp_classify(struct droce_qp *qp, struct comp_pkt *c)
  * stale (before una, a duplicate, or never asked: *stale set) or answers nothing.
  */
 static struct engine_swqe *
-comp_rd_atomic_wqe(struct droce_qp *qp, uint32_t psn, bool *stale)
+comp_rd_atomic_wqe(struct droce_engine_qp *qp, uint32_t psn, bool *stale)
 {
 	uint32_t i;
 
@@ -215,7 +215,7 @@ comp_rd_atomic_wqe(struct droce_qp *qp, uint32_t psn, bool *stale)
  * one missing, once until an answer comes (the ACK timer covers a lost retry).
  */
 static enum comp_state
-comp_read_resp(struct droce_qp *qp, struct comp_pkt *c)
+comp_read_resp(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
 	uint32_t psn = c->psn;
@@ -268,7 +268,7 @@ comp_read_resp(struct droce_qp *qp, struct comp_pkt *c)
  * acknowledges every request before it; a second answer to the same atomic is stale.
  */
 static enum comp_state
-comp_atomic_ack(struct droce_qp *qp, struct comp_pkt *c)
+comp_atomic_ack(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_aeth *aeth = droce_pkt_aeth(c->pkt);
@@ -320,7 +320,7 @@ comp_atomic_ack(struct droce_qp *qp, struct comp_pkt *c)
 }
 
 static enum comp_state
-comp_ack(struct droce_qp *qp, struct comp_pkt *c)
+comp_ack(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	if (!comp_psn_valid(qp, c->psn))
 		return COMP_ST_STALE;
@@ -334,13 +334,13 @@ comp_ack(struct droce_qp *qp, struct comp_pkt *c)
  * acknowledges up to psn - 1. One for a PSN not outstanding is stale.
  */
 static bool
-comp_nak_psn_valid(const struct droce_qp *qp, uint32_t psn)
+comp_nak_psn_valid(const struct droce_engine_qp *qp, uint32_t psn)
 {
 	return comp_psn_valid(qp, droce_psn_add(psn, DROCE_PSN_MASK)) && psn != qp->req.psn_max;
 }
 
 static enum comp_state
-comp_rnr_nak(struct droce_qp *qp, struct comp_pkt *c)
+comp_rnr_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -369,7 +369,7 @@ comp_rnr_nak(struct droce_qp *qp, struct comp_pkt *c)
 }
 
 static enum comp_state
-comp_seq_nak(struct droce_qp *qp, struct comp_pkt *c)
+comp_seq_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -393,7 +393,7 @@ comp_seq_nak(struct droce_qp *qp, struct comp_pkt *c)
 
 /* An error NAK (9.7.5.2.2): the request at its PSN fails with the NAK's reason. */
 static enum comp_state
-comp_err_nak(struct droce_qp *qp, struct comp_pkt *c)
+comp_err_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 {
 	if (!comp_nak_psn_valid(qp, c->psn))
 		return COMP_ST_STALE;
@@ -413,7 +413,7 @@ comp_err_nak(struct droce_qp *qp, struct comp_pkt *c)
  * state it came from.
  */
 void
-comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	const struct droce_wire_seg *segs, unsigned int nseg)
 {
 	struct droce_engine *e = qp->engine;

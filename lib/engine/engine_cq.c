@@ -10,16 +10,16 @@
 #include "engine_loc.h"
 
 void
-engine_event(struct droce_domain *dom, uint32_t type, uint32_t handle)
+engine_event(struct droce_engine_domain *dom, uint32_t type, uint32_t handle)
 {
-	struct droce_event ev = { .type = type, .handle = handle };
+	struct droce_engine_event ev = { .type = type, .handle = handle };
 
 	/* A full event ring loses the event: the control path drains it promptly. */
 	rte_ring_mp_enqueue_elem(dom->events, &ev, sizeof(ev));
 }
 
 static void
-cq_notify(struct droce_cq *cq, const struct engine_wc *wc)
+cq_notify(struct droce_engine_cq *cq, const struct engine_wc *wc)
 {
 	uint64_t one = 1;
 	uint32_t arm, n, served;
@@ -45,7 +45,7 @@ cq_notify(struct droce_cq *cq, const struct engine_wc *wc)
 }
 
 void
-engine_cqe_flush(struct droce_qp *qp, struct droce_cq *cq, const uint64_t *wr_id, uint32_t n)
+engine_cqe_flush(struct droce_engine_qp *qp, struct droce_engine_cq *cq, const uint64_t *wr_id, uint32_t n)
 {
 	struct engine_wc wc;
 	uint32_t i;
@@ -61,7 +61,7 @@ engine_cqe_flush(struct droce_qp *qp, struct droce_cq *cq, const uint64_t *wr_id
 }
 
 bool
-engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engine_wc *wc)
+engine_cqe_write(struct droce_engine *e, struct droce_engine_cq *cq, const struct engine_wc *wc)
 {
 	struct droce_shm_cqe *cqe;
 	uint32_t slot, cons;
@@ -77,7 +77,7 @@ engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engin
 		ENGINE_STAT(e, cq_overrun);
 		if (atomic_exchange(&cq->error, 1) == 0) {
 			__atomic_store_n(&cq->ctl->error, 1, __ATOMIC_RELEASE);
-			engine_event(cq->dom, DROCE_EVENT_CQ_ERR, cq->handle);
+			engine_event(cq->dom, DROCE_ENGINE_EVENT_CQ_ERR, cq->handle);
 		}
 		return false;
 	}

@@ -41,7 +41,7 @@ extern int droce_engine_logtype;
 
 /* ---- Memory regions and address handles (engine_mr.c) ---- */
 
-struct droce_mr {
+struct engine_mr {
 	uint8_t *base;		/* this process's address of iova */
 	uint64_t iova;
 	uint64_t length;
@@ -51,43 +51,43 @@ struct droce_mr {
 	_Atomic uint32_t valid;
 };
 
-struct droce_ah {
+struct engine_ah {
 	struct droce_wire_tmpl tmpl;
 	uint32_t pd;
 	_Atomic uint32_t valid;
 };
 
 /* Where [addr, addr + len) of key lives, or NULL: wrong key, PD, access or range. */
-uint8_t *mr_resolve(const struct droce_domain *dom, uint32_t key, uint32_t pd,
+uint8_t *mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_t pd,
 		    uint32_t access, uint64_t addr, uint64_t len);
 
 /* ---- Domain (engine_objects.c) ---- */
 
-struct droce_domain {
-	struct droce_dev *dev;
+struct droce_engine_domain {
+	struct droce_engine_dev *dev;
 	uint8_t *region;
 	uint64_t region_size;
-	struct droce_mr *mrs;
+	struct engine_mr *mrs;
 	uint32_t max_mrs;
 	uint32_t mr_next;		/* control thread: key variant counter */
 	uint32_t nb_mrs;		/* control thread: valid MRs */
 	uint32_t nb_ahs;		/* control thread: valid AHs */
-	struct droce_ah *ahs;
+	struct engine_ah *ahs;
 	uint32_t max_ahs;
 	struct rte_ring *events;	/* engines produce (MP), the control path consumes */
 	/* Per engine: its doorbell block in the region and the QP behind each slot. */
 	struct droce_shm_doorbell *db[DROCE_ENGINE_MAX];
-	struct droce_qp **db_qp[DROCE_ENGINE_MAX];
-	LIST_ENTRY(droce_domain) next;	/* in the device */
+	struct droce_engine_qp **db_qp[DROCE_ENGINE_MAX];
+	LIST_ENTRY(droce_engine_domain) next;	/* in the device */
 	uint32_t nb_qps;		/* control thread */
 };
 
-void engine_event(struct droce_domain *dom, uint32_t type, uint32_t handle);
+void engine_event(struct droce_engine_domain *dom, uint32_t type, uint32_t handle);
 
 /* ---- CQ and SRQ (engine_cq.c), shared by engines ---- */
 
-struct droce_cq {
-	struct droce_domain *dom;
+struct droce_engine_cq {
+	struct droce_engine_domain *dom;
 	struct droce_shm_cq *ctl;
 	struct droce_shm_cqe *ring;
 	uint32_t size;
@@ -127,12 +127,12 @@ struct engine_wc {
  * Writes a completion (any engine). false on overrun: the CQ is then in error, the
  * CQ_ERR event raised once, and the caller moves its QP to the error state.
  */
-bool engine_cqe_write(struct droce_engine *e, struct droce_cq *cq, const struct engine_wc *wc);
+bool engine_cqe_write(struct droce_engine *e, struct droce_engine_cq *cq, const struct engine_wc *wc);
 /* n IBV_WC_WR_FLUSH_ERR completions of qp's WRs wr_id[0..n-1] on cq. */
-void engine_cqe_flush(struct droce_qp *qp, struct droce_cq *cq, const uint64_t *wr_id, uint32_t n);
+void engine_cqe_flush(struct droce_engine_qp *qp, struct droce_engine_cq *cq, const uint64_t *wr_id, uint32_t n);
 
-struct droce_srq {
-	struct droce_domain *dom;
+struct droce_engine_srq {
+	struct droce_engine_domain *dom;
 	struct droce_shm_srq *ctl;
 	uint8_t *ring;
 	uint32_t size;
@@ -159,7 +159,7 @@ struct engine_rwqe {
  * Takes one WQE from the SRQ into *w (any engine): 1, 0 when empty, -EIO when the ring
  * indices are impossible (the application corrupted them).
  */
-int engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w);
+int engine_srq_take(struct droce_engine *e, struct droce_engine_srq *srq, struct engine_rwqe *w);
 
 /*
  * A READ or atomic the responder accepted (its responder resources, shared by both as
@@ -263,16 +263,16 @@ resp_step_name(unsigned int step)
 	return step < sizeof(names) / sizeof(names[0]) ? names[step] : "?";
 }
 
-struct droce_qp {
+struct droce_engine_qp {
 	/* ---- Fixed at create (control thread), read by any engine ---- */
 	uint32_t qpn;
 	uint8_t type;
 	struct droce_engine *engine;
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 	uint32_t pd;
-	struct droce_cq *scq;
-	struct droce_cq *rcq;
-	struct droce_srq *srq;
+	struct droce_engine_cq *scq;
+	struct droce_engine_cq *rcq;
+	struct droce_engine_srq *srq;
 	bool sq_sig_all;
 	struct droce_shm_qp *ctl;
 	uint8_t *sq_ring;
@@ -289,11 +289,11 @@ struct droce_qp {
 	/* ---- Owned by the engine ---- */
 	uint8_t state;
 	uint32_t lists;			/* enum engine_qp_list */
-	TAILQ_ENTRY(droce_qp) active_link;
-	TAILQ_ENTRY(droce_qp) timer_link;
-	TAILQ_ENTRY(droce_qp) ack_link;
-	TAILQ_ENTRY(droce_qp) err_link;
-	TAILQ_ENTRY(droce_qp) read_link;
+	TAILQ_ENTRY(droce_engine_qp) active_link;
+	TAILQ_ENTRY(droce_engine_qp) timer_link;
+	TAILQ_ENTRY(droce_engine_qp) ack_link;
+	TAILQ_ENTRY(droce_engine_qp) err_link;
+	TAILQ_ENTRY(droce_engine_qp) read_link;
 	struct droce_shm_qp_attr attr;	/* as last applied, for query */
 	struct droce_wire_tmpl tmpl;	/* RC/UC: the path to the peer */
 	uint32_t mtu;
@@ -360,30 +360,30 @@ swqe_rd_atomic(const struct engine_swqe *w)
 
 /* The engine's private copy of slot i of the send ring. */
 static inline struct engine_swqe *
-qp_swqe(const struct droce_qp *qp, uint32_t i)
+qp_swqe(const struct droce_engine_qp *qp, uint32_t i)
 {
 	return &qp->req.wq[i & (qp->sq_size - 1)];
 }
 
 /* Moves the QP to ERR: completes what failed, flushes the rest (IB 11.6.3). */
-void qp_to_error(struct droce_qp *qp);
+void qp_to_error(struct droce_engine_qp *qp);
 /* Completes every WR still in the send and receive rings with IBV_WC_WR_FLUSH_ERR. */
-void qp_flush(struct droce_qp *qp);
+void qp_flush(struct droce_engine_qp *qp);
 /* Stage: every QP in ERR flushes what was posted since the last pass (11.6.3). */
 void qp_stage_errors(struct droce_engine *e);
 /* n more receive-ring entries have their completions written. */
-void qp_rq_done(struct droce_qp *qp, uint32_t n);
+void qp_rq_done(struct droce_engine_qp *qp, uint32_t n);
 /* Applies a modify on the owning engine. */
-int qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
+int qp_modify_apply(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr,
 		    const struct droce_wire_addr *addr);
-void qp_list_add(struct droce_qp *qp, enum engine_qp_list which);
-void qp_list_del(struct droce_qp *qp, enum engine_qp_list which);
+void qp_list_add(struct droce_engine_qp *qp, enum engine_qp_list which);
+void qp_list_del(struct droce_engine_qp *qp, enum engine_qp_list which);
 /* Puts qp on the timer list; deadline (TSC) may be the engine's earliest. */
-void qp_timer_arm(struct droce_qp *qp, uint64_t deadline);
+void qp_timer_arm(struct droce_engine_qp *qp, uint64_t deadline);
 /* Send completion in the send CQ if the WQE asks for one (or failed). */
-void qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status);
+void qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status);
 /* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
-void qp_sqd_check(struct droce_qp *qp);
+void qp_sqd_check(struct droce_engine_qp *qp);
 
 /* ---- Receive stage (engine_rx.c) ---- */
 
@@ -393,7 +393,7 @@ unsigned int rx_stage(struct droce_engine *e);
 /* ---- Requester (engine_req.c) ---- */
 
 /* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
-void req_seek(struct droce_qp *qp, uint32_t psn);
+void req_seek(struct droce_engine_qp *qp, uint32_t psn);
 /* Stages: doorbells, the requester's round robin, the timers. */
 unsigned int req_stage_doorbells(struct droce_engine *e);
 unsigned int req_stage_send(struct droce_engine *e);
@@ -434,12 +434,12 @@ comp_state_name(unsigned int state)
 	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }
 
-void comp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+void comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
 
 /* ---- Responder (engine_resp.c) ---- */
 
-void resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+void resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	     const struct droce_wire_seg *segs, unsigned int nseg);
 /* Stage: one coalesced ACK for each QP that asked for one during the rx stage. */
 void resp_stage_acks(struct droce_engine *e);
@@ -447,11 +447,11 @@ void resp_stage_acks(struct droce_engine *e);
 /* ---- Responses: READ, atomic, ACK and NAK packets (engine_read_resp.c) ---- */
 
 /* Sends an ACKNOWLEDGE of psn with AETH syndrome (ACK, NAK or RNR NAK) and qp's MSN. */
-void read_resp_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+void read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome);
 /* Has a READ accepted earlier responses left to send? Skips the finished ones. */
-bool read_resp_pending(struct droce_qp *qp);
+bool read_resp_pending(struct droce_engine_qp *qp);
 /* Sends up to budget READ response packets of qp; returns how many. */
-unsigned int read_resp_send(struct droce_qp *qp, unsigned int budget);
+unsigned int read_resp_send(struct droce_engine_qp *qp, unsigned int budget);
 /* Stage: round robin over QPs with READ or atomic responses owed. */
 unsigned int read_resp_stage(struct droce_engine *e);
 
@@ -467,8 +467,8 @@ enum engine_cmd_type {
 
 struct engine_cmd {
 	enum engine_cmd_type type;
-	struct droce_qp *qp;
-	struct droce_domain *dom;
+	struct droce_engine_qp *qp;
+	struct droce_engine_domain *dom;
 	struct droce_shm_qp_attr attr;
 	struct droce_wire_addr addr;	/* resolved path of an AV */
 	int result;
@@ -480,14 +480,14 @@ int engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd);
 /* Stage: applies every queued command; returns how many. */
 unsigned int engine_cmd_stage(struct droce_engine *e);
 /* Returns once every running engine has finished the loop pass it was in. */
-void engine_quiesce(struct droce_dev *dev);
+void engine_quiesce(struct droce_engine_dev *dev);
 
-TAILQ_HEAD(engine_qp_list_head, droce_qp);
+TAILQ_HEAD(engine_qp_list_head, droce_engine_qp);
 
 enum { ENGINE_OWN_RUN, ENGINE_OWN_NAP, ENGINE_OWN_CTL };
 
 struct droce_engine {
-	struct droce_dev *dev;
+	struct droce_engine_dev *dev;
 	uint32_t id;
 	uint16_t port_id;
 	uint16_t rx_queue;
@@ -526,7 +526,7 @@ struct droce_engine {
 	struct engine_qp_list_head acks;
 	struct engine_qp_list_head errs;
 	struct engine_qp_list_head reads;
-	struct droce_domain *doms[64];	/* domains with doorbells on this engine */
+	struct droce_engine_domain *doms[64];	/* domains with doorbells on this engine */
 	uint32_t nb_doms;
 
 	uint16_t nb_tx;
@@ -561,13 +561,13 @@ void engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmp
 
 /* ---- Device ---- */
 
-struct droce_dev {
+struct droce_engine_dev {
 	uint32_t max_qps;
-	struct droce_qp *_Atomic *qps;	/* by QPN */
+	struct droce_engine_qp *_Atomic *qps;	/* by QPN */
 	uint32_t qpn_next;		/* control thread: allocation cursor */
 	struct droce_engine *engines[DROCE_ENGINE_MAX];
-	LIST_HEAD(, droce_domain) doms;
-	struct droce_dev_objects objs;	/* control thread */
+	LIST_HEAD(, droce_engine_domain) doms;
+	struct droce_engine_dev_objects objs;	/* control thread */
 	uint32_t nb_neigh;
 	struct {
 		uint8_t gid[16];
@@ -576,8 +576,8 @@ struct droce_dev {
 };
 
 /* The QP of QPN qpn, or NULL (any engine). */
-static inline struct droce_qp *
-dev_qp(struct droce_dev *dev, uint32_t qpn)
+static inline struct droce_engine_qp *
+dev_qp(struct droce_engine_dev *dev, uint32_t qpn)
 {
 	if (qpn >= dev->max_qps)
 		return NULL;
@@ -585,7 +585,7 @@ dev_qp(struct droce_dev *dev, uint32_t qpn)
 }
 
 /* The neighbour's MAC for gid: 0 or -EHOSTUNREACH. */
-int dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
+int dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
 
 /* ---- Timers (engine_timer.c) ---- */
 
@@ -596,6 +596,6 @@ uint64_t engine_rnr_timer_tsc(const struct droce_engine *e, unsigned int code);
 /* Has the earliest deadline of e's timer list possibly passed (e->now)? */
 bool engine_timers_due(const struct droce_engine *e);
 /* The earlier of next and qp's running timers' deadlines. */
-uint64_t engine_timer_earliest(const struct droce_qp *qp, uint64_t next);
+uint64_t engine_timer_earliest(const struct droce_engine_qp *qp, uint64_t next);
 
 #endif /* ENGINE_LOC_H */

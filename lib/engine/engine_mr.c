@@ -6,16 +6,16 @@
 #include "engine_loc.h"
 
 uint8_t *
-mr_resolve(const struct droce_domain *dom, uint32_t key, uint32_t pd, uint32_t access,
+mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_t pd, uint32_t access,
 	   uint64_t addr, uint64_t len)
 {
 	uint32_t idx = key >> 8;
-	const struct droce_mr *mr;
+	const struct engine_mr *mr;
 
 	if (idx >= dom->max_mrs)
 		return NULL;
 	mr = &dom->mrs[idx];
-	if (!atomic_load_explicit(&((struct droce_mr *)mr)->valid, memory_order_acquire))
+	if (!atomic_load_explicit(&((struct engine_mr *)mr)->valid, memory_order_acquire))
 		return NULL;
 	if (mr->key != key || mr->pd != pd || (mr->access & access) != access)
 		return NULL;

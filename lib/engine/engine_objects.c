@@ -41,10 +41,10 @@ is_pow2(uint32_t v)
 
 /* ---- Device ---- */
 
-struct droce_dev *
-droce_dev_create(const struct droce_dev_conf *conf)
+struct droce_engine_dev *
+droce_engine_dev_create(const struct droce_engine_dev_conf *conf)
 {
-	struct droce_dev *dev;
+	struct droce_engine_dev *dev;
 
 	if (!is_pow2(conf->max_qps) || conf->max_qps < 4 || conf->max_qps > (1u << 24)) {
 		rte_errno = EINVAL;
@@ -69,26 +69,26 @@ nomem:
 }
 
 void
-droce_dev_destroy(struct droce_dev *dev)
+droce_engine_dev_destroy(struct droce_engine_dev *dev)
 {
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 
 	if (dev == NULL)
 		return;
 	while ((dom = LIST_FIRST(&dev->doms)) != NULL)
-		droce_domain_destroy(dom);
+		droce_engine_domain_destroy(dom);
 	rte_free(dev->qps);
 	rte_free(dev);
 }
 
 void
-droce_dev_objects_get(const struct droce_dev *dev, struct droce_dev_objects *o)
+droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o)
 {
 	*o = dev->objs;
 }
 
 int
-droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t mac[6])
+droce_engine_dev_neigh_add(struct droce_engine_dev *dev, const uint8_t gid[16], const uint8_t mac[6])
 {
 	uint32_t i;
 
@@ -106,7 +106,7 @@ droce_dev_neigh_add(struct droce_dev *dev, const uint8_t gid[16], const uint8_t 
 }
 
 int
-dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac[6])
+dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], uint8_t mac[6])
 {
 	uint32_t i;
 
@@ -121,12 +121,12 @@ dev_neigh_lookup(const struct droce_dev *dev, const uint8_t gid[16], uint8_t mac
 
 /* ---- Domains ---- */
 
-struct droce_domain *
-droce_domain_create(struct droce_dev *dev, const struct droce_domain_conf *conf)
+struct droce_engine_domain *
+droce_engine_domain_create(struct droce_engine_dev *dev, const struct droce_engine_domain_conf *conf)
 {
 	const struct droce_shm_region_hdr *hdr = conf->region;
 	char name[RTE_RING_NAMESIZE];
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 	uint32_t i;
 
 	if (droce_shm_region_check(conf->region, conf->region_size) != 0 ||
@@ -145,7 +145,7 @@ droce_domain_create(struct droce_dev *dev, const struct droce_domain_conf *conf)
 	dom->mrs = rte_zmalloc("droce_mrs", sizeof(dom->mrs[0]) * conf->max_mrs, 0);
 	dom->ahs = rte_zmalloc("droce_ahs", sizeof(dom->ahs[0]) * conf->max_ahs, 0);
 	snprintf(name, sizeof(name), "droce_ev_%p", (void *)dom);
-	dom->events = rte_ring_create_elem(name, sizeof(struct droce_event), conf->max_events,
+	dom->events = rte_ring_create_elem(name, sizeof(struct droce_engine_event), conf->max_events,
 					   SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (dom->mrs == NULL || dom->ahs == NULL || dom->events == NULL) {
 		rte_ring_free(dom->events);
@@ -166,18 +166,18 @@ nomem:
 }
 
 void
-droce_domain_destroy(struct droce_domain *dom)
+droce_engine_domain_destroy(struct droce_engine_domain *dom)
 {
-	struct droce_dev *dev = dom->dev;
+	struct droce_engine_dev *dev = dom->dev;
 	struct engine_cmd cmd;
 	uint32_t q, i;
 
 	/* QPs first: they hold the CQs and SRQs, which the caller owns and frees. */
 	for (q = 0; q < dev->max_qps; q++) {
-		struct droce_qp *qp = dev->qps[q];
+		struct droce_engine_qp *qp = dev->qps[q];
 
 		if (qp != NULL && qp->dom == dom)
-			droce_qp_destroy(qp);
+			droce_engine_qp_destroy(qp);
 	}
 	for (i = 0; i < DROCE_ENGINE_MAX; i++) {
 		if (dom->db_qp[i] == NULL)
@@ -202,7 +202,7 @@ droce_domain_destroy(struct droce_domain *dom)
 }
 
 int
-droce_domain_event_get(struct droce_domain *dom, struct droce_event *ev)
+droce_engine_domain_event_get(struct droce_engine_domain *dom, struct droce_engine_event *ev)
 {
 	return rte_ring_sc_dequeue_elem(dom->events, ev, sizeof(*ev)) == 0 ? 1 : 0;
 }
@@ -210,7 +210,7 @@ droce_domain_event_get(struct droce_domain *dom, struct droce_event *ev)
 /* ---- Memory regions ---- */
 
 int
-droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
+droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base, uint64_t iova,
 	     uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey)
 {
 	uint32_t i;
@@ -219,7 +219,7 @@ droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
 		return -EINVAL;
 	/* Index 0 stays unused so that key 0 never resolves. */
 	for (i = 1; i < dom->max_mrs; i++) {
-		struct droce_mr *mr = &dom->mrs[i];
+		struct engine_mr *mr = &dom->mrs[i];
 
 		if (atomic_load_explicit(&mr->valid, memory_order_relaxed))
 			continue;
@@ -240,10 +240,10 @@ droce_mr_reg(struct droce_domain *dom, uint32_t pd, void *base, uint64_t iova,
 }
 
 int
-droce_mr_dereg(struct droce_domain *dom, uint32_t lkey)
+droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey)
 {
 	uint32_t idx = lkey >> 8;
-	struct droce_mr *mr;
+	struct engine_mr *mr;
 
 	if (idx == 0 || idx >= dom->max_mrs)
 		return -EINVAL;
@@ -278,7 +278,7 @@ path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah,
 }
 
 int
-droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
+droce_engine_ah_create(struct droce_engine_domain *dom, uint32_t engine_id, uint32_t pd,
 		const struct droce_shm_ah_attr *attr, uint32_t *ahn)
 {
 	struct droce_engine *e = engine_id < DROCE_ENGINE_MAX ? dom->dev->engines[engine_id] : NULL;
@@ -292,7 +292,7 @@ droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
 	if (rc != 0)
 		return rc;
 	for (i = 0; i < dom->max_ahs; i++) {
-		struct droce_ah *ah = &dom->ahs[i];
+		struct engine_ah *ah = &dom->ahs[i];
 
 		if (atomic_load_explicit(&ah->valid, memory_order_relaxed))
 			continue;
@@ -309,7 +309,7 @@ droce_ah_create(struct droce_domain *dom, uint32_t engine_id, uint32_t pd,
 }
 
 int
-droce_ah_destroy(struct droce_domain *dom, uint32_t ahn)
+droce_engine_ah_destroy(struct droce_engine_domain *dom, uint32_t ahn)
 {
 	if (ahn >= dom->max_ahs ||
 	    !atomic_load_explicit(&dom->ahs[ahn].valid, memory_order_relaxed))
@@ -323,10 +323,10 @@ droce_ah_destroy(struct droce_domain *dom, uint32_t ahn)
 
 /* ---- CQ and SRQ ---- */
 
-struct droce_cq *
-droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf)
+struct droce_engine_cq *
+droce_engine_cq_create(struct droce_engine_domain *dom, const struct droce_engine_cq_conf *conf)
 {
-	struct droce_cq *cq;
+	struct droce_engine_cq *cq;
 
 	if (conf->ctl == NULL || conf->ring == NULL || !is_pow2(conf->size) ||
 	    conf->size > DROCE_SHM_MAX_CQE) {
@@ -353,9 +353,9 @@ droce_cq_create(struct droce_domain *dom, const struct droce_cq_conf *conf)
 }
 
 int
-droce_cq_error_qps(struct droce_cq *cq)
+droce_engine_cq_error_qps(struct droce_engine_cq *cq)
 {
-	struct droce_dev *dev = cq->dom->dev;
+	struct droce_engine_dev *dev = cq->dom->dev;
 	struct droce_shm_qp_attr attr;
 	int n = 0;
 	uint32_t q;
@@ -364,12 +364,12 @@ droce_cq_error_qps(struct droce_cq *cq)
 	attr.mask = DROCE_SHM_QP_STATE;
 	attr.qp_state = DROCE_SHM_QPS_ERR;
 	for (q = 0; q < dev->max_qps; q++) {
-		struct droce_qp *qp = dev->qps[q];
+		struct droce_engine_qp *qp = dev->qps[q];
 
 		if (qp != NULL && (qp->scq == cq || qp->rcq == cq) &&
-		    droce_qp_modify(qp, &attr) == 0) {
+		    droce_engine_qp_modify(qp, &attr) == 0) {
 			/* The local work queue catastrophic error of each (11.6.3.1). */
-			engine_event(qp->dom, DROCE_EVENT_QP_FATAL, qp->qpn);
+			engine_event(qp->dom, DROCE_ENGINE_EVENT_QP_FATAL, qp->qpn);
 			n++;
 		}
 	}
@@ -377,13 +377,13 @@ droce_cq_error_qps(struct droce_cq *cq)
 }
 
 bool
-droce_cq_in_error(const struct droce_cq *cq)
+droce_engine_cq_in_error(const struct droce_engine_cq *cq)
 {
-	return atomic_load_explicit(&((struct droce_cq *)cq)->error, memory_order_acquire) != 0;
+	return atomic_load_explicit(&((struct droce_engine_cq *)cq)->error, memory_order_acquire) != 0;
 }
 
 int
-droce_cq_destroy(struct droce_cq *cq)
+droce_engine_cq_destroy(struct droce_engine_cq *cq)
 {
 	if (cq->nb_qps != 0)
 		return -EBUSY;
@@ -393,10 +393,10 @@ droce_cq_destroy(struct droce_cq *cq)
 	return 0;
 }
 
-struct droce_srq *
-droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf)
+struct droce_engine_srq *
+droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engine_srq_conf *conf)
 {
-	struct droce_srq *srq;
+	struct droce_engine_srq *srq;
 
 	if (conf->ctl == NULL || conf->ring == NULL || !is_pow2(conf->size) ||
 	    conf->size > DROCE_SHM_MAX_WR || conf->max_sge == 0 ||
@@ -425,7 +425,7 @@ droce_srq_create(struct droce_domain *dom, const struct droce_srq_conf *conf)
 }
 
 int
-droce_srq_set_limit(struct droce_srq *srq, uint32_t limit)
+droce_engine_srq_set_limit(struct droce_engine_srq *srq, uint32_t limit)
 {
 	if (limit > srq->size)
 		return -EINVAL;
@@ -434,13 +434,13 @@ droce_srq_set_limit(struct droce_srq *srq, uint32_t limit)
 }
 
 uint32_t
-droce_srq_limit(const struct droce_srq *srq)
+droce_engine_srq_limit(const struct droce_engine_srq *srq)
 {
-	return atomic_load_explicit(&((struct droce_srq *)srq)->limit, memory_order_acquire);
+	return atomic_load_explicit(&((struct droce_engine_srq *)srq)->limit, memory_order_acquire);
 }
 
 int
-droce_srq_destroy(struct droce_srq *srq)
+droce_engine_srq_destroy(struct droce_engine_srq *srq)
 {
 	if (srq->nb_qps != 0)
 		return -EBUSY;
@@ -453,7 +453,7 @@ droce_srq_destroy(struct droce_srq *srq)
 /* ---- QP ---- */
 
 static int
-qp_conf_check(const struct droce_domain *dom, const struct droce_qp_conf *c)
+qp_conf_check(const struct droce_engine_domain *dom, const struct droce_engine_qp_conf *c)
 {
 	if (c->qp_type != DROCE_SHM_QPT_RC && c->qp_type != DROCE_SHM_QPT_UC &&
 	    c->qp_type != DROCE_SHM_QPT_UD)
@@ -479,7 +479,7 @@ qp_conf_check(const struct droce_domain *dom, const struct droce_qp_conf *c)
 }
 
 static uint32_t
-qpn_alloc(struct droce_dev *dev)
+qpn_alloc(struct droce_engine_dev *dev)
 {
 	uint32_t i;
 
@@ -493,13 +493,13 @@ qpn_alloc(struct droce_dev *dev)
 	return 0;
 }
 
-struct droce_qp *
-droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
+struct droce_engine_qp *
+droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engine_qp_conf *c)
 {
-	struct droce_dev *dev = dom->dev;
+	struct droce_engine_dev *dev = dom->dev;
 	struct droce_engine *e;
 	struct engine_cmd cmd;
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 	uint32_t qpn;
 	int rc;
 
@@ -516,7 +516,7 @@ droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
 	}
 	if (dom->db_qp[e->id] == NULL) {
 		dom->db_qp[e->id] = rte_zmalloc("droce_db_qp",
-						sizeof(struct droce_qp *) * DROCE_SHM_DB_SLOTS, 0);
+						sizeof(struct droce_engine_qp *) * DROCE_SHM_DB_SLOTS, 0);
 		if (dom->db_qp[e->id] == NULL) {
 			rte_errno = ENOMEM;
 			return NULL;
@@ -592,13 +592,13 @@ droce_qp_create(struct droce_domain *dom, const struct droce_qp_conf *c)
 }
 
 uint32_t
-droce_qp_num(const struct droce_qp *qp)
+droce_engine_qp_num(const struct droce_engine_qp *qp)
 {
 	return qp->qpn;
 }
 
 int
-droce_qp_modify(struct droce_qp *qp, const struct droce_shm_qp_attr *attr)
+droce_engine_qp_modify(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr)
 {
 	struct engine_cmd cmd;
 	int rc;
@@ -616,7 +616,7 @@ droce_qp_modify(struct droce_qp *qp, const struct droce_shm_qp_attr *attr)
 }
 
 int
-droce_qp_query(struct droce_qp *qp, struct droce_shm_qp_attr *attr)
+droce_engine_qp_query(struct droce_engine_qp *qp, struct droce_shm_qp_attr *attr)
 {
 	struct engine_cmd cmd;
 
@@ -632,9 +632,9 @@ droce_qp_query(struct droce_qp *qp, struct droce_shm_qp_attr *attr)
 }
 
 int
-droce_qp_destroy(struct droce_qp *qp)
+droce_engine_qp_destroy(struct droce_engine_qp *qp)
 {
-	struct droce_dev *dev = qp->dom->dev;
+	struct droce_engine_dev *dev = qp->dom->dev;
 	struct engine_cmd cmd;
 
 	memset(&cmd, 0, sizeof(cmd));
@@ -686,7 +686,7 @@ droce_engine_stats_print(FILE *f, const struct droce_engine *e)
 }
 
 struct droce_engine *
-droce_engine_create(struct droce_dev *dev, uint32_t id, const struct droce_engine_conf *conf)
+droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droce_engine_conf *conf)
 {
 	char name[RTE_RING_NAMESIZE];
 	struct droce_engine *e;

@@ -13,7 +13,7 @@
 /* ---- Engine lists ---- */
 
 void
-qp_list_add(struct droce_qp *qp, enum engine_qp_list which)
+qp_list_add(struct droce_engine_qp *qp, enum engine_qp_list which)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -40,7 +40,7 @@ qp_list_add(struct droce_qp *qp, enum engine_qp_list which)
 }
 
 void
-qp_list_del(struct droce_qp *qp, enum engine_qp_list which)
+qp_list_del(struct droce_engine_qp *qp, enum engine_qp_list which)
 {
 	struct droce_engine *e = qp->engine;
 	uint32_t on = qp->lists & which;
@@ -59,7 +59,7 @@ qp_list_del(struct droce_qp *qp, enum engine_qp_list which)
 }
 
 void
-qp_timer_arm(struct droce_qp *qp, uint64_t deadline)
+qp_timer_arm(struct droce_engine_qp *qp, uint64_t deadline)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -69,7 +69,7 @@ qp_timer_arm(struct droce_qp *qp, uint64_t deadline)
 }
 
 static void
-qp_publish_state(struct droce_qp *qp, uint8_t state)
+qp_publish_state(struct droce_engine_qp *qp, uint8_t state)
 {
 	qp->state = state;
 	/* The engine is the only writer; libdroce reads it with acquire. */
@@ -79,7 +79,7 @@ qp_publish_state(struct droce_qp *qp, uint8_t state)
 /* ---- Completions ---- */
 
 void
-qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
+qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status)
 {
 	struct engine_wc wc;
 
@@ -102,7 +102,7 @@ qp_send_complete(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
 /* ---- Send queue drain ---- */
 
 void
-qp_sqd_check(struct droce_qp *qp)
+qp_sqd_check(struct droce_engine_qp *qp)
 {
 	/*
 	 * SQD is drained once no message that was started is unfinished: none half sent and,
@@ -115,7 +115,7 @@ qp_sqd_check(struct droce_qp *qp)
 		return;
 	qp->req.drained = true;
 	if (qp->attr.en_sqd_async_notify)
-		engine_event(qp->dom, DROCE_EVENT_SQ_DRAINED, qp->qpn);
+		engine_event(qp->dom, DROCE_ENGINE_EVENT_SQ_DRAINED, qp->qpn);
 }
 
 /* ---- Error state ---- */
@@ -127,7 +127,7 @@ qp_sqd_check(struct droce_qp *qp)
  * slots still in the ring are read first, in chunks, since the slot is reused after.
  */
 static void
-qp_flush_send(struct droce_qp *qp)
+qp_flush_send(struct droce_engine_qp *qp)
 {
 	uint64_t wr_id[ENGINE_BURST];
 	uint32_t prod, n;
@@ -162,7 +162,7 @@ qp_flush_send(struct droce_qp *qp)
  * should droced die (droce_shm.h); SRQ entries are the SRQ's, not counted here.
  */
 void
-qp_rq_done(struct droce_qp *qp, uint32_t n)
+qp_rq_done(struct droce_engine_qp *qp, uint32_t n)
 {
 	if (qp->srq != NULL)
 		return;
@@ -172,7 +172,7 @@ qp_rq_done(struct droce_qp *qp, uint32_t n)
 
 /* The receive ring's half of qp_flush(). */
 static void
-qp_flush_recv(struct droce_qp *qp)
+qp_flush_recv(struct droce_engine_qp *qp)
 {
 	uint64_t wr_id[ENGINE_BURST];
 	uint32_t prod, n;
@@ -201,7 +201,7 @@ qp_flush_recv(struct droce_qp *qp)
 }
 
 void
-qp_flush(struct droce_qp *qp)
+qp_flush(struct droce_engine_qp *qp)
 {
 	qp_flush_send(qp);
 	qp_flush_recv(qp);
@@ -211,14 +211,14 @@ qp_flush(struct droce_qp *qp)
 void
 qp_stage_errors(struct droce_engine *e)
 {
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 
 	TAILQ_FOREACH(qp, &e->errs, err_link)
 		qp_flush(qp);
 }
 
 void
-qp_to_error(struct droce_qp *qp)
+qp_to_error(struct droce_engine_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR)
 		return;
@@ -237,14 +237,14 @@ qp_to_error(struct droce_qp *qp)
 	qp_flush(qp);
 	/* 11.6.3.5: a QP on an SRQ tells the application when it took its last WQE. */
 	if (qp->srq != NULL)
-		engine_event(qp->dom, DROCE_EVENT_QP_LAST_WQE_REACHED, qp->qpn);
+		engine_event(qp->dom, DROCE_ENGINE_EVENT_QP_LAST_WQE_REACHED, qp->qpn);
 }
 
 /* ---- Modify ---- */
 
 /* Modify to RESET discards every WQE without a completion (11.2.4.2). */
 static void
-qp_reset(struct droce_qp *qp)
+qp_reset(struct droce_engine_qp *qp)
 {
 	uint32_t sq_prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
 	uint32_t rq_prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
@@ -274,7 +274,7 @@ qp_reset(struct droce_qp *qp)
 }
 
 int
-qp_modify_apply(struct droce_qp *qp, const struct droce_shm_qp_attr *attr,
+qp_modify_apply(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr,
 		const struct droce_wire_addr *addr)
 {
 	struct droce_engine *e = qp->engine;

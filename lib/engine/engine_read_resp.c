@@ -13,7 +13,7 @@
 #include "engine_loc.h"
 
 void
-read_resp_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	struct droce_wire_hdrs h;
 	struct rte_mbuf *m;
@@ -32,7 +32,7 @@ read_resp_aeth(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 
 /* Has a READ accepted earlier responses left to send? Skips the finished ones. */
 bool
-read_resp_pending(struct droce_qp *qp)
+read_resp_pending(struct droce_engine_qp *qp)
 {
 	while (qp->resp.rd_send != qp->resp.rd_head &&
 	       qp->resp.rd[qp->resp.rd_send & (ENGINE_RD_RES - 1)].left == 0)
@@ -46,7 +46,7 @@ read_resp_pending(struct droce_qp *qp)
  * (the region went away: remote access error NAK, and the QP goes to ERR).
  */
 static int
-read_resp_packet(struct droce_qp *qp, struct engine_rd_res *r)
+read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 {
 	struct droce_engine *e = qp->engine;
 	uint32_t plen = RTE_MIN(qp->mtu, r->len - r->off);
@@ -108,7 +108,7 @@ read_resp_packet(struct droce_qp *qp, struct engine_rd_res *r)
 
 /* Sends up to budget READ response packets of qp, oldest READ first; returns how many. */
 unsigned int
-read_resp_send(struct droce_qp *qp, unsigned int budget)
+read_resp_send(struct droce_engine_qp *qp, unsigned int budget)
 {
 	unsigned int n = 0;
 
@@ -148,7 +148,7 @@ read_resp_stage(struct droce_engine *e)
 {
 	struct engine_qp_list_head turn = TAILQ_HEAD_INITIALIZER(turn);
 	unsigned int sent = 0;
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 
 	TAILQ_CONCAT(&turn, &e->reads, read_link);
 	while ((qp = TAILQ_FIRST(&turn)) != NULL) {

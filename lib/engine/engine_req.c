@@ -10,7 +10,7 @@
 #include "engine_loc.h"
 
 static uint8_t
-qp_transport(const struct droce_qp *qp)
+qp_transport(const struct droce_engine_qp *qp)
 {
 	return qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
 	       qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC : DROCE_TRANSPORT_UD;
@@ -18,7 +18,7 @@ qp_transport(const struct droce_qp *qp)
 
 /* Status of a freshly copied WQE: success, or why it must complete in error. */
 static uint8_t
-req_validate(struct droce_qp *qp, struct engine_swqe *w)
+req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 {
 	const struct droce_shm_swqe *s = w->wqe;
 	uint64_t len = 0;
@@ -84,7 +84,7 @@ req_validate(struct droce_qp *qp, struct engine_swqe *w)
 
 /* Copies new WQEs from the send ring; false when the ring indices lie (QP -> ERR). */
 static bool
-req_fetch(struct droce_qp *qp)
+req_fetch(struct droce_engine_qp *qp)
 {
 	uint32_t prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
 	uint32_t mask = qp->sq_size - 1;
@@ -126,7 +126,7 @@ req_fetch(struct droce_qp *qp)
 
 /* Doorbell: new WQEs in the send ring (or new posts to flush in ERR). */
 static void
-req_doorbell(struct droce_qp *qp)
+req_doorbell(struct droce_engine_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR) {
 		qp_flush(qp);
@@ -143,7 +143,7 @@ req_doorbell(struct droce_qp *qp)
 }
 
 void
-req_seek(struct droce_qp *qp, uint32_t psn)
+req_seek(struct droce_engine_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
@@ -164,7 +164,7 @@ req_seek(struct droce_qp *qp, uint32_t psn)
 
 /* Copies len bytes of the message at offset off into dst, through the lkeys. */
 static int
-req_gather(struct droce_qp *qp, const struct droce_shm_swqe *s, uint32_t off, uint8_t *dst,
+req_gather(struct droce_engine_qp *qp, const struct droce_shm_swqe *s, uint32_t off, uint8_t *dst,
 	   uint32_t len)
 {
 	const struct droce_shm_sge *sge = (const void *)(s + 1);
@@ -199,7 +199,7 @@ req_gather(struct droce_qp *qp, const struct droce_shm_swqe *s, uint32_t off, ui
 
 /* A WQE that cannot be sent: completes in error once every WQE before it has retired. */
 static bool
-req_fail(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
+req_fail(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status)
 {
 	w->status = status;
 	if (qp->req.cur != qp->req.cons)
@@ -213,7 +213,7 @@ req_fail(struct droce_qp *qp, struct engine_swqe *w, uint8_t status)
 
 /* UC and UD WQEs complete when their last packet is out: there is no ACK. */
 static void
-req_complete_unreliable(struct droce_qp *qp, struct engine_swqe *w)
+req_complete_unreliable(struct droce_engine_qp *qp, struct engine_swqe *w)
 {
 	/* The slot is free before the completion shows (comp_retire). */
 	qp->req.cons++;
@@ -228,7 +228,7 @@ req_complete_unreliable(struct droce_qp *qp, struct engine_swqe *w)
  * spans the PSNs of the responses it asks for. 0, or -EAGAIN (no mbuf).
  */
 static int
-req_read_packet(struct droce_qp *qp, struct engine_swqe *w)
+req_read_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_shm_swqe *s = w->wqe;
@@ -264,7 +264,7 @@ req_read_packet(struct droce_qp *qp, struct engine_swqe *w)
  * (the responder answers every atomic). 0, or -EAGAIN (no mbuf).
  */
 static int
-req_atomic_packet(struct droce_qp *qp, struct engine_swqe *w)
+req_atomic_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_shm_swqe *s = w->wqe;
@@ -300,7 +300,7 @@ req_atomic_packet(struct droce_qp *qp, struct engine_swqe *w)
 
 /* READs and atomics sent and not retired: those between cons and cur. */
 static uint32_t
-req_reads_out(const struct droce_qp *qp)
+req_reads_out(const struct droce_engine_qp *qp)
 {
 	uint32_t i, n = 0;
 
@@ -315,7 +315,7 @@ req_reads_out(const struct droce_qp *qp)
  * completer puts the QP back on the active list as WQEs retire.
  */
 static bool
-req_may_start(const struct droce_qp *qp, const struct engine_swqe *w)
+req_may_start(const struct droce_engine_qp *qp, const struct engine_swqe *w)
 {
 	bool read = swqe_rd_atomic(w);
 	bool fence = (w->wqe->flags & DROCE_SHM_SEND_FENCE) != 0;
@@ -331,7 +331,7 @@ req_may_start(const struct droce_qp *qp, const struct engine_swqe *w)
 
 /* Builds and queues the next packet of the WQE at cur: 0, or -EAGAIN (no mbuf), -EACCES. */
 static int
-req_packet(struct droce_qp *qp, struct engine_swqe *w)
+req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_shm_swqe *s = w->wqe;
@@ -385,7 +385,7 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 			qp->req.since_ackreq = 0;
 	}
 	if (qp->type == DROCE_SHM_QPT_UD) {
-		const struct droce_ah *ah = &qp->dom->ahs[s->ud.ah];
+		const struct engine_ah *ah = &qp->dom->ahs[s->ud.ah];
 
 		tmpl = &ah->tmpl;
 		h.dqpn = s->ud.remote_qpn & DROCE_QPN_MASK;
@@ -423,7 +423,7 @@ req_packet(struct droce_qp *qp, struct engine_swqe *w)
 
 /* Sends up to budget packets of qp; returns how many. */
 static unsigned int
-req_send(struct droce_qp *qp, unsigned int budget)
+req_send(struct droce_engine_qp *qp, unsigned int budget)
 {
 	struct droce_engine *e = qp->engine;
 	unsigned int n = 0;
@@ -501,7 +501,7 @@ req_send(struct droce_qp *qp, unsigned int budget)
 
 /* Local ACK timer and RNR timer expiry. */
 static void
-req_timer(struct droce_qp *qp, uint64_t now)
+req_timer(struct droce_engine_qp *qp, uint64_t now)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -548,7 +548,7 @@ req_stage_doorbells(struct droce_engine *e)
 	uint32_t d;
 
 	for (d = 0; d < e->nb_doms; d++) {
-		struct droce_domain *dom = e->doms[d];
+		struct droce_engine_domain *dom = e->doms[d];
 		struct droce_shm_doorbell *db = dom->db[e->id];
 		uint64_t summary;
 
@@ -565,7 +565,7 @@ req_stage_doorbells(struct droce_engine *e)
 			bits = __atomic_exchange_n(&db->words[w], 0, __ATOMIC_ACQUIRE);
 			while (bits != 0) {
 				unsigned int slot = w * 64 + __builtin_ctzll(bits);
-				struct droce_qp *qp = __atomic_load_n(&dom->db_qp[e->id][slot],
+				struct droce_engine_qp *qp = __atomic_load_n(&dom->db_qp[e->id][slot],
 								      __ATOMIC_ACQUIRE);
 
 				bits &= bits - 1;
@@ -586,7 +586,7 @@ req_stage_send(struct droce_engine *e)
 {
 	struct engine_qp_list_head turn = TAILQ_HEAD_INITIALIZER(turn);
 	unsigned int sent = 0;
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 
 	/*
 	 * Each QP on the list now gets one quantum: the list is taken whole, and a QP with
@@ -614,7 +614,7 @@ req_stage_send(struct droce_engine *e)
 void
 req_stage_timers(struct droce_engine *e)
 {
-	struct droce_qp *qp, *tmp;
+	struct droce_engine_qp *qp, *tmp;
 	uint64_t next = UINT64_MAX;
 
 	if (!engine_timers_due(e))

@@ -35,7 +35,7 @@ resp_src_copy(const struct resp_src *src, uint32_t off, uint8_t *dst, uint32_t l
  * SGE checked through its lkey for local write (IB 10.6.3.3): 0 or -EACCES.
  */
 static int
-resp_place(struct droce_qp *qp, const struct engine_rwqe *w, uint32_t off, uint32_t len,
+resp_place(struct droce_engine_qp *qp, const struct engine_rwqe *w, uint32_t off, uint32_t len,
 	   const struct resp_src *src)
 {
 	uint32_t i, base = 0, done = 0;
@@ -85,7 +85,7 @@ resp_copy_rwqe(const uint8_t *slot, uint32_t stride, uint32_t max_sge, struct en
 
 /* One WQE from the QP's own receive ring: 1, 0 when empty, -EIO for lying indices. */
 static int
-resp_rq_take(struct droce_qp *qp, struct engine_rwqe *w)
+resp_rq_take(struct droce_engine_qp *qp, struct engine_rwqe *w)
 {
 	uint32_t prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
 	uint32_t i = qp->resp.rq_cons;
@@ -104,7 +104,7 @@ resp_rq_take(struct droce_qp *qp, struct engine_rwqe *w)
 }
 
 int
-engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwqe *w)
+engine_srq_take(struct droce_engine *e, struct droce_engine_srq *srq, struct engine_rwqe *w)
 {
 	uint32_t h, prod, lim;
 	int rc;
@@ -131,13 +131,13 @@ engine_srq_take(struct droce_engine *e, struct droce_srq *srq, struct engine_rwq
 	if (lim != 0 && prod - (h + 1) < lim &&
 	    atomic_compare_exchange_strong(&srq->limit, &lim, 0)) {
 		ENGINE_STAT(e, srq_limit_events);
-		engine_event(srq->dom, DROCE_EVENT_SRQ_LIMIT_REACHED, srq->handle);
+		engine_event(srq->dom, DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 	}
 	return rc == 0 ? 1 : -EIO;
 }
 
 static int
-resp_take(struct droce_qp *qp)
+resp_take(struct droce_engine_qp *qp)
 {
 	int rc = qp->srq != NULL ? engine_srq_take(qp->engine, qp->srq, &qp->resp.wqe) :
 				   resp_rq_take(qp, &qp->resp.wqe);
@@ -153,7 +153,7 @@ resp_take(struct droce_qp *qp)
 
 /* Sends the coalesced ACK of qp (end of an rx burst). */
 static void
-resp_send_ack(struct droce_qp *qp)
+resp_send_ack(struct droce_engine_qp *qp)
 {
 	if (qp->state == DROCE_SHM_QPS_ERR)
 		return;
@@ -170,14 +170,14 @@ resp_send_ack(struct droce_qp *qp)
 }
 
 static void
-resp_schedule_ack(struct droce_qp *qp, uint32_t psn)
+resp_schedule_ack(struct droce_engine_qp *qp, uint32_t psn)
 {
 	qp->resp.ack_psn = psn;
 	qp_list_add(qp, QP_ON_ACK);
 }
 
 static void
-resp_nak(struct droce_qp *qp, uint8_t code)
+resp_nak(struct droce_engine_qp *qp, uint8_t code)
 {
 	unsigned int room = engine_tx_room(qp->engine);
 
@@ -197,7 +197,7 @@ resp_nak(struct droce_qp *qp, uint8_t code)
 
 /* Completes the WQE in hand (error or success) on the receive CQ. */
 static void
-resp_complete(struct droce_qp *qp, const struct droce_wire_pkt *pkt, uint8_t status,
+resp_complete(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, uint8_t status,
 	      uint32_t byte_len)
 {
 	struct engine_wc wc;
@@ -292,7 +292,7 @@ static const struct {
  * completes with the row's status, which moves the QP to ERR, or the QP goes there now.
  */
 static void
-resp_fail(struct droce_qp *qp, const struct droce_wire_pkt *pkt, enum resp_err err)
+resp_fail(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, enum resp_err err)
 {
 	ENGINE_LOG(DEBUG, "QP %u: responder %s, step %s, PSN %u: %s\n", qp->qpn,
 		   resp_state_name(qp->resp.state),
@@ -314,7 +314,7 @@ resp_fail(struct droce_qp *qp, const struct droce_wire_pkt *pkt, enum resp_err e
  * (the R_Key does not grant remote write on the whole range: remote access error).
  */
 static int
-resp_write_start(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_write_start(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	const struct droce_reth *reth = droce_pkt_reth(pkt);
 	uint64_t va = droce_reth_va(reth);
@@ -341,7 +341,7 @@ resp_write_start(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * release: programs poll it to learn the data arrived (ib_write_lat does).
  */
 static int
-resp_write_data(struct droce_qp *qp, const struct resp_src *src, uint32_t plen, bool last)
+resp_write_data(struct droce_engine_qp *qp, const struct resp_src *src, uint32_t plen, bool last)
 {
 	uint8_t *dst = mr_resolve(qp->dom, qp->resp.rkey, qp->pd, IBV_ACCESS_REMOTE_WRITE,
 				  qp->resp.va, plen);
@@ -368,7 +368,7 @@ resp_write_data(struct droce_qp *qp, const struct resp_src *src, uint32_t plen, 
  * packet lands, so an RNR NAK leaves the packet's PSN unexecuted.
  */
 static int
-resp_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_write(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	uint32_t flags = pkt->info->flags;
 	uint32_t plen = pkt->payload_len;
@@ -397,7 +397,7 @@ resp_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct r
 
 /* How many READs the responder keeps: max_dest_rd_atomic, at least one. */
 static uint32_t
-resp_rd_limit(const struct droce_qp *qp)
+resp_rd_limit(const struct droce_engine_qp *qp)
 {
 	return RTE_MAX(RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic, (uint32_t)ENGINE_RD_RES),
 		       1u);
@@ -409,7 +409,7 @@ resp_rd_limit(const struct droce_qp *qp)
  * It takes one PSN per response packet and counts as a message at once (MSN).
  */
 static void
-resp_rc_read(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_rc_read(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	const struct droce_reth *reth = droce_pkt_reth(pkt);
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
@@ -452,7 +452,7 @@ resp_rc_read(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * otherwise it is dropped.
  */
 static void
-resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_read_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	const struct droce_reth *reth = droce_pkt_reth(pkt);
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
@@ -497,7 +497,7 @@ resp_read_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * with READ responses.
  */
 static void
-resp_rc_atomic(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	const struct droce_atmeth *ath = droce_pkt_atmeth(pkt);
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
@@ -556,7 +556,7 @@ resp_rc_atomic(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * unanswered, so only a stale copy of an answered atomic can miss.
  */
 static void
-resp_atomic_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_atomic_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	const struct droce_atmeth *ath = droce_pkt_atmeth(pkt);
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
@@ -584,7 +584,7 @@ resp_atomic_dup(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 
 /* 9.7.5.2.8: no receive WQE -> RNR NAK with psn; later packets stay silent. */
 static void
-resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
+resp_rnr_nak(struct droce_engine_qp *qp, uint32_t psn)
 {
 	ENGINE_STAT(qp->engine, nak_rnr_sent);
 	qp->resp.nak_sent = true;
@@ -594,7 +594,7 @@ resp_rnr_nak(struct droce_qp *qp, uint32_t psn)
 
 /* 9.8.3.2: FIRST/ONLY starts a message; MIDDLE/LAST continue one of the same operation. */
 static bool
-resp_opcode_seq_ok(const struct droce_qp *qp, uint32_t flags)
+resp_opcode_seq_ok(const struct droce_engine_qp *qp, uint32_t flags)
 {
 	if (qp->resp.state == RESP_ST_IDLE)
 		return (flags & DROCE_OPF_FIRST) != 0;
@@ -604,7 +604,7 @@ resp_opcode_seq_ok(const struct droce_qp *qp, uint32_t flags)
 
 /* The rest of an in-sequence RC WRITE packet: placement, answer, completion. */
 static void
-resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_rc_write(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	const struct droce_bth *bth = droce_pkt_bth(pkt);
 	uint32_t psn = droce_bth_psn(bth);
@@ -640,7 +640,7 @@ resp_rc_write(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struc
 }
 
 static enum resp_step
-resp_rc_check_psn(struct droce_qp *qp, uint32_t psn)
+resp_rc_check_psn(struct droce_engine_qp *qp, uint32_t psn)
 {
 	int32_t d = droce_psn_diff(psn, qp->resp.epsn);
 
@@ -649,7 +649,7 @@ resp_rc_check_psn(struct droce_qp *qp, uint32_t psn)
 
 /* 9.7.5.1.2: a duplicate is not executed again, only acknowledged (READ: answered). */
 static enum resp_step
-resp_rc_duplicate(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_rc_duplicate(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	uint32_t flags = pkt->info->flags;
 
@@ -670,7 +670,7 @@ resp_rc_duplicate(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
  * middle of its resend, and it stalled for good (doc/interop.md).
  */
 static enum resp_step
-resp_rc_out_of_seq(struct droce_qp *qp)
+resp_rc_out_of_seq(struct droce_engine_qp *qp)
 {
 	struct droce_engine *e = qp->engine;
 
@@ -685,7 +685,7 @@ resp_rc_out_of_seq(struct droce_qp *qp)
 
 /* In sequence: a SEND or WRITE that continues what is in progress, of MTU pieces. */
 static enum resp_step
-resp_rc_check_op(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
+resp_rc_check_op(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	uint32_t flags = pkt->info->flags;
 	uint32_t plen = pkt->payload_len;
@@ -703,7 +703,7 @@ resp_rc_check_op(struct droce_qp *qp, const struct droce_wire_pkt *pkt)
 
 /* An in-sequence SEND packet: the receive WQE (RNR NAK without one), its bytes, its end. */
 static enum resp_step
-resp_rc_send(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_rc_send(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	const struct droce_bth *bth = droce_pkt_bth(pkt);
 	uint32_t psn = droce_bth_psn(bth);
@@ -753,7 +753,7 @@ resp_rc_send(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct
  * resp_fail(), every RNR NAK through resp_rnr_nak().
  */
 static void
-resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_rc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
 	enum resp_step st = RESP_STEP_CHECK_PSN;
@@ -797,7 +797,7 @@ resp_rc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 /* ---- UC: no ACKs; a message with a gap is dropped whole (9.8.3.3) ---- */
 
 static void
-resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_uc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	struct droce_engine *e = qp->engine;
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
@@ -875,7 +875,7 @@ resp_uc(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 /* ---- UD: Q_Key check, the GRH area, one packet per message (9.8.4, 11.4.1.1) ---- */
 
 static void
-resp_ud(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
+resp_ud(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const struct resp_src *src)
 {
 	struct droce_engine *e = qp->engine;
 	const struct droce_deth *deth = droce_pkt_deth(pkt);
@@ -916,7 +916,7 @@ resp_ud(struct droce_qp *qp, const struct droce_wire_pkt *pkt, const struct resp
 }
 
 void
-resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
+resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	const struct droce_wire_seg *segs, unsigned int nseg)
 {
 	struct resp_src src = { .pkt = pkt, .segs = segs, .nseg = nseg };
@@ -944,7 +944,7 @@ resp_rx(struct droce_qp *qp, const struct droce_wire_pkt *pkt,
 void
 resp_stage_acks(struct droce_engine *e)
 {
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 
 	while ((qp = TAILQ_FIRST(&e->acks)) != NULL) {
 		qp_list_del(qp, QP_ON_ACK);

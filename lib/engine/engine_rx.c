@@ -19,7 +19,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 	struct droce_wire_pkt pkt;
 	enum droce_wire_result r;
 	unsigned int nseg = droce_wire_mbuf_segs(m, segs, RTE_DIM(segs));
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 	uint32_t flags, dqpn;
 
 	if (nseg == 0) {

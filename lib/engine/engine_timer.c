@@ -37,7 +37,7 @@ engine_timers_due(const struct droce_engine *e)
 
 /* The earlier of next and qp's running timers' deadlines. */
 uint64_t
-engine_timer_earliest(const struct droce_qp *qp, uint64_t next)
+engine_timer_earliest(const struct droce_engine_qp *qp, uint64_t next)
 {
 	if (!(qp->lists & QP_ON_TIMER))
 		return next;

@@ -460,7 +460,7 @@ struct droce_proto_status {
 	uint64_t clients_torn_down;	/* connections that closed with objects still alive */
 	uint64_t uptime_ms;
 	/*
-	 * What exists in the engines (droce_dev_objects_get), counted where objects are made
+	 * What exists in the engines (droce_engine_dev_objects_get), counted where objects are made
 	 * and freed: equal to the totals above unless droced lost track of something.
 	 */
 	uint32_t engine_domains;

@@ -18,13 +18,13 @@ alloc(const struct engine_region *r, uint64_t len)
 	return droce_shm_arena_alloc(r->arena, len, DROCE_SHM_CACHE_LINE);
 }
 
-struct droce_cq *
+struct droce_engine_cq *
 engine_region_cq_create(const struct engine_region *r, uint32_t size, int eventfd,
 			uint32_t handle, struct engine_region_cq_mem *mem,
 			struct droce_shm_client_cq *view)
 {
-	struct droce_cq_conf conf;
-	struct droce_cq *cq;
+	struct droce_engine_cq_conf conf;
+	struct droce_engine_cq *cq;
 
 	mem->ctl_off = alloc(r, sizeof(struct droce_shm_cq));
 	mem->ring_off = alloc(r, (uint64_t)size * sizeof(struct droce_shm_cqe));
@@ -36,7 +36,7 @@ engine_region_cq_create(const struct engine_region *r, uint32_t size, int eventf
 	conf.handle = handle;
 	if (conf.ctl == NULL || conf.ring == NULL)
 		return NULL;
-	cq = droce_cq_create(r->dom, &conf);
+	cq = droce_engine_cq_create(r->dom, &conf);
 	if (cq == NULL)
 		return NULL;
 	view->ctl = conf.ctl;
@@ -57,14 +57,14 @@ engine_region_cq_free(const struct engine_region *r, const struct engine_region_
 	return 0;
 }
 
-struct droce_qp *
-engine_region_qp_create(const struct engine_region *r, struct droce_qp_conf *conf,
+struct droce_engine_qp *
+engine_region_qp_create(const struct engine_region *r, struct droce_engine_qp_conf *conf,
 			struct engine_region_qp_mem *mem, struct droce_shm_client_qp *view)
 {
 	const struct droce_shm_region_hdr *hdr = r->base;
 	uint32_t sq_stride = droce_shm_sq_stride(conf->sq_max_sge, conf->max_inline);
 	uint32_t rq_stride = droce_shm_rq_stride(conf->rq_max_sge);
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 
 	mem->sq_len = (uint64_t)conf->sq_size * sq_stride;
 	mem->rq_len = conf->srq != NULL ? 0 : (uint64_t)conf->rq_size * rq_stride;
@@ -76,7 +76,7 @@ engine_region_qp_create(const struct engine_region *r, struct droce_qp_conf *con
 	conf->rq = conf->srq != NULL ? NULL : at(r, mem->rq_off);
 	if (conf->ctl == NULL || conf->sq == NULL || (conf->srq == NULL && conf->rq == NULL))
 		return NULL;
-	qp = droce_qp_create(r->dom, conf);
+	qp = droce_engine_qp_create(r->dom, conf);
 	if (qp == NULL)
 		return NULL;
 	memset(view, 0, sizeof(*view));
@@ -90,7 +90,7 @@ engine_region_qp_create(const struct engine_region *r, struct droce_qp_conf *con
 	view->rq_size = conf->rq_size;
 	view->rq_stride = rq_stride;
 	view->rq_max_sge = conf->rq_max_sge;
-	view->qp_num = droce_qp_num(qp);
+	view->qp_num = droce_engine_qp_num(qp);
 	view->qp_type = conf->qp_type;
 	view->supported_wr = 1u << DROCE_SHM_WR_SEND;
 	view->db.block = (struct droce_shm_doorbell *)((uint8_t *)r->base +

@@ -20,7 +20,7 @@
 struct engine_region {
 	void *base;			/* starts with its struct droce_shm_region_hdr */
 	struct droce_shm_arena *arena;
-	struct droce_domain *dom;	/* the domain the region belongs to */
+	struct droce_engine_domain *dom;	/* the domain the region belongs to */
 };
 
 /* Where a CQ's control block and ring are in the region. */
@@ -39,11 +39,11 @@ struct engine_region_qp_mem {
  * named handle in events; view polls it. NULL when the region is full or lib/engine
  * refuses.
  */
-struct droce_cq *engine_region_cq_create(const struct engine_region *r, uint32_t size,
+struct droce_engine_cq *engine_region_cq_create(const struct engine_region *r, uint32_t size,
 					 int eventfd, uint32_t handle,
 					 struct engine_region_cq_mem *mem,
 					 struct droce_shm_client_cq *view);
-/* Gives the region back after droce_cq_destroy: 0, or -1 when the arena refuses. */
+/* Gives the region back after droce_engine_cq_destroy: 0, or -1 when the arena refuses. */
 int engine_region_cq_free(const struct engine_region *r, const struct engine_region_cq_mem *mem,
 			  uint32_t size);
 
@@ -53,11 +53,11 @@ int engine_region_cq_free(const struct engine_region *r, const struct engine_reg
  * doorbell block of the QP's engine; its supported_wr (SEND only) and checks (none) are
  * the caller's to set. NULL when the region is full or lib/engine refuses.
  */
-struct droce_qp *engine_region_qp_create(const struct engine_region *r,
-					 struct droce_qp_conf *conf,
+struct droce_engine_qp *engine_region_qp_create(const struct engine_region *r,
+					 struct droce_engine_qp_conf *conf,
 					 struct engine_region_qp_mem *mem,
 					 struct droce_shm_client_qp *view);
-/* Gives the region back after droce_qp_destroy: 0, or -1 when the arena refuses. */
+/* Gives the region back after droce_engine_qp_destroy: 0, or -1 when the arena refuses. */
 int engine_region_qp_free(const struct engine_region *r, const struct engine_region_qp_mem *mem);
 
 #endif /* ENGINE_REGION_H */

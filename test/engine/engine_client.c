@@ -153,17 +153,17 @@ static void
 host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t peer_mac[6],
 	    const struct tc_slow *slow)
 {
-	struct droce_dev_conf dconf = { .max_qps = 4096 };
-	struct droce_domain_conf domconf;
+	struct droce_engine_dev_conf dconf = { .max_qps = 4096 };
+	struct droce_engine_domain_conf domconf;
 	struct tc_host peer;
 	unsigned int i;
 
 	h->port = port;
 	host_addr(&peer, peer_id);
-	h->dev = droce_dev_create(&dconf);
+	h->dev = droce_engine_dev_create(&dconf);
 	CHECK(h->dev != NULL);
-	CHECK(droce_dev_neigh_add(h->dev, peer.gid, peer_mac) == 0);
-	CHECK(droce_dev_neigh_add(h->dev, peer.gid6, peer_mac) == 0);
+	CHECK(droce_engine_dev_neigh_add(h->dev, peer.gid, peer_mac) == 0);
+	CHECK(droce_engine_dev_neigh_add(h->dev, peer.gid6, peer_mac) == 0);
 	for (i = 0; i < h->nb_eng; i++) {
 		struct droce_engine_conf ec;
 
@@ -197,7 +197,7 @@ host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t pee
 	domconf.max_mrs = TC_MAX_MRS + 1;
 	domconf.max_ahs = TC_MAX_OBJS;
 	domconf.max_events = 1024;
-	h->dom = droce_domain_create(h->dev, &domconf);
+	h->dom = droce_engine_domain_create(h->dev, &domconf);
 	CHECK(h->dom != NULL);
 }
 
@@ -377,10 +377,10 @@ tc_host_free(struct tc_host *h)
 		tc_srq_destroy(o->srqs[0]);
 	while (o->nb_cqs > 0)
 		tc_cq_destroy(o->cqs[0]);
-	droce_domain_destroy(h->dom);
+	droce_engine_domain_destroy(h->dom);
 	for (i = 0; i < h->nb_eng; i++)
 		droce_engine_destroy(h->eng[i]);
-	droce_dev_destroy(h->dev);
+	droce_engine_dev_destroy(h->dev);
 	if (h->fault != NULL) {
 		droce_fault_detach(h->fault);
 		h->fault = NULL;
@@ -455,7 +455,7 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	mr->buf = aligned_alloc(4096, (len + 4095) & ~4095ull);
 	CHECK(mr->buf != NULL);
 	memset(mr->buf, 0, len);
-	CHECK(droce_mr_reg(h->dom, h->pd, mr->buf, (uintptr_t)mr->buf, len, access, &mr->lkey,
+	CHECK(droce_engine_mr_reg(h->dom, h->pd, mr->buf, (uintptr_t)mr->buf, len, access, &mr->lkey,
 			   &mr->rkey) == 0);
 	h->nb_mrs++;
 	return mr;
@@ -504,7 +504,7 @@ tc_cq_destroy(struct tc_cq *cq)
 	struct tc_host *h = cq->h;
 	struct engine_region r = host_region(h);
 
-	CHECK(droce_cq_destroy(cq->cq) == 0);
+	CHECK(droce_engine_cq_destroy(cq->cq) == 0);
 	CHECK(engine_region_cq_free(&r, &cq->mem, cq->view.size) == 0);
 	close(cq->efd);
 	objs_remove((void **)objs(h)->cqs, &objs(h)->nb_cqs, cq);
@@ -515,7 +515,7 @@ struct tc_srq *
 tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit)
 {
 	struct tc_srq *srq = calloc(1, sizeof(*srq));
-	struct droce_srq_conf conf;
+	struct droce_engine_srq_conf conf;
 
 	CHECK(srq != NULL && objs(h)->nb_srqs < TC_MAX_OBJS);
 	srq->h = h;
@@ -531,7 +531,7 @@ tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit
 	conf.pd = h->pd;
 	conf.limit = limit;
 	conf.handle = srq->handle;
-	srq->srq = droce_srq_create(h->dom, &conf);
+	srq->srq = droce_engine_srq_create(h->dom, &conf);
 	CHECK(srq->srq != NULL);
 	srq->view.ctl = conf.ctl;
 	srq->view.ring = conf.ring;
@@ -549,7 +549,7 @@ tc_srq_destroy(struct tc_srq *srq)
 {
 	struct tc_host *h = srq->h;
 
-	CHECK(droce_srq_destroy(srq->srq) == 0);
+	CHECK(droce_engine_srq_destroy(srq->srq) == 0);
 	CHECK(droce_shm_arena_free(&h->arena, srq->ctl_off, sizeof(struct droce_shm_srq)) == 0);
 	CHECK(droce_shm_arena_free(&h->arena, srq->ring_off, srq->ring_len) == 0);
 	objs_remove((void **)objs(h)->srqs, &objs(h)->nb_srqs, srq);
@@ -561,7 +561,7 @@ tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 {
 	struct tc_qp *qp = calloc(1, sizeof(*qp));
 	struct engine_region r = host_region(h);
-	struct droce_qp_conf c;
+	struct droce_engine_qp_conf c;
 
 	CHECK(qp != NULL && objs(h)->nb_qps < TC_MAX_OBJS && in->engine < h->nb_eng);
 	qp->h = h;
@@ -598,7 +598,7 @@ tc_qp_destroy(struct tc_qp *qp)
 	struct tc_host *h = qp->h;
 	struct engine_region r = host_region(h);
 
-	CHECK(droce_qp_destroy(qp->qp) == 0);
+	CHECK(droce_engine_qp_destroy(qp->qp) == 0);
 	CHECK(engine_region_qp_free(&r, &qp->mem) == 0);
 	objs_remove((void **)objs(h)->qps, &objs(h)->nb_qps, qp);
 	free(qp);
@@ -607,7 +607,7 @@ tc_qp_destroy(struct tc_qp *qp)
 int
 tc_modify(struct tc_qp *qp, const struct droce_shm_qp_attr *attr)
 {
-	return droce_qp_modify(qp->qp, attr);
+	return droce_engine_qp_modify(qp->qp, attr);
 }
 
 static void
@@ -683,7 +683,7 @@ tc_ah_create(struct tc_host *h, unsigned int engine, const struct tc_host *to, b
 	int rc;
 
 	tc_ah_attr(to, ipv6, &attr);
-	rc = droce_ah_create(h->dom, engine, h->pd, &attr, ah);
+	rc = droce_engine_ah_create(h->dom, engine, h->pd, &attr, ah);
 	if (rc == 0 && *ah < TC_MAX_OBJS)
 		objs(h)->ah_valid[*ah] = true;
 	return rc;
@@ -793,12 +793,12 @@ tc_wait(struct tc_cq *cq, int n, struct ibv_wc *wc, unsigned int timeout_ms)
 }
 
 int
-tc_event(struct tc_host *h, struct droce_event *ev, unsigned int timeout_ms)
+tc_event(struct tc_host *h, struct droce_engine_event *ev, unsigned int timeout_ms)
 {
 	uint64_t end = now_ms() + timeout_ms;
 
 	for (;;) {
-		if (droce_domain_event_get(h->dom, ev) == 1)
+		if (droce_engine_domain_event_get(h->dom, ev) == 1)
 			return 1;
 		if (now_ms() > end)
 			return 0;
@@ -872,8 +872,8 @@ tc_host_open_rings(struct tc_host *h, const char *name, const struct tc_host_add
 	*tx = tc_ring(h, "tx", 0);
 	/* host_finish adds the derived neighbours of peer 0 too: unused, harmless. */
 	host_finish(h, tc_ring_port(h, *rx, *tx), 0, peer->mac, NULL);
-	CHECK(droce_dev_neigh_add(h->dev, peer->gid, peer->mac) == 0);
-	CHECK(droce_dev_neigh_add(h->dev, peer->gid6, peer->mac) == 0);
+	CHECK(droce_engine_dev_neigh_add(h->dev, peer->gid, peer->mac) == 0);
+	CHECK(droce_engine_dev_neigh_add(h->dev, peer->gid6, peer->mac) == 0);
 }
 
 /* ---- Hosts with slow-path rings ---- */

@@ -35,7 +35,7 @@ struct tc_mr {
 
 struct tc_host {
 	const char *name;
-	struct droce_dev *dev;
+	struct droce_engine_dev *dev;
 	struct droce_engine *eng[TC_MAX_ENGINES];
 	unsigned int lcore[TC_MAX_ENGINES];
 	unsigned int nb_eng;
@@ -44,7 +44,7 @@ struct tc_host {
 	uint8_t mac[6];
 	uint8_t gid[16];		/* IPv4-mapped RoCEv2 GID, table index 0 */
 	uint8_t gid6[16];		/* an IPv6 GID, table index 1 */
-	struct droce_domain *dom;
+	struct droce_engine_domain *dom;
 	void *region;
 	uint64_t region_size;
 	struct droce_shm_arena arena;
@@ -58,7 +58,7 @@ struct tc_host {
 
 struct tc_cq {
 	struct tc_host *h;
-	struct droce_cq *cq;
+	struct droce_engine_cq *cq;
 	struct droce_shm_client_cq view;
 	int efd;			/* the completion channel */
 	struct engine_region_cq_mem mem;
@@ -67,7 +67,7 @@ struct tc_cq {
 
 struct tc_srq {
 	struct tc_host *h;
-	struct droce_srq *srq;
+	struct droce_engine_srq *srq;
 	struct droce_shm_client_srq view;
 	int64_t ctl_off, ring_off;
 	uint64_t ring_len;
@@ -76,7 +76,7 @@ struct tc_srq {
 
 struct tc_qp {
 	struct tc_host *h;
-	struct droce_qp *qp;
+	struct droce_engine_qp *qp;
 	struct droce_shm_client_qp view;
 	uint32_t qpn;
 	unsigned int engine;
@@ -183,7 +183,7 @@ int tc_srq_recv(struct tc_srq *srq, uint64_t wr_id, const struct tc_mr *mr, uint
 int tc_poll(struct tc_cq *cq, int n, struct ibv_wc *wc);
 int tc_wait(struct tc_cq *cq, int n, struct ibv_wc *wc, unsigned int timeout_ms);
 /* Waits up to timeout_ms for the next asynchronous event of the host: 1 or 0. */
-int tc_event(struct tc_host *h, struct droce_event *ev, unsigned int timeout_ms);
+int tc_event(struct tc_host *h, struct droce_engine_event *ev, unsigned int timeout_ms);
 
 /* Current state of the QP as the engine published it. */
 uint32_t tc_qp_state(const struct tc_qp *qp);

@@ -260,7 +260,7 @@ DROCE_TEST(receive_ring_lies_and_bad_receive_sges)
 DROCE_TEST(cq_consumer_index_lie_overruns_only_that_cq)
 {
 	struct garbage_env g;
-	struct droce_event ev;
+	struct droce_engine_event ev;
 	struct tc_cq *lying;
 	struct ibv_wc wc[2];
 	struct tc_qp *qa, *qb;
@@ -281,7 +281,7 @@ DROCE_TEST(cq_consumer_index_lie_overruns_only_that_cq)
 	CHECK_EQ_I64(tc_recv(qb, 1, g.mb, 0, 64), 0);
 	CHECK_EQ_I64(tc_send(qa, 1, g.ma, 0, 10, 0), 0);
 	CHECK_EQ_I64(tc_event(&g.b, &ev, 5000), 1);
-	CHECK_EQ_U64(ev.type, DROCE_EVENT_CQ_ERR);
+	CHECK_EQ_U64(ev.type, DROCE_ENGINE_EVENT_CQ_ERR);
 	CHECK_EQ_U64(ev.handle, lying->handle);
 	CHECK(tc_poll(lying, 2, wc) < 0);
 	CHECK_EQ_U64(wait_state(qb, DROCE_SHM_QPS_ERR), DROCE_SHM_QPS_ERR);

@@ -68,8 +68,8 @@ pair_open_loop(struct tc_host *a, struct tc_host *b, unsigned int na)
 {
 	test_eal_init_lcores(MAX_WORKERS);
 	tc_pair_open(a, b, na, 1);
-	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid, a->mac), 0);
-	CHECK_EQ_I64(droce_dev_neigh_add(a->dev, a->gid6, a->mac), 0);
+	CHECK_EQ_I64(droce_engine_dev_neigh_add(a->dev, a->gid, a->mac), 0);
+	CHECK_EQ_I64(droce_engine_dev_neigh_add(a->dev, a->gid6, a->mac), 0);
 }
 
 static struct tc_qp *

@@ -196,7 +196,7 @@ check_cq_quiet(struct tc_cq *cq)
 static void
 check_no_event(struct tc_host *h)
 {
-	struct droce_event ev;
+	struct droce_engine_event ev;
 	int n = tc_event(h, &ev, QUIET_MS);
 
 	if (n != 0)
@@ -486,31 +486,31 @@ lim_deliver(struct lim_ctx *c, uint32_t n)
 static void
 lim_consume_quiet(struct lim_ctx *c, uint32_t n)
 {
-	struct droce_event ev;
+	struct droce_engine_event ev;
 
 	while (n-- > 0) {
 		lim_send(c);
 		lim_deliver(c, 1);
 		/* The engine raises the event before it writes the completion. */
 		droce_test_ctx("srq_limit: no event after delivery %u", c->rcvd - 1);
-		CHECK_EQ_I64(droce_domain_event_get(c->b->dom, &ev), 0);
+		CHECK_EQ_I64(droce_engine_domain_event_get(c->b->dom, &ev), 0);
 	}
 }
 
 static void
 lim_expect_event(struct lim_ctx *c)
 {
-	struct droce_event ev;
+	struct droce_engine_event ev;
 
 	lim_send(c);
 	lim_deliver(c, 1);
 	droce_test_ctx("srq_limit: event after delivery %u", c->rcvd - 1);
-	CHECK_EQ_I64(droce_domain_event_get(c->b->dom, &ev), 1);
-	CHECK_EQ_U64(ev.type, DROCE_EVENT_SRQ_LIMIT_REACHED);
+	CHECK_EQ_I64(droce_engine_domain_event_get(c->b->dom, &ev), 1);
+	CHECK_EQ_U64(ev.type, DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED);
 	CHECK_EQ_U64(ev.handle, c->srq->handle);
 	/* Fired: disarmed until set again (10.2.9.4), and reads 0. */
-	CHECK_EQ_U64(droce_srq_limit(c->srq->srq), 0);
-	CHECK_EQ_I64(droce_domain_event_get(c->b->dom, &ev), 0);
+	CHECK_EQ_U64(droce_engine_srq_limit(c->srq->srq), 0);
+	CHECK_EQ_I64(droce_engine_domain_event_get(c->b->dom, &ev), 0);
 }
 
 /*
@@ -573,7 +573,7 @@ DROCE_TEST(srq_limit_and_late_receiver)
 		c.qb[i] = qp_make(&b, DROCE_SHM_QPT_RC, i % 2, c.cb, c.cb, c.srq, 16, 0);
 		tc_connect(c.qa[i], c.qb[i], &rc_path);
 	}
-	CHECK_EQ_U64(droce_srq_limit(c.srq->srq), LIM_LIMIT);
+	CHECK_EQ_U64(droce_engine_srq_limit(c.srq->srq), LIM_LIMIT);
 
 	/* Messages arrive before any WQE: RNR NAKs, retried for ever (rnr_retry 7). */
 	for (i = 0; i < LIM_LATE_MSGS; i++)
@@ -595,7 +595,7 @@ DROCE_TEST(srq_limit_and_late_receiver)
 
 	/* Down to LIM_LIMIT WQEs left is quiet; one below fires once. */
 	lim_consume_quiet(&c, LIM_FIRST_POST - LIM_LATE_MSGS - LIM_LIMIT);
-	CHECK_EQ_U64(droce_srq_limit(c.srq->srq), LIM_LIMIT);
+	CHECK_EQ_U64(droce_engine_srq_limit(c.srq->srq), LIM_LIMIT);
 	lim_expect_event(&c);
 	/* Disarmed: further below the limit, nothing more. */
 	lim_consume_quiet(&c, LIM_LIMIT - 1 - LIM_LOW);
@@ -603,14 +603,14 @@ DROCE_TEST(srq_limit_and_late_receiver)
 
 	/* Re-armed at a new limit: quiet down to it, once below it, then quiet again. */
 	lim_post(&c, LIM_REPOST);
-	CHECK_EQ_I64(droce_srq_set_limit(c.srq->srq, LIM_LIMIT2), 0);
-	CHECK_EQ_U64(droce_srq_limit(c.srq->srq), LIM_LIMIT2);
+	CHECK_EQ_I64(droce_engine_srq_set_limit(c.srq->srq, LIM_LIMIT2), 0);
+	CHECK_EQ_U64(droce_engine_srq_limit(c.srq->srq), LIM_LIMIT2);
 	lim_consume_quiet(&c, LIM_LOW + LIM_REPOST - LIM_LIMIT2);
 	lim_expect_event(&c);
 	lim_consume_quiet(&c, LIM_LIMIT2 - 1 - LIM_LOW);
 	check_no_event(&b);
 	CHECK_EQ_U64(tc_counter(&b, "srq_limit_events"), 2);
-	CHECK_EQ_I64(droce_srq_set_limit(c.srq->srq, LIM_SRQ_SIZE + 1), -EINVAL);
+	CHECK_EQ_I64(droce_engine_srq_set_limit(c.srq->srq, LIM_SRQ_SIZE + 1), -EINVAL);
 	CHECK_EQ_U64(tc_counter(&b, "qp_error"), 0);
 	tc_pair_close(&a, &b);
 }

@@ -366,7 +366,7 @@ query(const struct tc_qp *qp)
 {
 	struct droce_shm_qp_attr q;
 
-	CHECK_EQ_I64(droce_qp_query(qp->qp, &q), 0);
+	CHECK_EQ_I64(droce_engine_qp_query(qp->qp, &q), 0);
 	return q;
 }
 
@@ -709,7 +709,7 @@ modify_live(struct end *x, struct end *y)
 	uint8_t type = x->qp->view.qp_type;
 	uint32_t rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	struct droce_shm_qp_attr a, q;
-	struct droce_event ev;
+	struct droce_engine_event ev;
 
 	/* RTS -> RTS: without the state bit, then with it. */
 	a = attr_live(type, DROCE_SHM_QPS_RTS, false, QKEY2, rw);
@@ -1733,7 +1733,7 @@ DROCE_TEST(notify)
 
 /*
  * A receive CQ of 4 entries gets a 5th completion: CQ_ERR naming it, polls fail from then
- * on, and droce_cq_error_qps() moves every QP on it to ERR, on either engine of host b.
+ * on, and droce_engine_cq_error_qps() moves every QP on it to ERR, on either engine of host b.
  * QPs and CQs of b that do not use it carry on.
  */
 static void
@@ -1742,7 +1742,7 @@ cq_overrun_case(struct tc_host *ha, struct tc_host *hb)
 	struct tc_path p = path_std;
 	struct end x0, y0, x1, y1, x2, y2, x3, y3;
 	struct tc_cq *small, *big, *other;
-	struct droce_event ev;
+	struct droce_engine_event ev;
 	struct ibv_wc wc[SMALL_CQ + 1];
 	unsigned int i;
 
@@ -1775,23 +1775,23 @@ cq_overrun_case(struct tc_host *ha, struct tc_host *hb)
 	for (i = 0; i <= SMALL_CQ; i++)
 		CHECK_EQ_I64(post_send1(&x0, &y0, 10 + i, 0, 100, IBV_SEND_SIGNALED), 0);
 	CHECK_EQ_I64(tc_event(hb, &ev, WAIT_MS), 1);
-	CHECK_EQ_U64(ev.type, DROCE_EVENT_CQ_ERR);
+	CHECK_EQ_U64(ev.type, DROCE_ENGINE_EVENT_CQ_ERR);
 	CHECK_EQ_U64(ev.handle, small->handle);
-	CHECK(droce_cq_in_error(small->cq));
+	CHECK(droce_engine_cq_in_error(small->cq));
 	CHECK(tc_poll(small, SMALL_CQ + 1, wc) < 0);
 	CHECK(tc_poll(small, 1, wc) < 0);
 	CHECK(tc_counter(hb, "cq_overrun") >= 1);
 	/* The engine moved the QP that overran it; the control path moves the others. */
 	CHECK_EQ_U64(tc_qp_state(y0.qp), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_qp_state(y1.qp), DROCE_SHM_QPS_RTS);
-	CHECK_EQ_I64(droce_cq_error_qps(small->cq), 2);
+	CHECK_EQ_I64(droce_engine_cq_error_qps(small->cq), 2);
 	/* 11.6.3.1: each of them reports its local work queue catastrophic error. */
 	{
 		bool fatal0 = false, fatal1 = false;
 
 		for (i = 0; i < 2; i++) {
 			CHECK_EQ_I64(tc_event(hb, &ev, WAIT_MS), 1);
-			CHECK_EQ_U64(ev.type, DROCE_EVENT_QP_FATAL);
+			CHECK_EQ_U64(ev.type, DROCE_ENGINE_EVENT_QP_FATAL);
 			CHECK(ev.handle == y0.qp->qpn || ev.handle == y1.qp->qpn);
 			fatal0 |= ev.handle == y0.qp->qpn;
 			fatal1 |= ev.handle == y1.qp->qpn;
@@ -1873,10 +1873,10 @@ attr_sqd_notify(void)
 static void
 wait_drained(struct tc_host *h, const struct tc_qp *qp)
 {
-	struct droce_event ev;
+	struct droce_engine_event ev;
 
 	CHECK_EQ_I64(tc_event(h, &ev, WAIT_MS), 1);
-	CHECK_EQ_U64(ev.type, DROCE_EVENT_SQ_DRAINED);
+	CHECK_EQ_U64(ev.type, DROCE_ENGINE_EVENT_SQ_DRAINED);
 	CHECK_EQ_U64(ev.handle, qp->qpn);
 	/* Once. */
 	CHECK_EQ_I64(tc_event(h, &ev, QUIET_MS), 0);
@@ -1900,7 +1900,7 @@ sqd_case(struct tc_host *ha, struct tc_host *hb, uint8_t type)
 	uint32_t len = rc ? SQD_LEN : type == DROCE_SHM_QPT_UC ? SQD_LEN_UC : SQD_LEN_UD;
 	struct tc_path p = path_std;
 	struct droce_shm_qp_attr a;
-	struct droce_event ev;
+	struct droce_engine_event ev;
 	uint64_t pkts, msgs;
 	struct ibv_wc wc;
 	struct end x, y;
