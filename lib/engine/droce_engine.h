@@ -192,6 +192,22 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(cqe, "completions written") \
 	X(cq_overrun, "completions lost to a CQ overrun") \
 	X(qp_error, "QPs moved to the error state") \
+	/* Each responder refusal by its reason (engine_resp.c's resp_errs table). */ \
+	X(resp_err_opcode, "requests refused: out of the opcode sequence, or a wrong length") \
+	X(resp_err_rq_broken, "requests refused: the receive ring's indices lie") \
+	X(resp_err_too_long, "requests refused: a SEND longer than its receive WQE") \
+	X(resp_err_place, "requests refused: a receive SGE refused by its lkey") \
+	X(resp_err_write_invalid, "WRITEs refused: not allowed, over 2^31, or a length mismatch") \
+	X(resp_err_write_access, "WRITEs refused by their R_Key") \
+	X(resp_err_read_invalid, "READs refused: not allowed, or over 2^31") \
+	X(resp_err_read_access, "READs refused by their R_Key") \
+	X(resp_err_atomic_invalid, "atomics refused: not allowed, or misaligned") \
+	X(resp_err_atomic_access, "atomics refused by their R_Key") \
+	/* Each send the completer failed, by the state it failed in (engine_comp.c). */ \
+	X(comp_err_read_resp, "sends failed in the completer's READ response state") \
+	X(comp_err_atomic_ack, "sends failed in the completer's atomic acknowledge state") \
+	X(comp_err_rnr_nak, "sends failed in the completer's RNR NAK state (retries spent)") \
+	X(comp_err_err_nak, "sends failed in the completer's error NAK state (the peer's NAK)") \
 	X(srq_limit_events, "SRQ limit events raised") \
 	X(cmds, "control commands applied")
 

@@ -412,6 +412,26 @@ comp_err_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
  * names the next, until DONE. A send fails in one place, COMP_ST_ERROR, which logs the
  * state it came from.
  */
+/* The counter of the state a send failed in (comp_err_*). */
+static void
+comp_err_count(struct droce_engine *e, enum comp_state from)
+{
+	switch (from) {
+	case COMP_ST_READ_RESP:
+		ENGINE_STAT(e, comp_err_read_resp);
+		break;
+	case COMP_ST_ATOMIC_ACK:
+		ENGINE_STAT(e, comp_err_atomic_ack);
+		break;
+	case COMP_ST_RNR_NAK:
+		ENGINE_STAT(e, comp_err_rnr_nak);
+		break;
+	default:
+		ENGINE_STAT(e, comp_err_err_nak);
+		break;
+	}
+}
+
 void
 comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	const struct droce_wire_seg *segs, unsigned int nseg)
@@ -461,6 +481,7 @@ comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 		case COMP_ST_ERROR:
 			ENGINE_LOG(DEBUG, "QP %u: completer %s, PSN %u: status %u\n", qp->qpn,
 				   comp_state_name(from), c.psn, c.status);
+			comp_err_count(e, from);
 			comp_fail(qp, c.status);
 			break;
 		case COMP_ST_DONE:

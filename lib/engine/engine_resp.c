@@ -7,6 +7,7 @@
  * adds the 40-byte GRH area. Runs on the QP's engine.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
@@ -260,31 +261,44 @@ enum resp_err {
 	RESP_ERR_ATOMIC_ACCESS,	/* the R_Key refuses the atomic's 8 bytes */
 };
 
+#define RESP_ERR_STAT(f)	offsetof(struct droce_engine_stats, f)
+
 static const struct {
 	const char *name;
 	uint8_t nak;		/* DROCE_NAK_* */
 	uint8_t status;		/* enum droce_shm_wc_status of the WQE in hand */
+	uint16_t stat;		/* its counter, resp_err_*: offset in the engine's stats */
 } resp_errs[] = {
 	[RESP_ERR_OPCODE] = { "bad opcode sequence or length", DROCE_NAK_INVALID_REQ,
-			      DROCE_SHM_WC_REM_INV_REQ_ERR },
+			      DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_opcode) },
 	[RESP_ERR_RQ_BROKEN] = { "receive ring broken", DROCE_NAK_REMOTE_OP,
-				 DROCE_SHM_WC_REM_INV_REQ_ERR },
+				 DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_rq_broken) },
 	[RESP_ERR_TOO_LONG] = { "message longer than the receive WQE", DROCE_NAK_INVALID_REQ,
-				DROCE_SHM_WC_LOC_LEN_ERR },
+				DROCE_SHM_WC_LOC_LEN_ERR,
+		RESP_ERR_STAT(resp_err_too_long) },
 	[RESP_ERR_PLACE] = { "receive SGE refused", DROCE_NAK_REMOTE_OP,
-			     DROCE_SHM_WC_LOC_PROT_ERR },
+			     DROCE_SHM_WC_LOC_PROT_ERR,
+		RESP_ERR_STAT(resp_err_place) },
 	[RESP_ERR_WRITE_INVALID] = { "WRITE refused", DROCE_NAK_INVALID_REQ,
-				     DROCE_SHM_WC_REM_INV_REQ_ERR },
+				     DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_write_invalid) },
 	[RESP_ERR_WRITE_ACCESS] = { "WRITE R_Key refused", DROCE_NAK_REMOTE_ACCESS,
-				    DROCE_SHM_WC_REM_ACCESS_ERR },
+				    DROCE_SHM_WC_REM_ACCESS_ERR,
+		RESP_ERR_STAT(resp_err_write_access) },
 	[RESP_ERR_READ_INVALID] = { "READ refused", DROCE_NAK_INVALID_REQ,
-				    DROCE_SHM_WC_REM_INV_REQ_ERR },
+				    DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_read_invalid) },
 	[RESP_ERR_READ_ACCESS] = { "READ R_Key refused", DROCE_NAK_REMOTE_ACCESS,
-				   DROCE_SHM_WC_REM_ACCESS_ERR },
+				   DROCE_SHM_WC_REM_ACCESS_ERR,
+		RESP_ERR_STAT(resp_err_read_access) },
 	[RESP_ERR_ATOMIC_INVALID] = { "atomic refused", DROCE_NAK_INVALID_REQ,
-				      DROCE_SHM_WC_REM_INV_REQ_ERR },
+				      DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_atomic_invalid) },
 	[RESP_ERR_ATOMIC_ACCESS] = { "atomic R_Key refused", DROCE_NAK_REMOTE_ACCESS,
-				     DROCE_SHM_WC_REM_ACCESS_ERR },
+				     DROCE_SHM_WC_REM_ACCESS_ERR,
+		RESP_ERR_STAT(resp_err_atomic_access) },
 };
 
 /*
@@ -298,6 +312,7 @@ resp_fail(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, enum res
 		   resp_state_name(qp->resp.state),
 		   qp->type == DROCE_SHM_QPT_RC ? resp_step_name(qp->resp.step) : "-",
 		   droce_bth_psn(droce_pkt_bth(pkt)), resp_errs[err].name);
+	(*(uint64_t *)((uint8_t *)&qp->engine->st + resp_errs[err].stat))++;
 	if (qp->type == DROCE_SHM_QPT_RC)
 		resp_nak(qp, resp_errs[err].nak);
 	if (qp->resp.have_wqe)

@@ -429,6 +429,10 @@ rc_bad_write(enum bad_write kind)
 	CHECK_EQ_I64(first_not(env.dst->buf, 0, DST_LEN, FILL), -1);
 	CHECK_EQ_I64(first_not(ro->buf, 0, 1 << 16, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "nak_err_sent"), 1);
+	/* Counted by the responder's reason and by the completer's state. */
+	CHECK_EQ_U64(tc_counter(&env.b, kind == BAD_QP_ACCESS ? "resp_err_write_invalid" :
+						       "resp_err_write_access"), 1);
+	CHECK_EQ_U64(tc_counter(&env.a, "comp_err_err_nak"), 1);
 	tc_pair_close(&env.a, &env.b);
 }
 

@@ -100,6 +100,7 @@ DROCE_TEST(rnr_retry_zero_fails_with_rnr_retry_exc)
 	CHECK_EQ_U64(wc[1].status, IBV_WC_WR_FLUSH_ERR);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_counter(&env.b, "nak_rnr_sent"), 1);
+	CHECK_EQ_U64(tc_counter(&env.a, "comp_err_rnr_nak"), 1);
 	/* A WR posted in ERR is flushed too. */
 	CHECK_EQ_I64(tc_send(env.qa, 3, env.ma, 0, 100, 0), 0);
 	CHECK_EQ_I64(tc_wait(env.ca, 1, wc, 5000), 1);
