@@ -225,6 +225,13 @@ extern const char *const droce_engine_counter_descs[];
 void droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st);
 /* Writes " name=value" for every non-zero counter of e to f (diagnostics; any thread). */
 void droce_engine_stats_print(FILE *f, const struct droce_engine *e);
+/*
+ * Writes one line about qp to f: its state, the responder's state and the step its last
+ * RC request reached, the state the completer last failed a send in, and the PSNs. Reads
+ * the engine's own fields without synchronisation: for diagnostics (a failed test, a
+ * stopped engine), never for decisions.
+ */
+void droce_engine_qp_print(FILE *f, const struct droce_engine_qp *qp);
 
 /* ---- Domains (clients) ---- */
 

@@ -482,6 +482,7 @@ comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 			ENGINE_LOG(DEBUG, "QP %u: completer %s, PSN %u: status %u\n", qp->qpn,
 				   comp_state_name(from), c.psn, c.status);
 			comp_err_count(e, from);
+			qp->req.comp_failed_in = (uint8_t)(from + 1);
 			comp_fail(qp, c.status);
 			break;
 		case COMP_ST_DONE:

@@ -320,6 +320,8 @@ struct droce_engine_qp {
 		bool kick;		/* moved to RTS: fetch what was posted (req_send) */
 		bool rd_resume;		/* a READ was asked again: wait for its answer */
 		bool drained;		/* SQD reached with nothing outstanding */
+		/* enum comp_state a send last failed in + 1 (0: none), for debug output. */
+		uint8_t comp_failed_in;
 		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
 		uint64_t rnr_deadline;
 	} req;

@@ -685,6 +685,18 @@ droce_engine_stats_print(FILE *f, const struct droce_engine *e)
 	}
 }
 
+void
+droce_engine_qp_print(FILE *f, const struct droce_engine_qp *qp)
+{
+	fprintf(f, "QP %u %s: requester psn %u una %u psn_max %u%s; responder %s, step %s, "
+		"epsn %u%s%s; completer %s%s\n", qp->qpn, droce_shm_qp_state_name(qp->state),
+		qp->req.psn, qp->req.una, qp->req.psn_max, qp->req.rnr_wait ? " (RNR wait)" : "",
+		resp_state_name(qp->resp.state), resp_step_name(qp->resp.step), qp->resp.epsn,
+		qp->resp.nak_sent ? " (NAK sent)" : "", qp->resp.have_wqe ? " (WQE in hand)" : "",
+		qp->req.comp_failed_in != 0 ? "failed in " : "no failure",
+		qp->req.comp_failed_in != 0 ? comp_state_name(qp->req.comp_failed_in - 1u) : "");
+}
+
 struct droce_engine *
 droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droce_engine_conf *conf)
 {

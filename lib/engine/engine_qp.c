@@ -259,6 +259,7 @@ qp_reset(struct droce_engine_qp *qp)
 	qp->req.rd_resume = false;
 	qp->req.drained = false;
 	qp->req.since_ackreq = 0;
+	qp->req.comp_failed_in = 0;
 	__atomic_store_n(&qp->ctl->sq.cons, sq_prod, __ATOMIC_RELEASE);
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	if (qp->srq == NULL) {

@@ -854,6 +854,10 @@ tc_dump(const struct tc_host *h)
 		droce_engine_stats_print(stderr, h->eng[i]);
 		fprintf(stderr, "\n");
 	}
+	for (i = 0; i < objs(h)->nb_qps; i++) {
+		fprintf(stderr, "host %s ", h->name);
+		droce_engine_qp_print(stderr, objs(h)->qps[i]->qp);
+	}
 }
 
 /* ---- A host on rings the caller fills and drains ---- */

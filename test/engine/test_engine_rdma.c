@@ -10,6 +10,7 @@
  */
 #include <endian.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -362,6 +363,23 @@ DROCE_TEST(rc_write_imm_rnr)
 	tc_pair_close(&env.a, &env.b);
 }
 
+/* droce_engine_qp_print's line for x contains want. */
+static void
+qp_line_has(const struct tc_qp *x, const char *want)
+{
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+
+	CHECK(f != NULL);
+	droce_engine_qp_print(f, x->qp);
+	CHECK_EQ_I64(fclose(f), 0);
+	if (strstr(line, want) == NULL)
+		fprintf(stderr, "QP line: %s", line);
+	CHECK(strstr(line, want) != NULL);
+	free(line);
+}
+
 enum bad_write {
 	BAD_RKEY,		/* an R_Key of no region */
 	BAD_RANGE,		/* one byte past the region */
@@ -433,6 +451,9 @@ rc_bad_write(enum bad_write kind)
 	CHECK_EQ_U64(tc_counter(&env.b, kind == BAD_QP_ACCESS ? "resp_err_write_invalid" :
 						       "resp_err_write_access"), 1);
 	CHECK_EQ_U64(tc_counter(&env.a, "comp_err_err_nak"), 1);
+	/* The per-QP debug line names where each side stood. */
+	qp_line_has(env.qa, "completer failed in error NAK");
+	qp_line_has(env.qb, "step WRITE");
 	tc_pair_close(&env.a, &env.b);
 }
 
