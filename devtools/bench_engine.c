@@ -62,8 +62,8 @@
 #include <droce_shm_qp_attr.h>
 #include <droce_wire_hdr.h>
 
-#include "engine_region.h"
-#include "qp_bringup.h"
+#include <droce_engine_region.h>
+#include <droce_shm_bringup.h>
 
 /* ---- Defaults and sizes ---- */
 
@@ -349,28 +349,28 @@ hosts_release(struct bench_host *a, struct bench_host *b)
 	rte_mempool_free(b->mp);
 }
 
-/* The host's region as test/common/engine_region.h takes it. */
-static struct engine_region
+/* The host's region as lib/engine/droce_engine_region.h takes it. */
+static struct droce_engine_region
 host_region(struct bench_host *h)
 {
-	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+	return (struct droce_engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
 }
 
 static int
 cq_create(struct bench_host *h, struct bench_cq *c, uint32_t size, uint32_t handle)
 {
-	struct engine_region r = host_region(h);
-	struct engine_region_cq_mem mem;
+	struct droce_engine_region r = host_region(h);
+	struct droce_engine_region_cq_mem mem;
 
-	c->cq = engine_region_cq_create(&r, size, -1, handle, &mem, &c->view);
+	c->cq = droce_engine_region_cq_create(&r, size, -1, handle, &mem, &c->view);
 	return c->cq != NULL ? 0 : -1;
 }
 
 static int
 qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t rq_size)
 {
-	struct engine_region r = host_region(h);
-	struct engine_region_qp_mem mem;
+	struct droce_engine_region r = host_region(h);
+	struct droce_engine_region_qp_mem mem;
 	struct droce_engine_qp_conf c;
 
 	memset(&c, 0, sizeof(c));
@@ -383,7 +383,7 @@ qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t r
 	c.rq_size = rq_size;
 	c.rq_max_sge = 1;
 	c.db_slot = h->next_db_slot++;
-	q->qp = engine_region_qp_create(&r, &c, &mem, &q->view);
+	q->qp = droce_engine_region_qp_create(&r, &c, &mem, &q->view);
 	if (q->qp == NULL)
 		return -1;
 	q->qpn = q->view.qp_num;
@@ -396,13 +396,13 @@ qp_create(struct bench_host *h, struct bench_qp *q, uint32_t sq_size, uint32_t r
 	return 0;
 }
 
-/* RESET -> INIT -> RTR -> RTS, addressed at peer (test/common/qp_bringup.h). */
+/* RESET -> INIT -> RTR -> RTS, addressed at peer (lib/shm/droce_shm_bringup.h). */
 static int
 qp_connect(struct bench_qp *x, const struct bench_qp *y, const struct bench_host *peer,
 	   uint8_t mtu, uint32_t sq_psn, uint32_t rq_psn)
 {
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
-	struct qp_bringup_path path = {
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
+	struct droce_shm_bringup_path path = {
 		.qp_type = DROCE_SHM_QPT_RC,
 		.access = IBV_ACCESS_LOCAL_WRITE,
 		.mtu = mtu,
@@ -417,9 +417,9 @@ qp_connect(struct bench_qp *x, const struct bench_qp *y, const struct bench_host
 	};
 	unsigned int i;
 
-	qp_bringup_ah(&path.ah, peer->gid, 0);
-	qp_bringup_connected(&path, attr);
-	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+	droce_shm_bringup_ah(&path.ah, peer->gid, 0);
+	droce_shm_bringup_connected(&path, attr);
+	for (i = 0; i < DROCE_SHM_BRINGUP_STEPS; i++)
 		if (droce_engine_qp_modify(x->qp, &attr[i]) != 0)
 			return -1;
 	return 0;

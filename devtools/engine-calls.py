@@ -28,6 +28,8 @@ LAYERS = {
     # the loop and the control side's object API (called by droced and the tests only)
     'engine_loop.c': 0,
     'engine_objects.c': 0,
+    # CQs and QPs in a client region for programs that embed engines, over the object API
+    'engine_region.c': 0,
     # stages: what one pass runs, in the loop's order
     'engine_rx.c': 1,
     'engine_req.c': 1,

@@ -18,7 +18,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "qp_bringup.h"
+#include <droce_shm_bringup.h>
 #include "test_eal.h"
 
 #define TC_NB_MBUFS	8192
@@ -461,25 +461,25 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	return mr;
 }
 
-/* The host's region as test/common/engine_region.h takes it. */
-static struct engine_region
+/* The host's region as lib/engine/droce_engine_region.h takes it. */
+static struct droce_engine_region
 host_region(struct tc_host *h)
 {
-	return (struct engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+	return (struct droce_engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
 }
 
 struct tc_cq *
 tc_cq_create(struct tc_host *h, uint32_t size)
 {
 	struct tc_cq *cq = calloc(1, sizeof(*cq));
-	struct engine_region r = host_region(h);
+	struct droce_engine_region r = host_region(h);
 
 	CHECK(cq != NULL && objs(h)->nb_cqs < TC_MAX_OBJS);
 	cq->h = h;
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(cq->efd >= 0);
 	cq->handle = ++h->next_handle;
-	cq->cq = engine_region_cq_create(&r, size, cq->efd, cq->handle, &cq->mem, &cq->view);
+	cq->cq = droce_engine_region_cq_create(&r, size, cq->efd, cq->handle, &cq->mem, &cq->view);
 	CHECK(cq->cq != NULL);
 	objs(h)->cqs[objs(h)->nb_cqs++] = cq;
 	return cq;
@@ -502,10 +502,10 @@ void
 tc_cq_destroy(struct tc_cq *cq)
 {
 	struct tc_host *h = cq->h;
-	struct engine_region r = host_region(h);
+	struct droce_engine_region r = host_region(h);
 
 	CHECK(droce_engine_cq_destroy(cq->cq) == 0);
-	CHECK(engine_region_cq_free(&r, &cq->mem, cq->view.size) == 0);
+	CHECK(droce_engine_region_cq_free(&r, &cq->mem, cq->view.size) == 0);
 	close(cq->efd);
 	objs_remove((void **)objs(h)->cqs, &objs(h)->nb_cqs, cq);
 	free(cq);
@@ -560,7 +560,7 @@ struct tc_qp *
 tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 {
 	struct tc_qp *qp = calloc(1, sizeof(*qp));
-	struct engine_region r = host_region(h);
+	struct droce_engine_region r = host_region(h);
 	struct droce_engine_qp_conf c;
 
 	CHECK(qp != NULL && objs(h)->nb_qps < TC_MAX_OBJS && in->engine < h->nb_eng);
@@ -580,7 +580,7 @@ tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 	c.rq_size = in->srq != NULL ? 0 : in->rq_size;
 	c.rq_max_sge = in->srq != NULL ? 0 : in->max_sge;
 	c.db_slot = h->next_slot[in->engine]++;
-	qp->qp = engine_region_qp_create(&r, &c, &qp->mem, &qp->view);
+	qp->qp = droce_engine_region_qp_create(&r, &c, &qp->mem, &qp->view);
 	CHECK(qp->qp != NULL);
 	qp->qpn = qp->view.qp_num;
 	qp->view.supported_wr = (1u << DROCE_SHM_WR_SEND) | (1u << DROCE_SHM_WR_SEND_WITH_IMM) |
@@ -596,10 +596,10 @@ void
 tc_qp_destroy(struct tc_qp *qp)
 {
 	struct tc_host *h = qp->h;
-	struct engine_region r = host_region(h);
+	struct droce_engine_region r = host_region(h);
 
 	CHECK(droce_engine_qp_destroy(qp->qp) == 0);
-	CHECK(engine_region_qp_free(&r, &qp->mem) == 0);
+	CHECK(droce_engine_region_qp_free(&r, &qp->mem) == 0);
 	objs_remove((void **)objs(h)->qps, &objs(h)->nb_qps, qp);
 	free(qp);
 }
@@ -613,16 +613,16 @@ tc_modify(struct tc_qp *qp, const struct droce_shm_qp_attr *attr)
 static void
 tc_ah_attr(const struct tc_host *to, bool ipv6, struct droce_shm_ah_attr *ah)
 {
-	qp_bringup_ah(ah, ipv6 ? to->gid6 : to->gid, ipv6 ? 1 : 0);
+	droce_shm_bringup_ah(ah, ipv6 ? to->gid6 : to->gid, ipv6 ? 1 : 0);
 }
 
 /* Applies INIT, RTR and RTS in turn: each must be accepted. */
 static void
-tc_modify_steps(struct tc_qp *x, const struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+tc_modify_steps(struct tc_qp *x, const struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS])
 {
 	unsigned int i;
 
-	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+	for (i = 0; i < DROCE_SHM_BRINGUP_STEPS; i++)
 		CHECK_EQ_I64(tc_modify(x, &attr[i]), 0);
 }
 
@@ -630,8 +630,8 @@ static void
 tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	       const struct tc_path *p, uint32_t sq_psn, uint32_t rq_psn, uint32_t access)
 {
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
-	struct qp_bringup_path path = {
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
+	struct droce_shm_bringup_path path = {
 		.qp_type = x->view.qp_type,
 		.access = access != 0 ? access : IBV_ACCESS_LOCAL_WRITE,
 		.mtu = p->mtu,
@@ -646,7 +646,7 @@ tc_connect_one(struct tc_qp *x, uint32_t dest_qpn, const struct tc_host *to,
 	};
 
 	tc_ah_attr(to, p->ipv6, &path.ah);
-	qp_bringup_connected(&path, attr);
+	droce_shm_bringup_connected(&path, attr);
 	tc_modify_steps(x, attr);
 }
 
@@ -669,9 +669,9 @@ tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id, const st
 void
 tc_ud_ready(struct tc_qp *qp, uint32_t qkey, uint32_t sq_psn)
 {
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
 
-	qp_bringup_ud(qkey, sq_psn, attr);
+	droce_shm_bringup_ud(qkey, sq_psn, attr);
 	tc_modify_steps(qp, attr);
 }
 

@@ -20,7 +20,7 @@
 #include <droce_shm_client.h>
 #include <droce_shm_qp_attr.h>
 
-#include "engine_region.h"
+#include <droce_engine_region.h>
 
 #define TC_MAX_ENGINES	4
 #define TC_MAX_MRS	64
@@ -61,7 +61,7 @@ struct tc_cq {
 	struct droce_engine_cq *cq;
 	struct droce_shm_client_cq view;
 	int efd;			/* the completion channel */
-	struct engine_region_cq_mem mem;
+	struct droce_engine_region_cq_mem mem;
 	uint32_t handle;
 };
 
@@ -80,7 +80,7 @@ struct tc_qp {
 	struct droce_shm_client_qp view;
 	uint32_t qpn;
 	unsigned int engine;
-	struct engine_region_qp_mem mem;
+	struct droce_engine_region_qp_mem mem;
 };
 
 struct tc_qp_init {

@@ -26,7 +26,7 @@
 
 #include "droce_test.h"
 #include "engine_client.h"
-#include "qp_bringup.h"
+#include <droce_shm_bringup.h>
 
 #define RUNNER_MAX_RECVS	64	/* receive WQEs: also the receive ring size */
 #define RUNNER_MAX_SENDS	16
@@ -386,13 +386,13 @@ static void
 runner_qp_ready(struct runner *r)
 {
 	const struct runner_opts *o = r->o;
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
 	unsigned int i, steps = o->state == DROCE_SHM_QPS_RTR ? 2 : 3;
 
 	if (o->type == DROCE_SHM_QPT_UD) {
-		qp_bringup_ud(o->qkey, o->sq_psn, attr);
+		droce_shm_bringup_ud(o->qkey, o->sq_psn, attr);
 	} else {
-		struct qp_bringup_path path = {
+		struct droce_shm_bringup_path path = {
 			.qp_type = o->type,
 			.access = IBV_ACCESS_LOCAL_WRITE,
 			.mtu = o->mtu,
@@ -406,8 +406,8 @@ runner_qp_ready(struct runner *r)
 			.rd_atomic = RUNNER_MAX_RD_ATOMIC,
 		};
 
-		qp_bringup_ah(&path.ah, o->ipv6 ? o->peer.gid6 : o->peer.gid, o->ipv6 ? 1 : 0);
-		qp_bringup_connected(&path, attr);
+		droce_shm_bringup_ah(&path.ah, o->ipv6 ? o->peer.gid6 : o->peer.gid, o->ipv6 ? 1 : 0);
+		droce_shm_bringup_connected(&path, attr);
 	}
 	for (i = 0; i < steps; i++)
 		runner_modify(r, &attr[i]);

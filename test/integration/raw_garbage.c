@@ -34,7 +34,7 @@
 #include "droce_shm_arena.h"
 #include "droce_shm_proto.h"
 #include "droce_shm_qp_attr.h"
-#include "qp_bringup.h"
+#include <droce_shm_bringup.h>
 
 #define EXIT_OK		0
 #define EXIT_DEAD	1
@@ -367,13 +367,13 @@ wait_state(const struct qp *q, uint32_t want)
 	return qp_state(q);
 }
 
-/* INIT, RTR and RTS in turn (qp_bringup.h); -1 at the first droced refuses. */
+/* INIT, RTR and RTS in turn (droce_shm_bringup.h); -1 at the first droced refuses. */
 static int
-to_rts(struct conn *c, struct qp *q, const struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+to_rts(struct conn *c, struct qp *q, const struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS])
 {
 	unsigned int i;
 
-	for (i = 0; i < QP_BRINGUP_STEPS; i++)
+	for (i = 0; i < DROCE_SHM_BRINGUP_STEPS; i++)
 		if (modify(c, q, &attr[i]) != 0)
 			return -1;
 	return 0;
@@ -383,8 +383,8 @@ to_rts(struct conn *c, struct qp *q, const struct droce_shm_qp_attr attr[QP_BRIN
 static int
 rc_to_rts(struct conn *c, struct qp *q, uint32_t dqpn, uint32_t rq_psn, uint32_t sq_psn)
 {
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
-	struct qp_bringup_path path = {
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
+	struct droce_shm_bringup_path path = {
 		.qp_type = DROCE_SHM_QPT_RC,
 		.mtu = DROCE_SHM_MTU_1024,
 		.dest_qpn = dqpn,
@@ -396,17 +396,17 @@ rc_to_rts(struct conn *c, struct qp *q, uint32_t dqpn, uint32_t rq_psn, uint32_t
 		.min_rnr_timer = 12,
 	};
 
-	qp_bringup_ah(&path.ah, c->gid0.gid, 0);
-	qp_bringup_connected(&path, attr);
+	droce_shm_bringup_ah(&path.ah, c->gid0.gid, 0);
+	droce_shm_bringup_connected(&path, attr);
 	return to_rts(c, q, attr);
 }
 
 static int
 ud_to_rts(struct conn *c, struct qp *q)
 {
-	struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS];
+	struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS];
 
-	qp_bringup_ud(UD_QKEY, 7, attr);
+	droce_shm_bringup_ud(UD_QKEY, 7, attr);
 	return to_rts(c, q, attr);
 }
 

@@ -2,12 +2,12 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "qp_bringup.h"
+#include "droce_shm_bringup.h"
 
 #define HOP_LIMIT	64
 
 void
-qp_bringup_ah(struct droce_shm_ah_attr *ah, const uint8_t dgid[16], uint8_t sgid_index)
+droce_shm_bringup_ah(struct droce_shm_ah_attr *ah, const uint8_t dgid[16], uint8_t sgid_index)
 {
 	memset(ah, 0, sizeof(*ah));
 	memcpy(ah->dgid, dgid, sizeof(ah->dgid));
@@ -18,13 +18,13 @@ qp_bringup_ah(struct droce_shm_ah_attr *ah, const uint8_t dgid[16], uint8_t sgid
 }
 
 void
-qp_bringup_connected(const struct qp_bringup_path *p,
-		     struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+droce_shm_bringup_connected(const struct droce_shm_bringup_path *p,
+		     struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS])
 {
 	bool rc = p->qp_type == DROCE_SHM_QPT_RC;
 	struct droce_shm_qp_attr *a;
 
-	memset(attr, 0, QP_BRINGUP_STEPS * sizeof(*attr));
+	memset(attr, 0, DROCE_SHM_BRINGUP_STEPS * sizeof(*attr));
 	a = &attr[0];
 	a->mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
 		  DROCE_SHM_QP_ACCESS_FLAGS;
@@ -59,9 +59,9 @@ qp_bringup_connected(const struct qp_bringup_path *p,
 }
 
 void
-qp_bringup_ud(uint32_t qkey, uint32_t sq_psn, struct droce_shm_qp_attr attr[QP_BRINGUP_STEPS])
+droce_shm_bringup_ud(uint32_t qkey, uint32_t sq_psn, struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS])
 {
-	memset(attr, 0, QP_BRINGUP_STEPS * sizeof(*attr));
+	memset(attr, 0, DROCE_SHM_BRINGUP_STEPS * sizeof(*attr));
 	attr[0].mask = DROCE_SHM_QP_STATE | DROCE_SHM_QP_PKEY_INDEX | DROCE_SHM_QP_PORT |
 		       DROCE_SHM_QP_QKEY;
 	attr[0].qp_state = DROCE_SHM_QPS_INIT;

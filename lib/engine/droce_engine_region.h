@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef ENGINE_REGION_H
-#define ENGINE_REGION_H
+#ifndef DROCE_ENGINE_REGION_H
+#define DROCE_ENGINE_REGION_H
 
 /*
  * lib/engine's CQs and QPs with their control blocks and rings in a client region, laid
  * out as droced lays them out for libdroce, and the lib/shm client views that post to
- * them and poll them: for the programs that run engines in their own process (the engine
- * tests' client, test/engine/engine_client.c, and droce-bench-engine).
+ * them and poll them: the small embedding API of the programs that run engines in their
+ * own process (app/droce-perf, the engine tests' client test/engine/engine_client.c, and
+ * droce-bench-engine). droced lays its clients' regions out itself.
  */
 
 #include <stdint.h>
@@ -17,19 +18,19 @@
 #include <droce_shm_qp_attr.h>
 
 /* A client region and what allocates in it. */
-struct engine_region {
+struct droce_engine_region {
 	void *base;			/* starts with its struct droce_shm_region_hdr */
 	struct droce_shm_arena *arena;
 	struct droce_engine_domain *dom;	/* the domain the region belongs to */
 };
 
 /* Where a CQ's control block and ring are in the region. */
-struct engine_region_cq_mem {
+struct droce_engine_region_cq_mem {
 	int64_t ctl_off, ring_off;
 };
 
 /* Where a QP's control block and rings are in the region (rq_len 0: an SRQ's QP). */
-struct engine_region_qp_mem {
+struct droce_engine_region_qp_mem {
 	int64_t ctl_off, sq_off, rq_off;
 	uint64_t sq_len, rq_len;
 };
@@ -39,12 +40,12 @@ struct engine_region_qp_mem {
  * named handle in events; view polls it. NULL when the region is full or lib/engine
  * refuses.
  */
-struct droce_engine_cq *engine_region_cq_create(const struct engine_region *r, uint32_t size,
+struct droce_engine_cq *droce_engine_region_cq_create(const struct droce_engine_region *r, uint32_t size,
 					 int eventfd, uint32_t handle,
-					 struct engine_region_cq_mem *mem,
+					 struct droce_engine_region_cq_mem *mem,
 					 struct droce_shm_client_cq *view);
 /* Gives the region back after droce_engine_cq_destroy: 0, or -1 when the arena refuses. */
-int engine_region_cq_free(const struct engine_region *r, const struct engine_region_cq_mem *mem,
+int droce_engine_region_cq_free(const struct droce_engine_region *r, const struct droce_engine_region_cq_mem *mem,
 			  uint32_t size);
 
 /*
@@ -53,11 +54,11 @@ int engine_region_cq_free(const struct engine_region *r, const struct engine_reg
  * doorbell block of the QP's engine; its supported_wr (SEND only) and checks (none) are
  * the caller's to set. NULL when the region is full or lib/engine refuses.
  */
-struct droce_engine_qp *engine_region_qp_create(const struct engine_region *r,
+struct droce_engine_qp *droce_engine_region_qp_create(const struct droce_engine_region *r,
 					 struct droce_engine_qp_conf *conf,
-					 struct engine_region_qp_mem *mem,
+					 struct droce_engine_region_qp_mem *mem,
 					 struct droce_shm_client_qp *view);
 /* Gives the region back after droce_engine_qp_destroy: 0, or -1 when the arena refuses. */
-int engine_region_qp_free(const struct engine_region *r, const struct engine_region_qp_mem *mem);
+int droce_engine_region_qp_free(const struct droce_engine_region *r, const struct droce_engine_region_qp_mem *mem);
 
-#endif /* ENGINE_REGION_H */
+#endif /* DROCE_ENGINE_REGION_H */

@@ -3,34 +3,34 @@
 
 #include <droce_shm.h>
 
-#include "engine_region.h"
+#include "droce_engine_region.h"
 
 /* The region at off, or NULL when the arena had no room (off < 0). */
 static void *
-at(const struct engine_region *r, int64_t off)
+region_at(const struct droce_engine_region *r, int64_t off)
 {
 	return off > 0 ? (uint8_t *)r->base + off : NULL;
 }
 
 static int64_t
-alloc(const struct engine_region *r, uint64_t len)
+region_alloc(const struct droce_engine_region *r, uint64_t len)
 {
 	return droce_shm_arena_alloc(r->arena, len, DROCE_SHM_CACHE_LINE);
 }
 
 struct droce_engine_cq *
-engine_region_cq_create(const struct engine_region *r, uint32_t size, int eventfd,
-			uint32_t handle, struct engine_region_cq_mem *mem,
+droce_engine_region_cq_create(const struct droce_engine_region *r, uint32_t size, int eventfd,
+			uint32_t handle, struct droce_engine_region_cq_mem *mem,
 			struct droce_shm_client_cq *view)
 {
 	struct droce_engine_cq_conf conf;
 	struct droce_engine_cq *cq;
 
-	mem->ctl_off = alloc(r, sizeof(struct droce_shm_cq));
-	mem->ring_off = alloc(r, (uint64_t)size * sizeof(struct droce_shm_cqe));
+	mem->ctl_off = region_alloc(r, sizeof(struct droce_shm_cq));
+	mem->ring_off = region_alloc(r, (uint64_t)size * sizeof(struct droce_shm_cqe));
 	memset(&conf, 0, sizeof(conf));
-	conf.ctl = at(r, mem->ctl_off);
-	conf.ring = at(r, mem->ring_off);
+	conf.ctl = region_at(r, mem->ctl_off);
+	conf.ring = region_at(r, mem->ring_off);
 	conf.size = size;
 	conf.eventfd = eventfd;
 	conf.handle = handle;
@@ -47,7 +47,7 @@ engine_region_cq_create(const struct engine_region *r, uint32_t size, int eventf
 }
 
 int
-engine_region_cq_free(const struct engine_region *r, const struct engine_region_cq_mem *mem,
+droce_engine_region_cq_free(const struct droce_engine_region *r, const struct droce_engine_region_cq_mem *mem,
 		      uint32_t size)
 {
 	if (droce_shm_arena_free(r->arena, mem->ctl_off, sizeof(struct droce_shm_cq)) != 0 ||
@@ -58,8 +58,8 @@ engine_region_cq_free(const struct engine_region *r, const struct engine_region_
 }
 
 struct droce_engine_qp *
-engine_region_qp_create(const struct engine_region *r, struct droce_engine_qp_conf *conf,
-			struct engine_region_qp_mem *mem, struct droce_shm_client_qp *view)
+droce_engine_region_qp_create(const struct droce_engine_region *r, struct droce_engine_qp_conf *conf,
+			struct droce_engine_region_qp_mem *mem, struct droce_shm_client_qp *view)
 {
 	const struct droce_shm_region_hdr *hdr = r->base;
 	uint32_t sq_stride = droce_shm_sq_stride(conf->sq_max_sge, conf->max_inline);
@@ -68,12 +68,12 @@ engine_region_qp_create(const struct engine_region *r, struct droce_engine_qp_co
 
 	mem->sq_len = (uint64_t)conf->sq_size * sq_stride;
 	mem->rq_len = conf->srq != NULL ? 0 : (uint64_t)conf->rq_size * rq_stride;
-	mem->ctl_off = alloc(r, sizeof(struct droce_shm_qp));
-	mem->sq_off = alloc(r, mem->sq_len);
-	mem->rq_off = conf->srq != NULL ? 0 : alloc(r, mem->rq_len);
-	conf->ctl = at(r, mem->ctl_off);
-	conf->sq = at(r, mem->sq_off);
-	conf->rq = conf->srq != NULL ? NULL : at(r, mem->rq_off);
+	mem->ctl_off = region_alloc(r, sizeof(struct droce_shm_qp));
+	mem->sq_off = region_alloc(r, mem->sq_len);
+	mem->rq_off = conf->srq != NULL ? 0 : region_alloc(r, mem->rq_len);
+	conf->ctl = region_at(r, mem->ctl_off);
+	conf->sq = region_at(r, mem->sq_off);
+	conf->rq = conf->srq != NULL ? NULL : region_at(r, mem->rq_off);
 	if (conf->ctl == NULL || conf->sq == NULL || (conf->srq == NULL && conf->rq == NULL))
 		return NULL;
 	qp = droce_engine_qp_create(r->dom, conf);
@@ -100,7 +100,7 @@ engine_region_qp_create(const struct engine_region *r, struct droce_engine_qp_co
 }
 
 int
-engine_region_qp_free(const struct engine_region *r, const struct engine_region_qp_mem *mem)
+droce_engine_region_qp_free(const struct droce_engine_region *r, const struct droce_engine_region_qp_mem *mem)
 {
 	if (droce_shm_arena_free(r->arena, mem->ctl_off, sizeof(struct droce_shm_qp)) != 0 ||
 	    droce_shm_arena_free(r->arena, mem->sq_off, mem->sq_len) != 0)
