@@ -176,7 +176,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(nak_seq_rcvd, "PSN sequence error NAKs received") \
 	X(nak_rnr_rcvd, "RNR NAKs received") \
 	X(nak_err_rcvd, "invalid request / access / operational NAKs received") \
-	X(resp_msgs, "messages delivered by the responder") \
+	X(resp_msgs, "messages delivered by the responder (completions of receive WQEs)") \
+	X(resp_writes, "RDMA WRITE messages placed by the responder (RC, UC; with or without immediate)") \
 	X(resp_dup, "duplicate requests (re-ACKed, not delivered again)") \
 	X(resp_out_of_seq, "requests beyond the expected PSN (dropped)") \
 	X(rd_resp_sent, "READ response packets sent") \

@@ -641,6 +641,7 @@ resp_rc_write(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, cons
 	if (flags & DROCE_OPF_LAST) {
 		qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
 		qp->resp.state = RESP_ST_IDLE;
+		ENGINE_STAT(qp->engine, resp_writes);
 		if (flags & DROCE_OPF_RWQE) {
 			/* byte_len: the RETH length, as rxe reports it. */
 			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
@@ -854,9 +855,12 @@ resp_uc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const stru
 				qp_to_error(qp);
 			return;
 		}
-		if (!(flags & DROCE_OPF_LAST))
+		if (!(flags & DROCE_OPF_LAST)) {
 			qp->resp.state = RESP_ST_WRITE;
-		else if (flags & DROCE_OPF_RWQE)
+			return;
+		}
+		ENGINE_STAT(e, resp_writes);
+		if (flags & DROCE_OPF_RWQE)
 			resp_complete(qp, pkt, DROCE_SHM_WC_SUCCESS, qp->resp.dma_len);
 		else
 			qp->resp.state = RESP_ST_IDLE;

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef PERF_H
+#define PERF_H
+
+/*
+ * droce-perf: a testpmd-style RoCEv2 traffic generator that embeds droce engines (no
+ * droced). Two hosts, a and b, each a device with one engine on one port, live in this
+ * process: over an internal net_ring pair when the EAL line gives no port, or on ports 0
+ * and 1 of whatever the EAL line gives (net_memif server and client, net_af_packet on a
+ * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
+ * engines (droce_engine_poll()), as an application linking the engine in-process does.
+ *
+ * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
+ * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
+ * perf_report.c (perftest's tables, --json lines, port statistics).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <droce_engine.h>
+#include <droce_engine_region.h>
+#include <droce_shm.h>
+#include <droce_shm_arena.h>
+#include <droce_shm_client.h>
+
+#define PERF_MIN_SIZE		1u
+#define PERF_MAX_SIZE		(1u << 20)
+/*
+ * One engine per host for now, and an engine has DROCE_SHM_DB_SLOTS doorbell slots per
+ * domain: QPs over more engines (and lcores) come later.
+ */
+#define PERF_MAX_QPS		DROCE_SHM_DB_SLOTS
+
+enum perf_mode {
+	PERF_MODE_SEND,
+	PERF_MODE_WRITE,
+	PERF_MODE_LAT,
+	PERF_MODE_RAW_TX,
+	PERF_MODE_RAW_RX,
+	PERF_MODE_RAW_IO,
+	PERF_NB_MODES,
+};
+
+extern const char *const perf_mode_names[PERF_NB_MODES];
+
+static inline bool
+perf_mode_is_raw(enum perf_mode m)
+{
+	return m == PERF_MODE_RAW_TX || m == PERF_MODE_RAW_RX || m == PERF_MODE_RAW_IO;
+}
+
+struct perf_opts {
+	enum perf_mode mode;
+	uint32_t size;			/* message (or raw frame payload) bytes */
+	bool all_sizes;			/* -a: every power of two 1..PERF_MAX_SIZE */
+	uint32_t qps;
+	uint64_t iters;			/* per QP (raw: frames); 0 when by duration */
+	double duration_s;		/* 0 when by iterations */
+	uint8_t qp_type;		/* DROCE_SHM_QPT_RC or _UC */
+	uint8_t mtu;			/* enum ibv_mtu */
+	bool json;
+};
+
+/* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
+int perf_opts_parse(int argc, char **argv, struct perf_opts *o);
+void perf_usage(const char *prog);
+
+/* ---- Hosts (perf_main.c) ---- */
+
+struct perf_cq {
+	struct droce_engine_cq *cq;
+	struct droce_shm_client_cq view;
+};
+
+struct perf_qp {
+	struct droce_engine_qp *qp;
+	struct droce_shm_client_qp view;
+	uint32_t qpn;
+	uint32_t next_slot;		/* message buffer slot of the next post */
+	uint64_t posted;		/* sends (or receives) posted so far: the next wr_id */
+	uint64_t done;			/* sends known complete (the signaled wr_id + 1) */
+	uint64_t round_posted;		/* sends of the current size */
+	bool closed;			/* the last send posted was signaled */
+	uint64_t rposted;		/* receives posted so far */
+	uint64_t rdone;			/* receives completed */
+};
+
+/*
+ * What one end tells the other to connect its QPs: today filled in place for the peer
+ * host of this process; the out-of-band exchange of two processes (perftest's TCP
+ * handshake, app/droce-perf's perf_oob) will carry the same fields.
+ */
+struct perf_peer {
+	uint8_t mac[6];
+	uint8_t gid[16];
+	uint32_t nb_qps;
+	const uint32_t *qpns;		/* nb_qps QP numbers */
+	uint32_t psn;			/* every QP's first send PSN */
+	uint64_t buf_addr;		/* the remote buffer of RDMA WRITEs */
+	uint32_t rkey;
+	uint64_t buf_len;
+};
+
+struct perf_host {
+	const char *name;
+	uint8_t id;
+	uint16_t port;
+	bool port_started;
+	bool port_ours;			/* an internal net_ring port: closed at the end */
+	struct rte_mempool *mp;
+	struct rte_ring *link_in;	/* net_ring topology: the ring this port receives */
+	struct droce_engine_dev *dev;
+	struct droce_engine *eng;
+	void *region;
+	uint64_t region_size;
+	struct droce_shm_arena arena;
+	struct droce_engine_domain *dom;
+	uint32_t next_db_slot;
+	uint8_t mac[6];
+	uint8_t gid[16];
+	uint8_t *buf;			/* the one MR: buf_slots slots of slot_size bytes */
+	uint64_t buf_len;
+	uint32_t slot_size;
+	uint32_t buf_slots;
+	uint32_t lkey, rkey;
+	struct perf_cq scq, rcq;
+	struct perf_qp *qps;
+	uint32_t nb_qps;
+	uint32_t *qpns;
+	struct perf_qp **by_qpn;	/* max_qps entries */
+	uint32_t max_qps;
+	uint32_t psn;
+};
+
+struct perf_run {
+	const struct perf_opts *o;
+	struct perf_host a, b;
+	uint32_t max_size;		/* the largest size of the run: buffer slots */
+	struct perf_peer peer_b;	/* what host a knows of host b: WRITEs' target */
+};
+
+/* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
+struct perf_bw {
+	uint32_t size;
+	uint64_t iters;			/* messages (frames) counted */
+	double peak_gbps, avg_gbps, mpps;
+	uint64_t sent, received;	/* the two ends' counts, which must agree */
+	double secs;
+};
+
+struct perf_lat {
+	uint32_t size;
+	uint64_t iters;
+	double min_us, max_us, typical_us, avg_us, stdev_us, p99_us, p999_us;
+};
+
+/* perf_traffic.c */
+int perf_traffic_run(struct perf_run *r, uint32_t size);
+/* perf_raw.c */
+int perf_raw_run(struct perf_run *r, uint32_t size);
+
+/* perf_report.c */
+void perf_report_header(const struct perf_run *r);
+void perf_report_bw(const struct perf_run *r, const struct perf_bw *f);
+void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
+void perf_report_footer(const struct perf_run *r);
+void perf_report_ports(const struct perf_run *r);
+
+#endif /* PERF_H */

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * droce-perf's main: the EAL, the two hosts' ports (an internal net_ring pair, or ports 0
+ * and 1 of the EAL line), their engines, regions and QPs, then one run per size.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include <droce_shm_bringup.h>
+
+#include "perf.h"
+
+#define NB_MBUFS		16384
+/* Headroom plus the largest packet: headers (<= 106 bytes), 4096 of payload, pad, ICRC. */
+#define MBUF_ROOM		(RTE_PKTMBUF_HEADROOM + 4352)
+#define MBUF_CACHE		256
+#define RING_SIZE		1024	/* the internal link and every port's queues */
+#define LINK_UP_WAIT_MS		10000
+
+/*
+ * Sends in flight per QP: deep rings for few QPs; with many, one signaled batch each, as
+ * droce-bench-engine found the memory of deeper rings costs more than it gives
+ * (doc/performance.md).
+ */
+#define SQ_DEPTH_FEW		1024
+#define SQ_DEPTH_MANY		32
+#define FEW_QPS			16
+#define LAT_DEPTH		64
+/* Message buffers: distinct slots, so consecutive messages do not share cache lines. */
+#define BUF_BYTES		(1u << 20)
+#define MAX_BUF_SLOTS		1024
+#define MIN_BUF_SLOTS		16
+/* Ring and CQ memory of the region: a fixed part plus each QP's rings. */
+#define REGION_FIXED		(16ull << 20)
+
+/*
+ * Every QP's path: the local ACK timer at 4.096 us * 2^18 (1.07 s: on a shared machine a
+ * thread can be off its CPU for longer than a realistic timeout times the retries),
+ * retries, the RNR timer.
+ */
+#define PATH_TIMEOUT		18
+#define PATH_RETRY		7
+#define PATH_RNR_RETRY		7
+#define PATH_MIN_RNR_TIMER	1
+#define PD			1
+#define CQ_SEND			1
+#define CQ_RECV			2
+
+static void
+host_addr(struct perf_host *h)
+{
+	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
+
+	/* ::ffff:192.0.2.id (RFC 5737): an IPv4 GID, RoCEv2 over IPv4. */
+	memcpy(h->gid, v4map, sizeof(v4map));
+	h->gid[12] = 192;
+	h->gid[13] = 0;
+	h->gid[14] = 2;
+	h->gid[15] = h->id;
+}
+
+static int
+host_prepare(struct perf_host *h, const char *name, uint8_t id, bool ring)
+{
+	char n[RTE_MEMPOOL_NAMESIZE];
+
+	h->name = name;
+	h->id = id;
+	host_addr(h);
+	snprintf(n, sizeof(n), "perf_mp_%s", name);
+	h->mp = rte_pktmbuf_pool_create(n, NB_MBUFS, MBUF_CACHE, 0, MBUF_ROOM, SOCKET_ID_ANY);
+	if (h->mp == NULL) {
+		fprintf(stderr, "droce-perf: host %s: mempool: %s\n", name, rte_strerror(rte_errno));
+		return -1;
+	}
+	if (!ring)
+		return 0;
+	snprintf(n, sizeof(n), "perf_link_%s", name);
+	h->link_in = rte_ring_create(n, RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (h->link_in == NULL) {
+		fprintf(stderr, "droce-perf: host %s: ring: %s\n", name, rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* One rx and one tx queue, started. */
+static int
+port_start(struct perf_host *h)
+{
+	struct rte_eth_conf conf;
+	struct rte_ether_addr mac;
+	int ret;
+
+	memset(&conf, 0, sizeof(conf));
+	ret = rte_eth_dev_configure(h->port, 1, 1, &conf);
+	if (ret == 0)
+		ret = rte_eth_rx_queue_setup(h->port, 0, RING_SIZE, SOCKET_ID_ANY, NULL, h->mp);
+	if (ret == 0)
+		ret = rte_eth_tx_queue_setup(h->port, 0, RING_SIZE, SOCKET_ID_ANY, NULL);
+	if (ret == 0)
+		ret = rte_eth_dev_start(h->port);
+	if (ret != 0) {
+		fprintf(stderr, "droce-perf: port %u: start: %s\n", h->port, rte_strerror(-ret));
+		return -1;
+	}
+	h->port_started = true;
+	if (rte_eth_macaddr_get(h->port, &mac) != 0)
+		return -1;
+	memcpy(h->mac, mac.addr_bytes, sizeof(h->mac));
+	return 0;
+}
+
+/* After both ports started: a memif client connects only to a started server. */
+static int
+port_wait_up(struct perf_host *h)
+{
+	struct rte_eth_link link;
+	int i;
+
+	for (i = 0; i < LINK_UP_WAIT_MS; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		rte_delay_ms(1);
+	}
+	fprintf(stderr, "droce-perf: port %u: link did not come up in %d ms\n", h->port,
+		LINK_UP_WAIT_MS);
+	return -1;
+}
+
+/* The internal link: a's port transmits into b's receive ring and back. */
+static int
+ring_port(struct perf_host *h, struct rte_ring *tx)
+{
+	char name[64];
+	int port;
+
+	snprintf(name, sizeof(name), "net_perf_%s", h->name);
+	port = rte_eth_from_rings(name, &h->link_in, 1, &tx, 1, SOCKET_ID_ANY);
+	if (port < 0) {
+		fprintf(stderr, "droce-perf: net_ring port: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	h->port = (uint16_t)port;
+	h->port_ours = true;
+	return 0;
+}
+
+static uint32_t
+pow2_ceil(uint64_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Device, engine, region, domain and the one MR (slot_size-byte slots). */
+static int
+host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size)
+{
+	struct droce_engine_dev_conf dconf;
+	struct droce_engine_domain_conf domconf;
+	struct droce_engine_conf ec;
+
+	/* QPNs 2..max_qps-1 (QP0 and QP1 are special) */
+	h->max_qps = pow2_ceil((uint64_t)nb_qps + 2);
+	if (h->max_qps < 64)
+		h->max_qps = 64;
+	dconf.max_qps = h->max_qps;
+	h->by_qpn = calloc(h->max_qps, sizeof(*h->by_qpn));
+	h->dev = droce_engine_dev_create(&dconf);
+	if (h->by_qpn == NULL || h->dev == NULL)
+		return -1;
+	memset(&ec, 0, sizeof(ec));
+	ec.slow_rx_wake_fd = -1;
+	ec.port_id = h->port;
+	ec.mp = h->mp;
+	memcpy(ec.mac, h->mac, sizeof(ec.mac));
+	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
+	ec.nb_gids = 1;
+	ec.idle_sleep_us = 0;	/* polled by the main lcore, which never sleeps */
+	h->eng = droce_engine_create(h->dev, 0, &ec);
+	if (h->eng == NULL)
+		return -1;
+	h->region_size = REGION_FIXED + (uint64_t)nb_qps * (256u << 10);
+	h->region = aligned_alloc(DROCE_SHM_CACHE_LINE, h->region_size);
+	if (h->region == NULL ||
+	    droce_shm_arena_init(&h->arena, h->region, h->region_size, 1) != 0)
+		return -1;
+	memset(&domconf, 0, sizeof(domconf));
+	domconf.region = h->region;
+	domconf.region_size = h->region_size;
+	domconf.max_mrs = 2;
+	domconf.max_ahs = 1;
+	domconf.max_events = 1024;
+	h->dom = droce_engine_domain_create(h->dev, &domconf);
+	if (h->dom == NULL)
+		return -1;
+	h->slot_size = slot_size;
+	h->buf_slots = RTE_MIN(RTE_MAX(BUF_BYTES / slot_size, (uint32_t)MIN_BUF_SLOTS),
+			       (uint32_t)MAX_BUF_SLOTS);
+	h->buf_len = (uint64_t)h->buf_slots * slot_size;
+	h->buf = aligned_alloc(4096, RTE_ALIGN_CEIL(h->buf_len, 4096));
+	if (h->buf == NULL)
+		return -1;
+	memset(h->buf, h->id, h->buf_len);
+	return droce_engine_mr_reg(h->dom, PD, h->buf, (uintptr_t)h->buf, h->buf_len,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+				   &h->lkey, &h->rkey);
+}
+
+static bool
+lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len, unsigned int access)
+{
+	const struct perf_host *h = arg;
+	uint64_t base = (uintptr_t)h->buf;
+
+	(void)access;	/* the one MR has local write */
+	return lkey == h->lkey && addr >= base && len <= h->buf_len && addr - base <= h->buf_len - len;
+}
+
+static bool
+ah_check(void *arg, uint32_t ah)
+{
+	(void)arg;
+	(void)ah;
+	return false;	/* connected QPs only */
+}
+
+static struct droce_engine_region
+host_region(struct perf_host *h)
+{
+	return (struct droce_engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
+}
+
+static int
+host_qps(struct perf_host *h, const struct perf_opts *o, uint32_t n)
+{
+	struct droce_engine_region r = host_region(h);
+	uint32_t sq = o->mode == PERF_MODE_LAT ? LAT_DEPTH : n <= FEW_QPS ? SQ_DEPTH_FEW :
+		      SQ_DEPTH_MANY;
+	/* A receiver holds a ring of delivered, not yet reposted receives plus those in flight. */
+	uint32_t rq = o->mode == PERF_MODE_LAT ? LAT_DEPTH : 2 * sq;
+	/* Every WQE that could complete at once: no overrun however late the CQ is polled. */
+	uint32_t ncqe = pow2_ceil((uint64_t)n * RTE_MAX(sq, rq));
+	struct droce_engine_region_cq_mem cmem;
+	struct droce_engine_region_qp_mem qmem;
+	struct droce_engine_qp_conf c;
+	uint32_t i;
+
+	if (ncqe > DROCE_SHM_MAX_CQE)
+		ncqe = DROCE_SHM_MAX_CQE;
+	h->scq.cq = droce_engine_region_cq_create(&r, ncqe, -1, CQ_SEND, &cmem, &h->scq.view);
+	h->rcq.cq = droce_engine_region_cq_create(&r, ncqe, -1, CQ_RECV, &cmem, &h->rcq.view);
+	h->qps = calloc(n, sizeof(*h->qps));
+	h->qpns = calloc(n, sizeof(*h->qpns));
+	if (h->scq.cq == NULL || h->rcq.cq == NULL || h->qps == NULL || h->qpns == NULL) {
+		fprintf(stderr, "droce-perf: host %s: CQs of %u entries: failed\n", h->name, ncqe);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct perf_qp *q = &h->qps[i];
+
+		memset(&c, 0, sizeof(c));
+		c.qp_type = o->qp_type;
+		c.pd = PD;
+		c.send_cq = h->scq.cq;
+		c.recv_cq = h->rcq.cq;
+		c.sq_size = sq;
+		c.sq_max_sge = 1;
+		c.rq_size = rq;
+		c.rq_max_sge = 1;
+		c.db_slot = h->next_db_slot++;
+		q->qp = droce_engine_region_qp_create(&r, &c, &qmem, &q->view);
+		if (q->qp == NULL) {
+			fprintf(stderr, "droce-perf: host %s: QP %u: %s\n", h->name, i,
+				rte_strerror(rte_errno));
+			return -1;
+		}
+		q->qpn = q->view.qp_num;
+		h->qpns[i] = q->qpn;
+		h->by_qpn[q->qpn & (h->max_qps - 1)] = q;
+		q->view.supported_wr = 1u << DROCE_SHM_WR_SEND | 1u << DROCE_SHM_WR_RDMA_WRITE;
+		q->view.lkey_check = lkey_check;
+		q->view.ah_check = ah_check;
+		q->view.check_arg = h;
+	}
+	h->nb_qps = n;
+	return 0;
+}
+
+/*
+ * What h tells its peer (struct perf_peer). Two processes will send this over the
+ * out-of-band exchange instead of handing it over in memory.
+ */
+static void
+host_describe(const struct perf_host *h, struct perf_peer *p)
+{
+	memcpy(p->mac, h->mac, sizeof(p->mac));
+	memcpy(p->gid, h->gid, sizeof(p->gid));
+	p->nb_qps = h->nb_qps;
+	p->qpns = h->qpns;
+	p->psn = h->psn;
+	p->buf_addr = (uintptr_t)h->buf;
+	p->rkey = h->rkey;
+	p->buf_len = h->buf_len;
+}
+
+/* h's QPs RESET -> INIT -> RTR -> RTS towards the peer's (lib/shm/droce_shm_bringup.h). */
+static int
+host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_peer *p)
+{
+	struct droce_shm_qp_attr steps[DROCE_SHM_BRINGUP_STEPS];
+	struct droce_shm_bringup_path path;
+	uint32_t i, k;
+
+	if (p->nb_qps != h->nb_qps ||
+	    droce_engine_dev_neigh_add(h->dev, p->gid, p->mac) != 0)
+		return -1;
+	for (i = 0; i < h->nb_qps; i++) {
+		memset(&path, 0, sizeof(path));
+		path.qp_type = o->qp_type;
+		path.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		path.mtu = o->mtu;
+		path.dest_qpn = p->qpns[i];
+		path.sq_psn = h->psn;
+		path.rq_psn = p->psn;
+		path.timeout = PATH_TIMEOUT;
+		path.retry_cnt = PATH_RETRY;
+		path.rnr_retry = PATH_RNR_RETRY;
+		path.min_rnr_timer = PATH_MIN_RNR_TIMER;
+		path.rd_atomic = 1;
+		droce_shm_bringup_ah(&path.ah, p->gid, 0);
+		droce_shm_bringup_connected(&path, steps);
+		for (k = 0; k < DROCE_SHM_BRINGUP_STEPS; k++) {
+			int ret = droce_engine_qp_modify(h->qps[i].qp, &steps[k]);
+
+			if (ret != 0) {
+				fprintf(stderr, "droce-perf: host %s: QP %u to state %u: %s\n",
+					h->name, h->qps[i].qpn, steps[k].qp_state,
+					strerror(-ret));
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void
+host_close(struct perf_host *h)
+{
+	if (h->dom != NULL)
+		droce_engine_domain_destroy(h->dom);	/* QPs, CQs and the MR with it */
+	if (h->eng != NULL)
+		droce_engine_destroy(h->eng);
+	if (h->dev != NULL)
+		droce_engine_dev_destroy(h->dev);
+	if (h->port_started)
+		rte_eth_dev_stop(h->port);
+	/* as testpmd at exit: a memif port closed here unmaps its regions before the EAL goes */
+	if (h->port_started || h->port_ours)
+		rte_eth_dev_close(h->port);
+	free(h->qps);
+	free(h->qpns);
+	free(h->by_qpn);
+	free(h->buf);
+	free(h->region);
+}
+
+/* Both link rings are drained before either pool goes: each may hold the other's mbufs. */
+static void
+hosts_release(struct perf_host *a, struct perf_host *b)
+{
+	struct perf_host *h[2] = { a, b };
+	void *m = NULL;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (h[i]->link_in == NULL)
+			continue;
+		while (rte_ring_dequeue(h[i]->link_in, &m) == 0)
+			rte_pktmbuf_free(m);
+	}
+	for (i = 0; i < 2; i++) {
+		rte_ring_free(h[i]->link_in);
+		rte_mempool_free(h[i]->mp);
+	}
+}
+
+/*
+ * The topology. No port on the EAL line: host a and host b joined by an internal net_ring
+ * pair. Two ports: host a on port 0, host b on port 1. Any other count is refused: one
+ * port would mean the peer is another process, which needs the out-of-band exchange
+ * (perf_oob, to come) to fill struct perf_peer from the wire.
+ */
+static int
+hosts_open(struct perf_run *r)
+{
+	const struct perf_opts *o = r->o;
+	uint16_t nb_ports = rte_eth_dev_count_avail();
+	bool ring = nb_ports == 0;
+	uint32_t n = perf_mode_is_raw(o->mode) ? 0 : o->qps;
+	struct perf_peer pa, pb;
+
+	if (nb_ports != 0 && nb_ports != 2) {
+		fprintf(stderr, "droce-perf: the EAL line gives %u port(s): give none (an "
+			"internal net_ring pair) or two (host a on port 0, host b on port 1); a "
+			"peer in another process is not supported yet\n", nb_ports);
+		return -1;
+	}
+	if (host_prepare(&r->a, "a", 1, ring) != 0 || host_prepare(&r->b, "b", 2, ring) != 0)
+		return -1;
+	if (ring) {
+		if (ring_port(&r->a, r->b.link_in) != 0 || ring_port(&r->b, r->a.link_in) != 0)
+			return -1;
+	} else {
+		r->a.port = 0;
+		r->b.port = 1;
+	}
+	if (port_start(&r->a) != 0 || port_start(&r->b) != 0 ||
+	    port_wait_up(&r->a) != 0 || port_wait_up(&r->b) != 0)
+		return -1;
+	if (ring) {
+		/* net_ring ports share one made-up MAC: give each host its own. */
+		r->a.mac[0] = r->b.mac[0] = 0x02;	/* locally administered */
+		r->a.mac[5] = 1;
+		r->b.mac[5] = 2;
+	}
+	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size) != 0 ||
+	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size) != 0) {
+		fprintf(stderr, "droce-perf: engines: set-up failed: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	r->a.psn = 0x100;
+	r->b.psn = 0x200;
+	if (host_qps(&r->a, o, n) != 0 || host_qps(&r->b, o, n) != 0)
+		return -1;
+	host_describe(&r->a, &pa);
+	host_describe(&r->b, &pb);
+	r->peer_b = pb;
+	return host_connect(&r->a, o, &pb) != 0 || host_connect(&r->b, o, &pa) != 0 ? -1 : 0;
+}
+
+/* EAL logs go to stderr: stdout holds only the results (and --json's lines). */
+int
+main(int argc, char **argv)
+{
+	struct perf_opts o;
+	struct perf_run *r;
+	char rundir[PATH_MAX];
+	uint32_t size;
+	int n, ret, rc = 1;
+
+	rte_openlog_stream(stderr);
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "droce-perf: EAL: %s\n", rte_strerror(rte_errno));
+		return 3;
+	}
+	argv[n] = argv[0];
+	ret = perf_opts_parse(argc - n, argv + n, &o);
+	if (ret != 0) {
+		rte_eal_cleanup();
+		return ret > 0 ? 0 : 2;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		goto out;
+	r->o = &o;
+	r->max_size = o.all_sizes ? PERF_MAX_SIZE : o.size;
+	if (hosts_open(r) != 0)
+		goto close;
+	perf_report_header(r);
+	rc = 0;
+	for (size = o.all_sizes ? PERF_MIN_SIZE : o.size; size <= r->max_size; size *= 2) {
+		ret = perf_mode_is_raw(o.mode) ? perf_raw_run(r, size) : perf_traffic_run(r, size);
+		if (ret != 0) {
+			rc = 1;
+			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o.mode], size);
+			droce_engine_stats_print(stderr, r->a.eng);
+			fprintf(stderr, "\nhost b:");
+			droce_engine_stats_print(stderr, r->b.eng);
+			fprintf(stderr, "\n");
+			break;
+		}
+		if (!o.all_sizes)
+			break;
+	}
+	perf_report_footer(r);
+	perf_report_ports(r);
+close:
+	fflush(stdout);
+	host_close(&r->a);
+	host_close(&r->b);
+	hosts_release(&r->a, &r->b);
+	free(r);
+out:
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	/* The runtime directory outlives the EAL even without shared files. */
+	rmdir(rundir);
+	return rc;
+}
