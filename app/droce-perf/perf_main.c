@@ -460,7 +460,10 @@ hosts_open(struct perf_run *r)
 	return host_connect(&r->a, o, &pb) != 0 || host_connect(&r->b, o, &pa) != 0 ? -1 : 0;
 }
 
-/* EAL logs go to stderr: stdout holds only the results (and --json's lines). */
+/*
+ * EAL logs go to stderr: stdout holds only the results (and --json's lines).
+ * Exit status: 0 figures printed, 1 the run failed, 2 bad arguments, 3 EAL did not start.
+ */
 int
 main(int argc, char **argv)
 {
@@ -479,8 +482,8 @@ main(int argc, char **argv)
 	argv[n] = argv[0];
 	ret = perf_opts_parse(argc - n, argv + n, &o);
 	if (ret != 0) {
-		rte_eal_cleanup();
-		return ret > 0 ? 0 : 2;
+		rc = ret > 0 ? 0 : 2;
+		goto out;
 	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
