@@ -385,9 +385,12 @@ ping_once(struct perf_run *r, uint32_t size, uint64_t *rtt)
 	return got < 0 ? -1 : 0;
 }
 
-/* The value below which a fraction q of the samples lie, from the histogram (ns). */
+/*
+ * The value below which a fraction q of the samples lie, from the histogram (ns): the
+ * middle of its bucket, within the exact min and max.
+ */
 static double
-hist_quantile(const uint32_t *hist, uint64_t n, double q)
+hist_quantile(const uint32_t *hist, uint64_t n, double q, double min, double max)
 {
 	uint64_t want = (uint64_t)ceil(q * (double)n), seen = 0;
 	uint32_t i;
@@ -397,9 +400,9 @@ hist_quantile(const uint32_t *hist, uint64_t n, double q)
 	for (i = 0; i < HIST_BUCKETS; i++) {
 		seen += hist[i];
 		if (seen >= want)
-			return (i + 0.5) * HIST_NS;
+			return RTE_MAX(min, RTE_MIN(max, (i + 0.5) * HIST_NS));
 	}
-	return (double)HIST_BUCKETS * HIST_NS;
+	return max;
 }
 
 /* lat at one size: perftest's send_lat figures, half the round trip of each ping. */
@@ -439,17 +442,21 @@ lat_run(struct perf_run *r, uint32_t size)
 		sum2 += ns * ns;
 		n++;
 	}
+	if (n == 0) {
+		fprintf(stderr, "droce-perf: no ping completed in the time given\n");
+		goto fail;
+	}
 	mean = sum / (double)n;
 	memset(&f, 0, sizeof(f));
 	f.size = size;
 	f.iters = n;
 	f.min_us = min / 1000;
 	f.max_us = max / 1000;
-	f.typical_us = hist_quantile(hist, n, 0.5) / 1000;
+	f.typical_us = hist_quantile(hist, n, 0.5, min, max) / 1000;
 	f.avg_us = mean / 1000;
 	f.stdev_us = sqrt(RTE_MAX(sum2 / (double)n - mean * mean, 0.0)) / 1000;
-	f.p99_us = hist_quantile(hist, n, 0.99) / 1000;
-	f.p999_us = hist_quantile(hist, n, 0.999) / 1000;
+	f.p99_us = hist_quantile(hist, n, 0.99, min, max) / 1000;
+	f.p999_us = hist_quantile(hist, n, 0.999, min, max) / 1000;
 	perf_report_lat(r, &f);
 	free(hist);
 	return 0;
