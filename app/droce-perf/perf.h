@@ -31,11 +31,13 @@
 
 #define PERF_MIN_SIZE		1u
 #define PERF_MAX_SIZE		(1u << 20)
+#define PERF_MAX_QPS		10000u
 /*
- * One engine per host for now, and an engine has DROCE_SHM_DB_SLOTS doorbell slots per
- * domain: QPs over more engines (and lcores) come later.
+ * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
+ * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
+ * i % engines; the main lcore polls them all.
  */
-#define PERF_MAX_QPS		DROCE_SHM_DB_SLOTS
+#define PERF_MAX_ENGINES	((PERF_MAX_QPS + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS)
 
 enum perf_mode {
 	PERF_MODE_SEND,
@@ -114,14 +116,16 @@ struct perf_host {
 	bool port_started;
 	bool port_ours;			/* an internal net_ring port: closed at the end */
 	struct rte_mempool *mp;
-	struct rte_ring *link_in;	/* net_ring topology: the ring this port receives */
+	/* net_ring topology: the rings this port receives, one per queue */
+	struct rte_ring *link_in[PERF_MAX_ENGINES];
 	struct droce_engine_dev *dev;
-	struct droce_engine *eng;
+	struct droce_engine *eng[PERF_MAX_ENGINES];
+	uint32_t nb_engines;
 	void *region;
 	uint64_t region_size;
 	struct droce_shm_arena arena;
 	struct droce_engine_domain *dom;
-	uint32_t next_db_slot;
+	uint32_t next_db_slot[PERF_MAX_ENGINES];
 	uint8_t mac[6];
 	uint8_t gid[16];
 	uint8_t *buf;			/* the one MR: buf_slots slots of slot_size bytes */
@@ -159,6 +163,10 @@ struct perf_lat {
 	uint64_t iters;
 	double min_us, max_us, typical_us, avg_us, stdev_us, p99_us, p999_us;
 };
+
+/* perf_main.c: one pass of every engine of h; h's engines' counters summed. */
+void perf_host_poll(struct perf_host *h);
+void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);

@@ -43,8 +43,8 @@
 #define BUF_BYTES		(1u << 20)
 #define MAX_BUF_SLOTS		1024
 #define MIN_BUF_SLOTS		16
-/* Ring and CQ memory of the region: a fixed part plus each QP's rings. */
-#define REGION_FIXED		(16ull << 20)
+/* The region's header, doorbells and the arena's slack, beside CQs and QPs (region_bytes). */
+#define REGION_FIXED		(4ull << 20)
 
 /*
  * Every QP's path: the local ACK timer at 4.096 us * 2^18 (1.07 s: on a shared machine a
@@ -73,48 +73,59 @@ host_addr(struct perf_host *h)
 }
 
 static int
-host_prepare(struct perf_host *h, const char *name, uint8_t id, bool ring)
+host_prepare(struct perf_host *h, const char *name, uint8_t id, bool ring, uint32_t nb_engines)
 {
 	char n[RTE_MEMPOOL_NAMESIZE];
+	uint32_t i;
 
 	h->name = name;
 	h->id = id;
+	h->nb_engines = nb_engines;
 	host_addr(h);
 	snprintf(n, sizeof(n), "perf_mp_%s", name);
-	h->mp = rte_pktmbuf_pool_create(n, NB_MBUFS, MBUF_CACHE, 0, MBUF_ROOM, SOCKET_ID_ANY);
+	h->mp = rte_pktmbuf_pool_create(n, NB_MBUFS * nb_engines, MBUF_CACHE, 0, MBUF_ROOM,
+					SOCKET_ID_ANY);
 	if (h->mp == NULL) {
 		fprintf(stderr, "droce-perf: host %s: mempool: %s\n", name, rte_strerror(rte_errno));
 		return -1;
 	}
-	if (!ring)
-		return 0;
-	snprintf(n, sizeof(n), "perf_link_%s", name);
-	h->link_in = rte_ring_create(n, RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (h->link_in == NULL) {
-		fprintf(stderr, "droce-perf: host %s: ring: %s\n", name, rte_strerror(rte_errno));
-		return -1;
+	for (i = 0; ring && i < nb_engines; i++) {
+		snprintf(n, sizeof(n), "perf_link_%s%u", name, i);
+		h->link_in[i] = rte_ring_create(n, RING_SIZE, SOCKET_ID_ANY,
+						RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (h->link_in[i] == NULL) {
+			fprintf(stderr, "droce-perf: host %s: ring: %s\n", name,
+				rte_strerror(rte_errno));
+			return -1;
+		}
 	}
 	return 0;
 }
 
-/* One rx and one tx queue, started. */
+/* An rx and a tx queue per engine, started. */
 static int
 port_start(struct perf_host *h)
 {
 	struct rte_eth_conf conf;
 	struct rte_ether_addr mac;
+	uint32_t q;
 	int ret;
 
 	memset(&conf, 0, sizeof(conf));
-	ret = rte_eth_dev_configure(h->port, 1, 1, &conf);
-	if (ret == 0)
-		ret = rte_eth_rx_queue_setup(h->port, 0, RING_SIZE, SOCKET_ID_ANY, NULL, h->mp);
-	if (ret == 0)
-		ret = rte_eth_tx_queue_setup(h->port, 0, RING_SIZE, SOCKET_ID_ANY, NULL);
+	ret = rte_eth_dev_configure(h->port, (uint16_t)h->nb_engines, (uint16_t)h->nb_engines,
+				    &conf);
+	for (q = 0; ret == 0 && q < h->nb_engines; q++) {
+		ret = rte_eth_rx_queue_setup(h->port, (uint16_t)q, RING_SIZE, SOCKET_ID_ANY, NULL,
+					     h->mp);
+		if (ret == 0)
+			ret = rte_eth_tx_queue_setup(h->port, (uint16_t)q, RING_SIZE, SOCKET_ID_ANY,
+						     NULL);
+	}
 	if (ret == 0)
 		ret = rte_eth_dev_start(h->port);
 	if (ret != 0) {
-		fprintf(stderr, "droce-perf: port %u: start: %s\n", h->port, rte_strerror(-ret));
+		fprintf(stderr, "droce-perf: port %u: %u queue(s) each way, started: %s\n",
+			h->port, h->nb_engines, rte_strerror(-ret));
 		return -1;
 	}
 	h->port_started = true;
@@ -143,15 +154,17 @@ port_wait_up(struct perf_host *h)
 	return -1;
 }
 
-/* The internal link: a's port transmits into b's receive ring and back. */
+/* The internal link: a's port transmits into b's receive rings and back, queue by queue. */
 static int
-ring_port(struct perf_host *h, struct rte_ring *tx)
+ring_port(struct perf_host *h, struct rte_ring *const tx[])
 {
 	char name[64];
 	int port;
 
 	snprintf(name, sizeof(name), "net_perf_%s", h->name);
-	port = rte_eth_from_rings(name, &h->link_in, 1, &tx, 1, SOCKET_ID_ANY);
+	port = rte_eth_from_rings(name, h->link_in, (unsigned int)h->nb_engines,
+				  (struct rte_ring **)(uintptr_t)tx, (unsigned int)h->nb_engines,
+				  SOCKET_ID_ANY);
 	if (port < 0) {
 		fprintf(stderr, "droce-perf: net_ring port: %s\n", rte_strerror(rte_errno));
 		return -1;
@@ -173,11 +186,12 @@ pow2_ceil(uint64_t n)
 
 /* Device, engine, region, domain and the one MR (slot_size-byte slots). */
 static int
-host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size)
+host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t region_size)
 {
 	struct droce_engine_dev_conf dconf;
 	struct droce_engine_domain_conf domconf;
 	struct droce_engine_conf ec;
+	uint32_t i;
 
 	/* QPNs 2..max_qps-1 (QP0 and QP1 are special) */
 	h->max_qps = pow2_ceil((uint64_t)nb_qps + 2);
@@ -196,13 +210,17 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size)
 	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
 	ec.nb_gids = 1;
 	ec.idle_sleep_us = 0;	/* polled by the main lcore, which never sleeps */
-	h->eng = droce_engine_create(h->dev, 0, &ec);
-	if (h->eng == NULL)
-		return -1;
-	h->region_size = REGION_FIXED + (uint64_t)nb_qps * (256u << 10);
+	for (i = 0; i < h->nb_engines; i++) {
+		ec.rx_queue = (uint16_t)i;
+		ec.tx_queue = (uint16_t)i;
+		h->eng[i] = droce_engine_create(h->dev, i, &ec);
+		if (h->eng[i] == NULL)
+			return -1;
+	}
+	h->region_size = region_size;
 	h->region = aligned_alloc(DROCE_SHM_CACHE_LINE, h->region_size);
 	if (h->region == NULL ||
-	    droce_shm_arena_init(&h->arena, h->region, h->region_size, 1) != 0)
+	    droce_shm_arena_init(&h->arena, h->region, h->region_size, h->nb_engines) != 0)
 		return -1;
 	memset(&domconf, 0, sizeof(domconf));
 	domconf.region = h->region;
@@ -250,23 +268,75 @@ host_region(struct perf_host *h)
 	return (struct droce_engine_region){ .base = h->region, .arena = &h->arena, .dom = h->dom };
 }
 
+static uint32_t
+sq_depth(const struct perf_opts *o, uint32_t n)
+{
+	return o->mode == PERF_MODE_LAT ? LAT_DEPTH : n <= FEW_QPS ? SQ_DEPTH_FEW : SQ_DEPTH_MANY;
+}
+
+/* A receiver holds a ring of delivered, not yet reposted receives plus those in flight. */
+static uint32_t
+rq_depth(const struct perf_opts *o, uint32_t n)
+{
+	return o->mode == PERF_MODE_LAT ? LAT_DEPTH : 2 * sq_depth(o, n);
+}
+
+/* Every WQE that could complete at once: no overrun however late the CQ is polled. */
+static uint32_t
+cq_size(const struct perf_opts *o, uint32_t n)
+{
+	uint32_t c = pow2_ceil((uint64_t)RTE_MAX(n, 1u) * RTE_MAX(sq_depth(o, n), rq_depth(o, n)));
+
+	return RTE_MIN(c, DROCE_SHM_MAX_CQE);
+}
+
+/* The client region: header, doorbells and slack, two CQs, each QP's control and rings. */
+static uint64_t
+region_bytes(const struct perf_opts *o, uint32_t n)
+{
+	uint64_t qp = sizeof(struct droce_shm_qp) + 2 * DROCE_SHM_CACHE_LINE +
+		      (uint64_t)sq_depth(o, n) * droce_shm_sq_stride(1, 0) +
+		      (uint64_t)rq_depth(o, n) * droce_shm_rq_stride(1);
+
+	return REGION_FIXED + 2 * (uint64_t)cq_size(o, n) * sizeof(struct droce_shm_cqe) +
+	       (uint64_t)n * RTE_ALIGN_CEIL(qp, DROCE_SHM_CACHE_LINE);
+}
+
+void
+perf_host_poll(struct perf_host *h)
+{
+	uint32_t i;
+
+	for (i = 0; i < h->nb_engines; i++)
+		droce_engine_poll(h->eng[i]);
+}
+
+void
+perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st)
+{
+	struct droce_engine_stats one;
+	uint64_t *sum = (uint64_t *)st;
+	const uint64_t *add = (const uint64_t *)&one;
+	uint32_t i, k;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < h->nb_engines; i++) {
+		droce_engine_stats_get(h->eng[i], &one);
+		for (k = 0; k < DROCE_ENGINE_NB_COUNTERS; k++)
+			sum[k] += add[k];
+	}
+}
+
 static int
 host_qps(struct perf_host *h, const struct perf_opts *o, uint32_t n)
 {
 	struct droce_engine_region r = host_region(h);
-	uint32_t sq = o->mode == PERF_MODE_LAT ? LAT_DEPTH : n <= FEW_QPS ? SQ_DEPTH_FEW :
-		      SQ_DEPTH_MANY;
-	/* A receiver holds a ring of delivered, not yet reposted receives plus those in flight. */
-	uint32_t rq = o->mode == PERF_MODE_LAT ? LAT_DEPTH : 2 * sq;
-	/* Every WQE that could complete at once: no overrun however late the CQ is polled. */
-	uint32_t ncqe = pow2_ceil((uint64_t)n * RTE_MAX(sq, rq));
+	uint32_t sq = sq_depth(o, n), rq = rq_depth(o, n), ncqe = cq_size(o, n);
 	struct droce_engine_region_cq_mem cmem;
 	struct droce_engine_region_qp_mem qmem;
 	struct droce_engine_qp_conf c;
 	uint32_t i;
 
-	if (ncqe > DROCE_SHM_MAX_CQE)
-		ncqe = DROCE_SHM_MAX_CQE;
 	h->scq.cq = droce_engine_region_cq_create(&r, ncqe, -1, CQ_SEND, &cmem, &h->scq.view);
 	h->rcq.cq = droce_engine_region_cq_create(&r, ncqe, -1, CQ_RECV, &cmem, &h->rcq.view);
 	h->qps = calloc(n, sizeof(*h->qps));
@@ -287,7 +357,9 @@ host_qps(struct perf_host *h, const struct perf_opts *o, uint32_t n)
 		c.sq_max_sge = 1;
 		c.rq_size = rq;
 		c.rq_max_sge = 1;
-		c.db_slot = h->next_db_slot++;
+		/* QPs dealt over the engines */
+		c.engine_id = i % h->nb_engines;
+		c.db_slot = h->next_db_slot[c.engine_id]++;
 		q->qp = droce_engine_region_qp_create(&r, &c, &qmem, &q->view);
 		if (q->qp == NULL) {
 			fprintf(stderr, "droce-perf: host %s: QP %u: %s\n", h->name, i,
@@ -366,10 +438,14 @@ host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_p
 static void
 host_close(struct perf_host *h)
 {
+	uint32_t i;
+
 	if (h->dom != NULL)
 		droce_engine_domain_destroy(h->dom);	/* QPs, CQs and the MR with it */
-	if (h->eng != NULL)
-		droce_engine_destroy(h->eng);
+	for (i = 0; i < h->nb_engines; i++) {
+		if (h->eng[i] != NULL)
+			droce_engine_destroy(h->eng[i]);
+	}
 	if (h->dev != NULL)
 		droce_engine_dev_destroy(h->dev);
 	if (h->port_started)
@@ -391,15 +467,19 @@ hosts_release(struct perf_host *a, struct perf_host *b)
 	struct perf_host *h[2] = { a, b };
 	void *m = NULL;
 	int i;
+	unsigned int q;
 
 	for (i = 0; i < 2; i++) {
-		if (h[i]->link_in == NULL)
-			continue;
-		while (rte_ring_dequeue(h[i]->link_in, &m) == 0)
-			rte_pktmbuf_free(m);
+		for (q = 0; q < PERF_MAX_ENGINES; q++) {
+			if (h[i]->link_in[q] == NULL)
+				continue;
+			while (rte_ring_dequeue(h[i]->link_in[q], &m) == 0)
+				rte_pktmbuf_free(m);
+		}
 	}
 	for (i = 0; i < 2; i++) {
-		rte_ring_free(h[i]->link_in);
+		for (q = 0; q < PERF_MAX_ENGINES; q++)
+			rte_ring_free(h[i]->link_in[q]);
 		rte_mempool_free(h[i]->mp);
 	}
 }
@@ -425,7 +505,10 @@ hosts_open(struct perf_run *r)
 			"peer in another process is not supported yet\n", nb_ports);
 		return -1;
 	}
-	if (host_prepare(&r->a, "a", 1, ring) != 0 || host_prepare(&r->b, "b", 2, ring) != 0)
+	uint32_t ne = RTE_MAX((n + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS, 1u);
+	uint64_t region = region_bytes(o, n);
+
+	if (host_prepare(&r->a, "a", 1, ring, ne) != 0 || host_prepare(&r->b, "b", 2, ring, ne) != 0)
 		return -1;
 	if (ring) {
 		if (ring_port(&r->a, r->b.link_in) != 0 || ring_port(&r->b, r->a.link_in) != 0)
@@ -443,8 +526,8 @@ hosts_open(struct perf_run *r)
 		r->a.mac[5] = 1;
 		r->b.mac[5] = 2;
 	}
-	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size) != 0 ||
-	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size) != 0) {
+	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size, region) != 0 ||
+	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size, region) != 0) {
 		fprintf(stderr, "droce-perf: engines: set-up failed: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
@@ -470,7 +553,7 @@ main(int argc, char **argv)
 	struct perf_opts o;
 	struct perf_run *r;
 	char rundir[PATH_MAX];
-	uint32_t size;
+	uint32_t size, i;
 	int n, ret, rc = 1;
 
 	rte_openlog_stream(stderr);
@@ -499,9 +582,11 @@ main(int argc, char **argv)
 		if (ret != 0) {
 			rc = 1;
 			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o.mode], size);
-			droce_engine_stats_print(stderr, r->a.eng);
+			for (i = 0; i < r->a.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->a.eng[i]);
 			fprintf(stderr, "\nhost b:");
-			droce_engine_stats_print(stderr, r->b.eng);
+			for (i = 0; i < r->b.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->b.eng[i]);
 			fprintf(stderr, "\n");
 			break;
 		}

@@ -34,9 +34,10 @@ perf_report_header(const struct perf_run *r)
 	if (o->json)
 		return;
 	printf(RESULT_LINE);
-	printf(" droce-perf %s, %s, %u QP(s), MTU %u, ports %u (host a) and %u (host b)\n",
-	       perf_mode_names[o->mode], conn_name(r), perf_mode_is_raw(o->mode) ? 0 : o->qps,
-	       128u << o->mtu, r->a.port, r->b.port);
+	printf(" droce-perf %s, %s, %u QP(s), %u engine(s) per host, MTU %u, ports %u (host a) "
+	       "and %u (host b)\n", perf_mode_names[o->mode], conn_name(r),
+	       perf_mode_is_raw(o->mode) ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
+	       r->a.port, r->b.port);
 	printf(RESULT_LINE);
 	printf(o->mode == PERF_MODE_LAT ? RESULT_FMT_LAT : RESULT_FMT_G);
 	fflush(stdout);

@@ -234,7 +234,7 @@ stream_run(struct perf_run *r, uint32_t size)
 		a->qps[i].round_posted = 0;
 		a->qps[i].closed = true;	/* nothing to complete yet */
 	}
-	droce_engine_stats_get(b->eng, &sb0);
+	perf_host_stats(b, &sb0);
 	done0_a = sum_done(a);
 	recv0_b = sum_rdone(b);
 	t0 = rte_rdtsc();
@@ -244,7 +244,7 @@ stream_run(struct perf_run *r, uint32_t size)
 	for (;;) {
 		bool all = true;
 
-		droce_engine_poll(a->eng);
+		perf_host_poll(a);
 		if (sender_poll(r) != 0)
 			return -1;
 		now = rte_rdtsc();
@@ -271,7 +271,7 @@ stream_run(struct perf_run *r, uint32_t size)
 			all = all && (o->iters != 0 ? q->round_posted == o->iters :
 				      stopping && q->closed);
 		}
-		droce_engine_poll(b->eng);
+		perf_host_poll(b);
 		if (!write) {
 			got = receiver_pass(r, size);
 			if (got < 0)
@@ -300,14 +300,14 @@ stream_run(struct perf_run *r, uint32_t size)
 		if (!write && received == sent)
 			break;
 		if (write) {
-			droce_engine_stats_get(b->eng, &sb1);
+			perf_host_stats(b, &sb1);
 			if (sb1.resp_writes - sb0.resp_writes == sent)
 				break;
 		}
 	}
 	now = rte_rdtsc();
 	secs = (double)(now - t0) / (double)hz;
-	droce_engine_stats_get(b->eng, &sb1);
+	perf_host_stats(b, &sb1);
 	memset(&f, 0, sizeof(f));
 	f.size = size;
 	f.iters = sent;
@@ -341,12 +341,12 @@ ping_once(struct perf_run *r, uint32_t size, uint64_t *rtt)
 	if (post_sends(r, qa, 1, size, true, &r->peer_b) != 1)
 		return -1;
 	for (;;) {
-		droce_engine_poll(a->eng);
+		perf_host_poll(a);
 		got = droce_shm_poll_cq(&a->rcq.view, 1, wc);
 		if (got != 0)
 			break;
 		/* the ponger: answer each message received */
-		droce_engine_poll(b->eng);
+		perf_host_poll(b);
 		got = droce_shm_poll_cq(&b->rcq.view, POLL_BURST, wc);
 		for (i = 0; i < got; i++) {
 			struct ibv_send_wr swr, *bad;

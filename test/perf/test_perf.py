@@ -40,7 +40,7 @@ def log(msg):
 def eal(vdevs=()):
     global RUNS
     RUNS += 1
-    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", "-l", "0", "-m", "512",
+    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", "-l", "0", "-m", "1024",
             "--file-prefix=droce-perf-test-%d-%d" % (os.getpid(), RUNS),
             "--log-level=lib.eal:warning"]
     return args + ["--vdev=%s" % v for v in vdevs]
@@ -87,7 +87,9 @@ def modes(perf, eal_fn, topo):
     for mode in ("send", "write"):
         for conn in ("RC", "UC"):
             for opts in (["-s", "64", "-n", "5000"], ["-s", "65536", "-q", "4", "-n", "200"],
-                         ["-s", "4096", "-m", "1024", "-D", "0.2"]):
+                         ["-s", "4096", "-m", "1024", "-D", "0.2"],
+                         # three engines a host, a queue each way per engine
+                         ["-s", "64", "-q", "10000", "-n", "4"]):
                 name = "%s %s %s %s" % (topo, mode, conn, " ".join(opts))
                 figs, ports = run_json(perf, eal_fn(), ["--mode", mode, "-c", conn] + opts)
                 check(len(figs) == 1, "%s: %d figures" % (name, len(figs)))
@@ -153,6 +155,7 @@ def bad_args(perf):
         (["-s", "0"], "--size 0: out of range"),
         (["-s", "1048577"], "--size 1048577: out of range"),
         (["-q", "0"], "--qps 0: out of range"),
+        (["-q", "10001"], "--qps 10001: out of range 1..10000"),
         (["-q", "many"], "--qps 'many': not a number"),
         (["-n", "-3"], "--iters '-3': not a number"),
         (["-D", "0"], "--duration '0'"),
