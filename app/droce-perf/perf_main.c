@@ -497,6 +497,9 @@ hosts_open(struct perf_run *r)
 	uint16_t nb_ports = rte_eth_dev_count_avail();
 	bool ring = nb_ports == 0;
 	uint32_t n = perf_mode_is_raw(o->mode) ? 0 : o->qps;
+	/* an engine per DROCE_SHM_DB_SLOTS QPs: its doorbell slots in a client region */
+	uint32_t ne = RTE_MAX((n + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS, 1u);
+	uint64_t region = region_bytes(o, n);
 	struct perf_peer pa, pb;
 
 	if (nb_ports != 0 && nb_ports != 2) {
@@ -505,9 +508,6 @@ hosts_open(struct perf_run *r)
 			"peer in another process is not supported yet\n", nb_ports);
 		return -1;
 	}
-	uint32_t ne = RTE_MAX((n + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS, 1u);
-	uint64_t region = region_bytes(o, n);
-
 	if (host_prepare(&r->a, "a", 1, ring, ne) != 0 || host_prepare(&r->b, "b", 2, ring, ne) != 0)
 		return -1;
 	if (ring) {
@@ -521,7 +521,9 @@ hosts_open(struct perf_run *r)
 	    port_wait_up(&r->a) != 0 || port_wait_up(&r->b) != 0)
 		return -1;
 	if (ring) {
-		/* net_ring ports share one made-up MAC: give each host its own. */
+		/* The internal ports' MACs, fixed as droce-bench-engine's: 02:00:00:00:00:id. */
+		memset(r->a.mac, 0, sizeof(r->a.mac));
+		memset(r->b.mac, 0, sizeof(r->b.mac));
 		r->a.mac[0] = r->b.mac[0] = 0x02;	/* locally administered */
 		r->a.mac[5] = 1;
 		r->b.mac[5] = 2;
