@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -174,16 +175,6 @@ ring_port(struct perf_host *h, struct rte_ring *const tx[])
 	return 0;
 }
 
-static uint32_t
-pow2_ceil(uint64_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* Device, engine, region, domain and the one MR (slot_size-byte slots). */
 static int
 host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t region_size)
@@ -194,7 +185,7 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	uint32_t i;
 
 	/* QPNs 2..max_qps-1 (QP0 and QP1 are special) */
-	h->max_qps = pow2_ceil((uint64_t)nb_qps + 2);
+	h->max_qps = rte_align32pow2(nb_qps + 2);
 	if (h->max_qps < 64)
 		h->max_qps = 64;
 	dconf.max_qps = h->max_qps;
@@ -285,7 +276,7 @@ rq_depth(const struct perf_opts *o, uint32_t n)
 static uint32_t
 cq_size(const struct perf_opts *o, uint32_t n)
 {
-	uint32_t c = pow2_ceil((uint64_t)RTE_MAX(n, 1u) * RTE_MAX(sq_depth(o, n), rq_depth(o, n)));
+	uint32_t c = rte_align32pow2(RTE_MAX(n, 1u) * RTE_MAX(sq_depth(o, n), rq_depth(o, n)));
 
 	return RTE_MIN(c, DROCE_SHM_MAX_CQE);
 }
