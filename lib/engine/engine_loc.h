@@ -533,6 +533,12 @@ struct droce_engine {
 
 	uint16_t nb_tx;
 	struct rte_mbuf *tx[ENGINE_TX_MAX];
+	/*
+	 * Per tx[] entry: the IP header's offset of a RoCE packet whose ICRC engine_tx_flush()
+	 * still has to write (ICRCs by the burst, doc/engine.md), or 0 for a frame that is
+	 * complete (the control thread's, or one refused by the port and kept).
+	 */
+	uint8_t tx_icrc_l3[ENGINE_TX_MAX];
 	struct droce_engine_stats st;
 };
 

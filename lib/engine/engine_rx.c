@@ -3,6 +3,8 @@
  * The receive stage: a burst from the port, then one from the handoff ring (packets other
  * engines steered here, and our own loopback), each parsed, steered to the engine that
  * owns its QP, and dispatched: requests to the responder, responses to the completer.
+ * A port's burst is parsed whole, then its ICRCs are checked one after another (as the
+ * transmit side writes them: doc/engine.md, "ICRCs by the burst"), then it is dispatched.
  */
 #include <unistd.h>
 
@@ -12,13 +14,51 @@
 
 #include "engine_loc.h"
 
-static void
-engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
-{
+/* One received packet on its way through the stage. */
+struct engine_rx_pkt {
 	struct droce_wire_seg segs[8];
-	struct droce_wire_pkt pkt;
+	unsigned int nseg;
 	enum droce_wire_result r;
-	unsigned int nseg = droce_wire_mbuf_segs(m, segs, RTE_DIM(segs));
+	struct droce_wire_pkt pkt;
+};
+
+/* Parses m without its ICRC (engine_rx_icrcs checks it). */
+static void
+engine_rx_parse(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt *rp)
+{
+	rp->nseg = droce_wire_mbuf_segs(m, rp->segs, RTE_DIM(rp->segs));
+	if (rp->nseg == 0) {
+		rp->r = DROCE_WIRE_RUNT;
+		return;
+	}
+	rp->r = droce_wire_parse(rp->segs, rp->nseg, e->parse_flags | DROCE_WIRE_PARSE_NO_ICRC,
+				 &rp->pkt);
+}
+
+/* The ICRCs of a parsed burst, back to back; unless the NIC checked them (rx_no_icrc). */
+static void
+engine_rx_icrcs(struct droce_engine *e, struct engine_rx_pkt *rps, unsigned int n)
+{
+	unsigned int i;
+
+	if (e->parse_flags & DROCE_WIRE_PARSE_NO_ICRC)
+		return;
+	for (i = 0; i < n; i++) {
+		struct engine_rx_pkt *rp = &rps[i];
+
+		if (rp->r == DROCE_WIRE_OK &&
+		    !droce_wire_icrc_check(rp->segs, rp->nseg, &rp->pkt))
+			rp->r = DROCE_WIRE_BAD_ICRC;
+	}
+}
+
+static void
+engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt *rp)
+{
+	struct droce_wire_pkt *pkt = &rp->pkt;
+	struct droce_wire_seg *segs = rp->segs;
+	unsigned int nseg = rp->nseg;
+	enum droce_wire_result r = rp->r;
 	struct droce_engine_qp *qp;
 	uint32_t flags, dqpn;
 
@@ -26,7 +66,6 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 		ENGINE_STAT(e, rx_malformed);
 		goto drop;
 	}
-	r = droce_wire_parse(segs, nseg, e->parse_flags, &pkt);
 	if (r != DROCE_WIRE_OK) {
 		if (droce_wire_result_is_foreign(r)) {
 			ENGINE_STAT(e, rx_foreign);
@@ -44,12 +83,12 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 		}
 		goto drop;
 	}
-	flags = pkt.info->flags;
+	flags = pkt->info->flags;
 	if (flags & DROCE_OPF_CNP) {
 		ENGINE_STAT(e, rx_cnp);
 		goto drop;
 	}
-	dqpn = droce_bth_dqpn(droce_pkt_bth(&pkt));
+	dqpn = droce_bth_dqpn(droce_pkt_bth(pkt));
 	/* QP1 is the GSI: its MADs (connection management) are the control thread's. */
 	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
 		if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
@@ -74,16 +113,16 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m)
 		ENGINE_STAT(e, rx_handoff_out);
 		return;
 	}
-	if (pkt.info->transport != (qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
+	if (pkt->info->transport != (qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
 				    qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC :
 				    DROCE_TRANSPORT_UD)) {
 		ENGINE_STAT(e, rx_bad_opcode);
 		goto drop;
 	}
 	if (flags & DROCE_OPF_REQUEST)
-		resp_rx(qp, &pkt, segs, nseg);
+		resp_rx(qp, pkt, segs, nseg);
 	else
-		comp_rx(qp, &pkt, segs, nseg);
+		comp_rx(qp, pkt, segs, nseg);
 drop:
 	rte_pktmbuf_free(m);
 }
@@ -92,6 +131,7 @@ unsigned int
 rx_stage(struct droce_engine *e)
 {
 	struct rte_mbuf *pkts[ENGINE_BURST];
+	struct engine_rx_pkt rps[ENGINE_BURST];
 	unsigned int n, h, i;
 
 	n = rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST);
@@ -99,12 +139,21 @@ rx_stage(struct droce_engine *e)
 	for (i = 0; i < n; i++) {
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		engine_dispatch(e, pkts[i]);
+		engine_rx_parse(e, pkts[i], &rps[i]);
 	}
+	engine_rx_icrcs(e, rps, n);
+	for (i = 0; i < n; i++)
+		engine_dispatch(e, pkts[i], &rps[i]);
+	/*
+	 * The handoff ring holds packets another engine of this device received and checked,
+	 * and our own loopback packets: their ICRCs are not checked again.
+	 */
 	h = rte_ring_sc_dequeue_burst(e->handoff, (void **)pkts, ENGINE_BURST, NULL);
 	e->st.rx_handoff_in += h;
-	for (i = 0; i < h; i++)
-		engine_dispatch(e, pkts[i]);
+	for (i = 0; i < h; i++) {
+		engine_rx_parse(e, pkts[i], &rps[i]);
+		engine_dispatch(e, pkts[i], &rps[i]);
+	}
 	if (e->slow_rx_wake) {
 		uint64_t one = 1;
 

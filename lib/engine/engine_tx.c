@@ -10,9 +10,12 @@
 
 #include "engine_loc.h"
 
-/* Queues m for transmission, or loops it back; dropped without room (tx_drop). */
+/*
+ * Queues m, a RoCE packet whose ICRC is still to be written (at l3_off: its IP header),
+ * for transmission, or loops it back; dropped without room (tx_drop).
+ */
 static void
-engine_tx(struct droce_engine *e, struct rte_mbuf *m)
+engine_tx(struct droce_engine *e, struct rte_mbuf *m, uint8_t l3_off)
 {
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 
@@ -22,6 +25,8 @@ engine_tx(struct droce_engine *e, struct rte_mbuf *m)
 	 * handoff ring, so it is received in a later pass like any other packet.
 	 */
 	if (rte_is_same_ether_addr(&eth->dst_addr, (const struct rte_ether_addr *)e->mac)) {
+		droce_wire_icrc_fill(rte_pktmbuf_mtod(m, void *), l3_off,
+				     m->data_len - DROCE_ICRC_LEN);
 		if (rte_ring_mp_enqueue(e->handoff, m) != 0) {
 			ENGINE_STAT(e, tx_drop);
 			rte_pktmbuf_free(m);
@@ -35,7 +40,29 @@ engine_tx(struct droce_engine *e, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	e->tx_icrc_l3[e->nb_tx] = l3_off;
 	e->tx[e->nb_tx++] = m;
+}
+
+/*
+ * The ICRCs of the packets queued since the last flush, one after another: each is a
+ * chain of dependent folds that takes longer than its instructions, and only chains
+ * computed back to back overlap in the core (doc/engine.md, "ICRCs by the burst").
+ */
+static void
+engine_tx_icrcs(struct droce_engine *e)
+{
+	uint16_t i;
+
+	for (i = 0; i < e->nb_tx; i++) {
+		struct rte_mbuf *m = e->tx[i];
+
+		if (e->tx_icrc_l3[i] == 0)
+			continue;
+		droce_wire_icrc_fill(rte_pktmbuf_mtod(m, void *), e->tx_icrc_l3[i],
+				     m->data_len - DROCE_ICRC_LEN);
+		e->tx_icrc_l3[i] = 0;
+	}
 }
 
 void
@@ -45,9 +72,13 @@ engine_tx_flush(struct droce_engine *e)
 
 	if (e->nb_tx == 0)
 		return;
+	engine_tx_icrcs(e);
 	sent = rte_eth_tx_burst(e->port_id, e->tx_queue, e->tx, e->nb_tx);
 	e->st.tx_pkts += sent;
-	/* Keep what the port refused for the next pass: RoCE tolerates delay better than loss. */
+	/*
+	 * Keep what the port refused for the next pass: RoCE tolerates delay better than loss.
+	 * Their ICRCs are written (tx_icrc_l3 all 0).
+	 */
 	if (sent > 0 && sent < e->nb_tx)
 		memmove(e->tx, e->tx + sent, (e->nb_tx - sent) * sizeof(e->tx[0]));
 	e->nb_tx -= sent;
@@ -86,13 +117,11 @@ engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
 		  struct rte_mbuf *m)
 {
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	/* The trailer is BTH.PadCnt pad bytes and the ICRC. */
-	uint32_t trailer = droce_bth_pad((const struct droce_bth *)(p + tmpl->len)) +
-			   DROCE_ICRC_LEN;
-	struct droce_wire_seg seg = { .data = p, .len = m->data_len - trailer };
+	/* The trailer is BTH.PadCnt pad bytes, zeros, and the ICRC, written at the flush. */
+	uint32_t pad = droce_bth_pad((const struct droce_bth *)(p + tmpl->len));
 
-	droce_wire_build_trailer(tmpl, &seg, 1, p + seg.len);
-	engine_tx(e, m);
+	memset(p + m->data_len - DROCE_ICRC_LEN - pad, 0, pad);
+	engine_tx(e, m, (uint8_t)tmpl->l3_off);
 }
 
 /* Frames from the control thread (ARP, ICMP replies): sent as they are. */
@@ -109,8 +138,10 @@ engine_tx_slow(struct droce_engine *e)
 		return 0;
 	n = rte_ring_sc_dequeue_burst(e->slow_tx, (void **)pkts,
 				      RTE_MIN(room, (unsigned int)ENGINE_BURST), NULL);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		e->tx_icrc_l3[e->nb_tx] = 0;	/* complete as the control thread built it */
 		e->tx[e->nb_tx++] = pkts[i];
+	}
 	e->st.tx_slow += n;
 	return n;
 }

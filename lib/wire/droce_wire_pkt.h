@@ -167,6 +167,16 @@ void droce_wire_build_trailer(const struct droce_wire_tmpl *tmpl,
 			      void *trailer);
 
 /*
+ * The ICRC of a contiguous packet whose headers, payload and pad are in place, written to
+ * its last four bytes (icrc_off = its length - 4). droce_wire_build_trailer() in two
+ * steps, for a caller that writes the pad when it builds the packet and the ICRCs of a
+ * whole burst together, just before transmitting it: each ICRC is a chain of dependent
+ * carry-less multiplications, and a core overlaps the chains of several packets only when
+ * they are computed one after another (doc/engine.md, "ICRCs by the burst").
+ */
+void droce_wire_icrc_fill(void *pkt, uint32_t l3_off, uint32_t icrc_off);
+
+/*
  * Builds a whole packet into one buffer: headers, the payload gathered from its
  * segments, pad and ICRC. Returns the packet length or a negative errno as
  * droce_wire_build_hdrs does.

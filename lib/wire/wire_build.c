@@ -193,6 +193,20 @@ droce_wire_build_trailer(const struct droce_wire_tmpl *tmpl,
 	out[pad + 3] = crc >> 24;
 }
 
+void
+droce_wire_icrc_fill(void *pkt, uint32_t l3_off, uint32_t icrc_off)
+{
+	struct droce_wire_seg seg = { .data = pkt, .len = icrc_off };
+	uint8_t *out = (uint8_t *)pkt + icrc_off;
+	uint32_t crc = droce_icrc_calc(&seg, 1, l3_off, icrc_off);
+
+	/* Least-significant byte first (A17.3.3), as droce_wire_build_trailer(). */
+	out[0] = crc & 0xFF;
+	out[1] = (crc >> 8) & 0xFF;
+	out[2] = (crc >> 16) & 0xFF;
+	out[3] = crc >> 24;
+}
+
 int
 droce_wire_build(const struct droce_wire_tmpl *tmpl, const struct droce_wire_hdrs *h,
 		 const struct droce_wire_seg *payload, unsigned int npayload, void *out,

@@ -426,6 +426,11 @@ roundtrip(const struct flow *f, uint8_t opcode, uint32_t plen)
 	segs[0].data = exact_copy(frame, e.len);
 	segs[0].len = e.len;
 	check_parse(&e, segs, 1);
+	/* The ICRC written in place (the engine's burst path) is the builder's. */
+	memset((uint8_t *)(uintptr_t)segs[0].data + e.len - DROCE_ICRC_LEN, 0x5A, DROCE_ICRC_LEN);
+	droce_wire_icrc_fill((void *)(uintptr_t)segs[0].data, f->tmpl.l3_off,
+			     e.len - DROCE_ICRC_LEN);
+	CHECK_MEM(segs[0].data, frame, e.len);
 	free_segs(segs, 1);
 
 	/* Segmented: headers, payload chunks (re-split), pad and ICRC. */
