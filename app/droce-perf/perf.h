@@ -11,8 +11,10 @@
  * engines (droce_engine_poll()), as an application linking the engine in-process does.
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
- * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
- * perf_report.c (perftest's tables, --json lines, port statistics).
+ * perf_traffic.c (send, write, read, atomic, lat), perf_rdma.c (the work requests and
+ * checks of write, read and atomic), perf_ud.c (UD: address handles, Q_Key),
+ * perf_fault.c (the fault driver's loss options and counters), perf_raw.c (raw-tx,
+ * raw-rx, raw-io), perf_report.c (perftest's tables, --json lines, port statistics).
  */
 
 #include <stdbool.h>
@@ -25,6 +27,7 @@
 
 #include <droce_engine.h>
 #include <droce_engine_region.h>
+#include <droce_fault.h>
 #include <droce_shm.h>
 #include <droce_shm_arena.h>
 #include <droce_shm_client.h>
@@ -38,10 +41,18 @@
  * i % engines; the main lcore polls them all.
  */
 #define PERF_MAX_ENGINES	((PERF_MAX_QPS + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS)
+/*
+ * atomic: QP i operates on 8-byte word i mod PERF_ATOMIC_WORDS of host b's buffer (its
+ * first 8 KiB); CMP_AND_SWAP chains need a word of their own per QP, so at most this many.
+ */
+#define PERF_ATOMIC_SIZE	8u
+#define PERF_ATOMIC_WORDS	1024u
 
 enum perf_mode {
 	PERF_MODE_SEND,
 	PERF_MODE_WRITE,
+	PERF_MODE_READ,
+	PERF_MODE_ATOMIC,
 	PERF_MODE_LAT,
 	PERF_MODE_RAW_TX,
 	PERF_MODE_RAW_RX,
@@ -64,9 +75,17 @@ struct perf_opts {
 	uint32_t qps;
 	uint64_t iters;			/* per QP (raw: frames); 0 when by duration */
 	double duration_s;		/* 0 when by iterations */
-	uint8_t qp_type;		/* DROCE_SHM_QPT_RC or _UC */
+	uint8_t qp_type;		/* DROCE_SHM_QPT_RC, _UC or _UD */
 	uint8_t mtu;			/* enum ibv_mtu */
 	bool json;
+	bool atomic_cas;		/* atomic: CMP_AND_SWAP, else FETCH_AND_ADD */
+	bool ipv6;			/* IPv6 GIDs: RoCEv2 over IPv6 */
+	struct perf_fault_opts {
+		/* parts per million of the packets each host's port receives */
+		uint32_t drop, reorder, dup, corrupt;
+		uint64_t seed;
+		bool on;		/* any rate given: attach the fault driver */
+	} fault;
 };
 
 /* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
@@ -140,6 +159,11 @@ struct perf_host {
 	struct perf_qp **by_qpn;	/* max_qps entries */
 	uint32_t max_qps;
 	uint32_t psn;
+	/* UD (perf_ud.c): the address handle towards the peer, the Q_Key of both ends */
+	struct ibv_ah ah;
+	bool have_ah;
+	uint32_t qkey;
+	struct droce_fault *fault;	/* the loss options on this port's receive path */
 };
 
 struct perf_run {
@@ -147,6 +171,12 @@ struct perf_run {
 	struct perf_host a, b;
 	uint32_t max_size;		/* the largest size of the run: buffer slots */
 	struct perf_peer peer_b;	/* what host a knows of host b: WRITEs' target */
+	/* atomic (perf_rdma.c): b's words before the round; the next compare, word by word */
+	uint64_t words0[PERF_ATOMIC_WORDS];
+	uint64_t cas_next[PERF_ATOMIC_WORDS];
+	uint32_t nb_words;
+	struct droce_engine_stats a0;	/* host a's counters at the start of the round */
+	struct droce_fault_stats fb0;	/* host b's fault counters at the start of the round */
 };
 
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
@@ -155,6 +185,8 @@ struct perf_bw {
 	uint64_t iters;			/* messages (frames) counted */
 	double peak_gbps, avg_gbps, mpps;
 	uint64_t sent, received;	/* the two ends' counts, which must agree */
+	uint64_t lost;			/* UC, UD under loss: sent - received */
+	uint64_t retransmits;		/* host a's request packets sent again */
 	double secs;
 };
 
@@ -170,6 +202,31 @@ void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);
+
+/* perf_rdma.c: write, read and atomic, the work request of a's QP q and the checks. */
+void perf_rdma_wr(struct perf_run *r, struct perf_qp *q, struct ibv_send_wr *wr,
+		  struct ibv_sge *sge, const struct perf_peer *peer);
+uint64_t perf_rdma_delivered(const struct perf_run *r, const struct droce_engine_stats *b0,
+			     const struct droce_engine_stats *b1, uint32_t size, uint64_t sent);
+void perf_rdma_prepare(struct perf_run *r);
+int perf_rdma_check(struct perf_run *r, const struct droce_engine_stats *b0,
+		    const struct droce_engine_stats *b1, uint64_t sent, uint32_t size);
+uint32_t perf_mr_access(void);
+
+/* perf_ud.c: UD QPs, one address handle per engine towards the peer. */
+int perf_ud_connect(struct perf_host *h, const struct perf_peer *p, uint32_t pd);
+bool perf_ud_ah_valid(const struct perf_host *h, uint32_t ah);
+void perf_ud_wr(const struct perf_run *r, const struct perf_qp *q, struct ibv_send_wr *wr,
+		const struct perf_peer *peer);
+uint32_t perf_recv_room(const struct perf_opts *o);
+
+/* perf_fault.c: the fault driver on both hosts' ports, its counters, the loss check. */
+int perf_fault_attach(struct perf_run *r);
+void perf_fault_stats(const struct perf_host *h, struct droce_fault_stats *st);
+bool perf_fault_lossy(const struct perf_run *r);
+bool perf_fault_settled(const struct perf_run *r, const struct droce_engine_stats *b0,
+			uint64_t received);
+int perf_fault_check(const struct perf_run *r, const struct perf_bw *f);
 /* perf_raw.c */
 int perf_raw_run(struct perf_run *r, uint32_t size);
 
@@ -179,5 +236,6 @@ void perf_report_bw(const struct perf_run *r, const struct perf_bw *f);
 void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
 void perf_report_footer(const struct perf_run *r);
 void perf_report_ports(const struct perf_run *r);
+void perf_report_faults(const struct perf_run *r);
 
 #endif /* PERF_H */

@@ -23,6 +23,8 @@ conn_name(const struct perf_run *r)
 {
 	if (perf_mode_is_raw(r->o->mode))
 		return "raw";
+	if (r->o->qp_type == DROCE_SHM_QPT_UD)
+		return "UD";
 	return r->o->qp_type == DROCE_SHM_QPT_UC ? "UC" : "RC";
 }
 
@@ -38,6 +40,11 @@ perf_report_header(const struct perf_run *r)
 	       "and %u (host b)\n", perf_mode_names[o->mode], conn_name(r),
 	       perf_mode_is_raw(o->mode) ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
 	       r->a.port, r->b.port);
+	if (o->ipv6 || o->fault.on)
+		printf(" RoCEv2 over %s; fault driver on both ports: loss %u, reorder %u, dup %u, "
+		       "corrupt %u ppm, seed %" PRIu64 "\n", o->ipv6 ? "IPv6" : "IPv4",
+		       o->fault.drop, o->fault.reorder, o->fault.dup, o->fault.corrupt,
+		       o->fault.seed);
 	printf(RESULT_LINE);
 	printf(o->mode == PERF_MODE_LAT ? RESULT_FMT_LAT : RESULT_FMT_G);
 	fflush(stdout);
@@ -52,13 +59,20 @@ perf_report_bw(const struct perf_run *r, const struct perf_bw *f)
 		printf("{\"figure\": \"bw\", \"mode\": \"%s\", \"connection\": \"%s\", "
 		       "\"qps\": %u, \"mtu\": %u, \"bytes\": %u, \"iterations\": %" PRIu64 ", "
 		       "\"seconds\": %.6f, \"bw_peak_gbps\": %.6f, \"bw_average_gbps\": %.6f, "
-		       "\"msg_rate_mpps\": %.6f, \"sent\": %" PRIu64 ", \"received\": %" PRIu64 "}\n",
+		       "\"msg_rate_mpps\": %.6f, \"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", "
+		       "\"lost\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"ip\": \"%s\"}\n",
 		       perf_mode_names[o->mode], conn_name(r), perf_mode_is_raw(o->mode) ? 0 : o->qps,
 		       128u << o->mtu, f->size, f->iters, f->secs, f->peak_gbps, f->avg_gbps,
-		       f->mpps, f->sent, f->received);
+		       f->mpps, f->sent, f->received, f->lost, f->retransmits,
+		       o->ipv6 ? "ipv6" : "ipv4");
 	else
 		printf(REPORT_FMT, (unsigned long)f->size, f->iters, f->peak_gbps, f->avg_gbps,
 		       f->mpps);
+	/* under loss the figures are goodput: what was delivered, and what it cost */
+	if (!o->json && o->fault.on)
+		printf(" # sent %" PRIu64 ", received %" PRIu64 ", lost %" PRIu64 ", packets "
+		       "retransmitted %" PRIu64 "\n", f->sent, f->received, f->lost,
+		       f->retransmits);
 	fflush(stdout);
 }
 
@@ -118,6 +132,38 @@ perf_report_ports(const struct perf_run *r)
 		printf("  RX-nombuf:  %-10" PRIu64 "\n", st.rx_nombuf);
 		printf("  TX-packets: %-10" PRIu64 " TX-errors: %-10" PRIu64 " TX-bytes:  %-" PRIu64 "\n",
 		       st.opackets, st.oerrors, st.obytes);
+		printf("  ############################################################################\n");
+	}
+	fflush(stdout);
+}
+
+/* The fault driver's counters of each host's port (the loss options), after the ports'. */
+void
+perf_report_faults(const struct perf_run *r)
+{
+	const struct perf_host *h[2] = { &r->a, &r->b };
+	struct droce_fault_stats st;
+	const uint64_t *v = (const uint64_t *)&st;
+	size_t k;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (h[i]->fault == NULL)
+			continue;
+		perf_fault_stats(h[i], &st);
+		if (r->o->json) {
+			printf("{\"figure\": \"fault\", \"port\": %u, \"host\": \"%s\"",
+			       h[i]->port, h[i]->name);
+			for (k = 0; k < DROCE_FAULT_NB_COUNTERS; k++)
+				printf(", \"%s\": %" PRIu64, droce_fault_counter_names[k], v[k]);
+			printf("}\n");
+			continue;
+		}
+		printf("\n  ####################### Fault statistics for port %-2u #######################\n",
+		       h[i]->port);
+		for (k = 0; k < DROCE_FAULT_NB_COUNTERS; k++)
+			printf("  %-12s %-10" PRIu64 "%s", droce_fault_counter_names[k], v[k],
+			       k % 3 == 2 || k + 1 == DROCE_FAULT_NB_COUNTERS ? "\n" : " ");
 		printf("  ############################################################################\n");
 	}
 	fflush(stdout);

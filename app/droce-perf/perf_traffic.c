@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RoCE modes. send and write: host a keeps every QP's send ring full of SIZE-byte
- * SENDs (or RDMA WRITEs into host b's buffer), every SIGNAL_EVERY-th signaled, as
- * perftest's bandwidth tests post (its --cq-mod); host b reposts each receive as it
- * completes. lat: RC SEND ping-pong on one QP, perftest's send_lat. The main lcore runs
- * both hosts' applications and both engines in turn.
+ * The RoCE modes. send, write, read and atomic: host a keeps every QP's send ring full of
+ * SIZE-byte SENDs (or RDMA WRITEs into host b's buffer, READs from it, atomics on its
+ * words: perf_rdma.c), every SIGNAL_EVERY-th signaled, as perftest's bandwidth tests post
+ * (its --cq-mod); host b reposts each receive as it completes. lat: RC SEND ping-pong on
+ * one QP, perftest's send_lat. The main lcore runs both hosts' applications and both
+ * engines in turn.
  */
 #include <math.h>
 #include <stdio.h>
@@ -83,7 +84,7 @@ post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, boo
 	struct ibv_sge sge[POST_CHAIN];
 	struct perf_host *h = &r->a;
 	uint32_t i, k = RTE_MIN(n, (uint32_t)POST_CHAIN);
-	bool write = r->o->mode == PERF_MODE_WRITE;
+	bool send = r->o->mode == PERF_MODE_SEND || r->o->mode == PERF_MODE_LAT;
 
 	for (i = 0; i < k; i++) {
 		uint64_t id = q->posted + i;
@@ -96,13 +97,12 @@ post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, boo
 		wr[i].wr_id = id;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
-		if (write) {
-			wr[i].opcode = IBV_WR_RDMA_WRITE;
-			/* the same slot of b's buffer as of a's */
-			wr[i].wr.rdma.remote_addr = peer->buf_addr + (addr - (uintptr_t)h->buf);
-			wr[i].wr.rdma.rkey = peer->rkey;
+		if (!send) {
+			perf_rdma_wr(r, q, &wr[i], &sge[i], peer);
 		} else {
 			wr[i].opcode = IBV_WR_SEND;
+			if (q->view.qp_type == DROCE_SHM_QPT_UD)
+				perf_ud_wr(r, q, &wr[i], peer);
 		}
 		if (id % SIGNAL_EVERY == SIGNAL_EVERY - 1 || (last && i + 1 == k))
 			wr[i].send_flags = IBV_SEND_SIGNALED;
@@ -152,9 +152,10 @@ receiver_pass(struct perf_run *r, uint32_t size)
 
 		if (!wc_ok(&wc[i], "receiver") || q == NULL)
 			return -1;
-		if (wc[i].byte_len != size) {
+		/* UD: the GRH's 40 bytes before the message (IB 11.4.1.1) */
+		if (wc[i].byte_len != size + perf_recv_room(r->o)) {
 			fprintf(stderr, "droce-perf: host b: received %u bytes, not %u\n",
-				wc[i].byte_len, size);
+				wc[i].byte_len, size + perf_recv_room(r->o));
 			return -1;
 		}
 		q->rdone++;
@@ -211,7 +212,44 @@ sum_rdone(const struct perf_host *h)
 	return s;
 }
 
-/* send and write at one size. */
+/* The counters a round starts from: its figures and checks are differences. */
+static void
+round_start(struct perf_run *r)
+{
+	perf_host_stats(&r->a, &r->a0);
+	perf_fault_stats(&r->b, &r->fb0);
+	perf_rdma_prepare(r);
+}
+
+/* UC and UD under loss end when every packet sent is accounted for, not delivered. */
+static bool
+loses_messages(const struct perf_run *r)
+{
+	return perf_fault_lossy(r) && r->o->qp_type != DROCE_SHM_QPT_RC;
+}
+
+/* A round's figures and checks beyond sent = received. 0, or -1 after printing why. */
+static int
+round_end(struct perf_run *r, struct perf_bw *f, const struct droce_engine_stats *sb0,
+	  const struct droce_engine_stats *sb1)
+{
+	struct droce_engine_stats a1;
+
+	perf_host_stats(&r->a, &a1);
+	f->retransmits = a1.req_retransmit - r->a0.req_retransmit;
+	f->lost = f->sent > f->received ? f->sent - f->received : 0;
+	perf_report_bw(r, f);
+	if (loses_messages(r))
+		return perf_fault_check(r, f);
+	if (f->sent != f->received) {
+		fprintf(stderr, "droce-perf: %llu messages sent, %llu received\n",
+			(unsigned long long)f->sent, (unsigned long long)f->received);
+		return -1;
+	}
+	return perf_rdma_check(r, sb0, sb1, f->sent, f->size);
+}
+
+/* send, write, read and atomic at one size. */
 static int
 stream_run(struct perf_run *r, uint32_t size)
 {
@@ -221,20 +259,21 @@ stream_run(struct perf_run *r, uint32_t size)
 	uint64_t t0, t_end, now, last_progress, win_t, win_done, done0_a;
 	uint64_t recv0_b, received = 0, sent = 0, progress = 0, done;
 	struct droce_engine_stats sb0, sb1;
-	bool write = o->mode == PERF_MODE_WRITE, stopping = false;
+	bool one_sided = o->mode != PERF_MODE_SEND, stopping = false;
 	double peak = 0, secs;
 	struct perf_bw f;
 	uint32_t i;
 	int got;
 
 	for (i = 0; i < b->nb_qps; i++)
-		if (!write)
+		if (!one_sided)
 			fill_recvs(b, &b->qps[i]);
 	for (i = 0; i < a->nb_qps; i++) {
 		a->qps[i].round_posted = 0;
 		a->qps[i].closed = true;	/* nothing to complete yet */
 	}
 	perf_host_stats(b, &sb0);
+	round_start(r);
 	done0_a = sum_done(a);
 	recv0_b = sum_rdone(b);
 	t0 = rte_rdtsc();
@@ -272,7 +311,7 @@ stream_run(struct perf_run *r, uint32_t size)
 				      stopping && q->closed);
 		}
 		perf_host_poll(b);
-		if (!write) {
+		if (!one_sided) {
 			got = receiver_pass(r, size);
 			if (got < 0)
 				return -1;
@@ -297,11 +336,16 @@ stream_run(struct perf_run *r, uint32_t size)
 		/* The round ends when every send posted is complete and delivered. */
 		if (!all || done - done0_a != sent)
 			continue;
-		if (!write && received == sent)
+		if (loses_messages(r)) {
+			if (perf_fault_settled(r, &sb0, received))
+				break;
+			continue;
+		}
+		if (!one_sided && received == sent)
 			break;
-		if (write) {
+		if (one_sided) {
 			perf_host_stats(b, &sb1);
-			if (sb1.resp_writes - sb0.resp_writes == sent)
+			if (perf_rdma_delivered(r, &sb0, &sb1, size, sent) == sent)
 				break;
 		}
 	}
@@ -312,20 +356,16 @@ stream_run(struct perf_run *r, uint32_t size)
 	f.size = size;
 	f.iters = sent;
 	f.secs = secs;
-	f.avg_gbps = (double)sent * size * 8 / secs / 1e9;
-	f.mpps = (double)sent / secs / 1e6;
+	f.sent = sent;
+	/* What b's responder delivered: receive completions (send), perf_rdma_delivered. */
+	f.received = one_sided ? perf_rdma_delivered(r, &sb0, &sb1, size, sent) :
+		     sum_rdone(b) - recv0_b;
+	/* goodput: what was delivered (all that was sent but on UC and UD under loss) */
+	f.avg_gbps = (double)f.received * size * 8 / secs / 1e9;
+	f.mpps = (double)f.received / secs / 1e6;
 	/* A run shorter than one window has no peak of its own: its average is its peak. */
 	f.peak_gbps = peak > 0 ? RTE_MAX(peak, f.avg_gbps) : f.avg_gbps;
-	f.sent = sent;
-	/* What b's responder delivered: receive completions (send), WRITEs placed (write). */
-	f.received = write ? sb1.resp_writes - sb0.resp_writes : sum_rdone(b) - recv0_b;
-	perf_report_bw(r, &f);
-	if (f.sent != f.received) {
-		fprintf(stderr, "droce-perf: %llu messages sent, %llu received\n",
-			(unsigned long long)f.sent, (unsigned long long)f.received);
-		return -1;
-	}
-	return 0;
+	return round_end(r, &f, &sb0, &sb1);
 }
 
 /* One ping: a posts, both hosts run until a's receive completes. Round trip in TSC ticks. */

@@ -4,7 +4,10 @@
 EAL line) and over two net_memif ports of one process (server on port 0, client on port
 1). Every figure must be non-zero and the two ends' counts equal (messages sent =
 received, raw frames sent = received: both links are lossless); port statistics must
-agree with them. Bad arguments must give a message naming the option and exit status 2.
+agree with them. read, atomic (droce-perf checks host b's words itself), UD, IPv6 (on
+the wire: memif's byte counts) and the loss options: RC delivers everything with
+retransmissions, UD loses exactly what the fault driver drops (sent = received + lost).
+Bad arguments must give a message naming the option and exit status 2.
 
 As test/integration's harness: a unique --file-prefix per run, --no-pci, one lcore,
 --no-huge with --no-shconf (nothing left in hugetlbfs; droce-perf removes its runtime
@@ -61,6 +64,11 @@ def run_json(perf, eal_args, opts):
     ports = {l["host"]: l for l in lines if l["figure"] == "port"}
     check(figs, "%s: no figure" % cmd)
     check(set(ports) == {"a", "b"}, "%s: port statistics of %s" % (cmd, sorted(ports)))
+    faults = {l["host"]: l for l in lines if l["figure"] == "fault"}
+    check(set(faults) == ({"a", "b"} if "--loss" in opts else set()),
+          "%s: fault counters of %s" % (cmd, sorted(faults)))
+    if faults:
+        ports["fault"] = faults
     return figs, ports
 
 
@@ -131,6 +139,107 @@ def modes(perf, eal_fn, topo):
             log("ok %s: %.3f Mpps" % (name, f["msg_rate_mpps"]))
 
 
+def one_fig(perf, eal_args, opts, name):
+    figs, ports = run_json(perf, eal_args, opts)
+    check(len(figs) == 1, "%s: %d figures" % (name, len(figs)))
+    return figs[0], ports
+
+
+def new_modes(perf, eal_fn, topo):
+    """read, atomic, UD, IPv6: lossless, so every count agrees as in modes()."""
+    for opts in (["--mode", "read", "-s", "64", "-n", "5000"],
+                 # 64 READ response packets each, 4 QPs, 16 READs out per QP
+                 ["--mode", "read", "-s", "65536", "-m", "1024", "-q", "4", "-n", "100"],
+                 ["--mode", "atomic", "-n", "5000"],
+                 ["--mode", "atomic", "--atomic-type", "FETCH_AND_ADD", "-q", "3000", "-n", "2"],
+                 ["--mode", "atomic", "--atomic-type", "CMP_AND_SWAP", "-q", "4", "-n", "2000"],
+                 ["--mode", "send", "-c", "UD", "-s", "64", "-n", "5000"],
+                 ["--mode", "send", "-c", "UD", "-s", "4096", "-q", "4", "-n", "500"],
+                 ["--mode", "send", "--ipv6", "-s", "64", "-n", "5000"],
+                 ["--mode", "write", "--ipv6", "-s", "65536", "-n", "200"]):
+        name = "%s %s" % (topo, " ".join(opts))
+        f, ports = one_fig(perf, eal_fn(), opts, name)
+        n = int(opts[opts.index("-n") + 1])
+        q = int(opts[opts.index("-q") + 1]) if "-q" in opts else 1
+        check(f["iterations"] == n * q, "%s: %d iterations" % (name, f["iterations"]))
+        check(f["mode"] == opts[1], "%s: mode %s" % (name, f["mode"]))
+        check(f["connection"] == ("UD" if "UD" in opts else "RC"), "%s: %s" % (name, f))
+        check(f["ip"] == ("ipv6" if "--ipv6" in opts else "ipv4"), "%s: ip %s" % (name, f))
+        if opts[1] == "atomic":
+            check(f["bytes"] == 8, "%s: %d bytes" % (name, f["bytes"]))
+        check_bw(name, f, ports)
+        log("ok %s: %.3f Gb/s %.3f Mpps" % (name, f["bw_average_gbps"], f["msg_rate_mpps"]))
+    # UD, every size up to the MTU
+    figs, ports = run_json(perf, eal_fn(), ["-c", "UD", "-a", "-m", "1024", "-n", "20"])
+    check([f["bytes"] for f in figs] == [1 << i for i in range(11)],
+          "%s UD -a: sizes %s" % (topo, [f["bytes"] for f in figs]))
+    for f in figs:
+        check_bw("%s UD -a %d" % (topo, f["bytes"]), f, ports)
+    log("ok %s send UD -a -m 1024: 11 sizes" % topo)
+    # IPv6 on the wire: a UC WRITE of 64 bytes is one frame, IPv6's header 20 bytes more
+    # than IPv4's (memif counts bytes; net_ring does not)
+    if topo == "memif":
+        for ip, frame in (("ipv4", 14 + 20 + 8 + 12 + 16 + 64 + 4),
+                          ("ipv6", 14 + 40 + 8 + 12 + 16 + 64 + 4)):
+            opts = ["--mode", "write", "-c", "UC", "-s", "64", "-n", "1000"]
+            f, ports = one_fig(perf, eal_fn(), opts + (["--ipv6"] if ip == "ipv6" else []),
+                               ip)
+            check(ports["b"]["rx_packets"] == 1000 and
+                  ports["b"]["rx_bytes"] == 1000 * frame,
+                  "%s: b received %d packets, %d bytes, not 1000 of %d bytes" %
+                  (ip, ports["b"]["rx_packets"], ports["b"]["rx_bytes"], frame))
+        log("ok %s --ipv6 on the wire: %d-byte frames" % (topo, frame))
+
+
+def lossy(perf, eal_fn, topo):
+    """The fault driver on both ports: --loss 1 and the rest. It is rx callbacks on the
+    port, the same code on either topology: memif runs the RC SEND and the UC/UD cases,
+    the internal ring all of them."""
+    # RC: everything delivered, by retransmission
+    rc_cases = [["--mode", "send", "-s", "64", "-n", "5000"]]
+    if topo == "net_ring":
+        rc_cases += [["--mode", "write", "-s", "65536", "-m", "2048", "-n", "100"],
+                     ["--mode", "read", "-s", "16384", "-q", "2", "-n", "100"]]
+    for opts in rc_cases:
+        name = "%s %s --loss 1" % (topo, " ".join(opts))
+        f, ports = one_fig(perf, eal_fn(), opts + ["--loss", "1"], name)
+        fa, fb = ports["fault"]["a"], ports["fault"]["b"]
+        check(f["sent"] == f["received"] == f["iterations"] and f["lost"] == 0,
+              "%s: sent %d, received %d, lost %d" % (name, f["sent"], f["received"], f["lost"]))
+        check(fa["dropped"] + fb["dropped"] > 0 and f["retransmits"] > 0,
+              "%s: dropped %d + %d, retransmits %d" %
+              (name, fa["dropped"], fb["dropped"], f["retransmits"]))
+        for h in (fa, fb):
+            check(h["received"] + h["duplicated"] ==
+                  h["delivered"] + h["dropped"] + h["overflowed"] + h["held"],
+                  "%s: fault counters do not add up: %s" % (name, h))
+        log("ok %s: %.3f Gb/s goodput, %d retransmits, %d dropped" %
+            (name, f["bw_average_gbps"], f["retransmits"], fa["dropped"] + fb["dropped"]))
+    # UD and UC with one packet a message: lost = what b's fault driver dropped
+    for conn in ("UD", "UC"):
+        opts = ["--mode", "send", "-c", conn, "-s", "64", "-n", "5000", "--loss", "1",
+                "--fault-seed", "7"]
+        name = "%s %s" % (topo, " ".join(opts))
+        f, ports = one_fig(perf, eal_fn(), opts, name)
+        fb = ports["fault"]["b"]
+        check(f["lost"] > 0 and f["sent"] == f["received"] + f["lost"] and
+              f["lost"] == fb["dropped"], "%s: sent %d, received %d, lost %d, b dropped %d" %
+              (name, f["sent"], f["received"], f["lost"], fb["dropped"]))
+        log("ok %s: %d sent = %d received + %d lost" % (name, f["sent"], f["received"],
+                                                         f["lost"]))
+    # every fault at once: droce-perf's own check (lost within what the driver explains)
+    for opts in () if topo != "net_ring" else (["-c", "UD", "-s", "1024"], ["-c", "UC", "-s", "8192", "-m", "1024"],
+                 ["-c", "RC", "-s", "4096"]):
+        opts = ["--mode", "send", "-n", "1000", "--loss", "1", "--reorder", "1", "--dup", "1",
+                "--corrupt", "0.5"] + opts
+        name = "%s %s" % (topo, " ".join(opts))
+        f, ports = one_fig(perf, eal_fn(), opts, name)
+        check(f["received"] > 0, "%s: nothing received" % name)
+        if "RC" in opts:
+            check(f["sent"] == f["received"], "%s: RC lost messages" % name)
+        log("ok %s: %d sent, %d received" % (name, f["sent"], f["received"]))
+
+
 def tables(perf):
     """perftest's headers, so scripts that parse ib_write_bw and ib_send_lat parse this."""
     rc, out, err, cmd = run(perf, eal(), ["--mode", "write", "-s", "64", "-n", "1000"])
@@ -151,7 +260,7 @@ def tables(perf):
 
 def bad_args(perf):
     cases = [
-        (["--mode", "read"], "--mode 'read'"),
+        (["--mode", "bogus"], "--mode 'bogus': not send, write, read, atomic"),
         (["-s", "0"], "--size 0: out of range"),
         (["-s", "1048577"], "--size 1048577: out of range"),
         (["-q", "0"], "--qps 0: out of range"),
@@ -161,12 +270,33 @@ def bad_args(perf):
         (["-D", "0"], "--duration '0'"),
         (["-m", "1500"], "--mtu 1500: not 256"),
         (["-m", "8192"], "--mtu 8192: out of range"),
-        (["-c", "UD"], "--connection 'UD'"),
+        (["-c", "XRC"], "--connection 'XRC': not RC, UC or UD"),
         (["--mode", "lat", "-c", "UC"], "--connection UC: only send and write"),
-        (["--mode", "lat", "-q", "2"], "--qps: only send and write"),
+        (["--mode", "lat", "-q", "2"], "--qps: only send, write, read and atomic"),
         (["-a", "-s", "8"], "--size and --all"),
         (["-n", "10", "-D", "1"], "--iters and --duration"),
-        (["--loss", "1"], "unknown option '--loss'"),
+        (["--mode", "read", "-c", "UC"], "--connection UC: read is RC only"),
+        (["--mode", "atomic", "-c", "UC"], "--connection UC: atomic is RC only"),
+        (["--mode", "write", "-c", "UD"], "--connection UD: only send"),
+        (["--mode", "read", "-c", "UD"], "--connection UD: only send"),
+        (["--mode", "lat", "-c", "UD"], "--connection UD: only send"),
+        (["-c", "UD", "-s", "4097"], "--size 4097: a UD message is one packet, at most the MTU"),
+        (["-c", "UD", "-m", "256", "-s", "512"], "--size 512: a UD message is one packet"),
+        (["--mode", "atomic", "-s", "16"], "--size 16: an atomic operates on 8 bytes"),
+        (["--mode", "atomic", "-a"], "--all: atomic has one size"),
+        (["--mode", "atomic", "--atomic-type", "SWAP"], "--atomic-type 'SWAP': not"),
+        (["--atomic-type", "CMP_AND_SWAP"], "--atomic-type: only with --mode atomic"),
+        (["--mode", "atomic", "--atomic-type", "CMP_AND_SWAP", "-q", "1025"],
+         "--qps 1025: CMP_AND_SWAP chains"),
+        (["--loss", "150"], "--loss 150: out of range 0..100"),
+        (["--loss", "much"], "--loss 'much': not a percentage"),
+        (["--reorder", "-1"], "--reorder -1: out of range"),
+        (["--dup", "101"], "--dup 101: out of range"),
+        (["--corrupt", ""], "--corrupt '': not a percentage"),
+        (["--fault-seed", "x"], "--fault-seed 'x': not a number"),
+        (["--mode", "raw-rx", "--dup", "1"], "--dup: the loss options apply to the RoCE modes"),
+        (["--mode", "raw-tx", "--ipv6"], "--ipv6: the raw modes send IPv4 frames"),
+        (["--delay", "1"], "unknown option '--delay'"),
         (["-i"], "unknown option '-i'"),
         (["-s"], "-s needs an argument"),
         (["stray"], "unexpected argument 'stray'"),
@@ -185,7 +315,9 @@ def bad_args(perf):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rc, out, err, cmd = run(perf, eal(), ["--help"])
-    check(rc == 0 and "--mode MODE" in out and "--json" in out, "--help: exit %d\n%s" % (rc, out))
+    check(rc == 0 and all(o in out for o in ("--mode MODE", "--json", "--atomic-type T",
+                                              "--ipv6", "--loss PCT", "--fault-seed N")),
+          "--help: exit %d\n%s" % (rc, out))
     log("ok %d bad arguments refused, --help" % (len(cases) + 1))
 
 
@@ -196,6 +328,8 @@ def main():
         bad_args(perf)
         tables(perf)
         modes(perf, eal, "net_ring")
+        new_modes(perf, eal, "net_ring")
+        lossy(perf, eal, "net_ring")
 
         def memif_eal():
             # bsize 8192: one memif buffer per packet (test/engine/test_engine_memif.c: DPDK
@@ -205,6 +339,8 @@ def main():
             common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
             return eal(["net_memif0,role=server," + common, "net_memif1,role=client," + common])
         modes(perf, memif_eal, "memif")
+        new_modes(perf, memif_eal, "memif")
+        lossy(perf, memif_eal, "memif")
     except (TestFailure, subprocess.TimeoutExpired) as e:
         log("FAIL: %s" % e)
         return 1
