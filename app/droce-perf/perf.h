@@ -12,7 +12,8 @@
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
- * perf_report.c (perftest's tables, --json lines, port statistics).
+ * perf_report.c (perftest's tables, --json lines, port statistics), perf_prompt.c (-i's
+ * prompt and --stats-period: the main lcore's control of a run going on a worker lcore).
  */
 
 #include <stdbool.h>
@@ -32,6 +33,8 @@
 #define PERF_MIN_SIZE		1u
 #define PERF_MAX_SIZE		(1u << 20)
 #define PERF_MAX_QPS		10000u
+/* --burst: WRs per post call (raw: frames per tx burst), at most the post arrays' length. */
+#define PERF_MAX_BURST		32u
 /*
  * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
  * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
@@ -67,11 +70,35 @@ struct perf_opts {
 	uint8_t qp_type;		/* DROCE_SHM_QPT_RC or _UC */
 	uint8_t mtu;			/* enum ibv_mtu */
 	bool json;
+	uint32_t burst;			/* WRs per post call (raw: frames per tx burst) */
+	double rate;			/* --rate per QP: messages (frames) per s, 0 none */
+	bool rate_bits;			/* rate is payload bits (raw: frame bits) per s */
+	bool interactive;		/* -i: the prompt */
+	bool auto_start;		/* --auto-start: a run at once (with -i too) */
+	uint32_t stats_period;		/* --stats-period: port statistics every N s, 0 none */
 };
 
 /* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
 int perf_opts_parse(int argc, char **argv, struct perf_opts *o);
 void perf_usage(const char *prog);
+/* The rules that tie options together; the prompt's start applies them too. 0 or -1. */
+int perf_opts_check(const struct perf_opts *o);
+/* One option's value, with the command line's message when it is bad: 0 or -1. */
+int perf_opt_mode(const char *s, enum perf_mode *m);
+int perf_opt_size(const char *s, uint32_t *size);
+int perf_opt_qps(const char *s, uint32_t *qps);
+int perf_opt_burst(const char *s, uint32_t *burst);
+int perf_opt_rate(const char *s, double *rate, bool *bits);
+
+/*
+ * Messages (raw: frames) per second per QP that --rate allows at message size bytes
+ * (raw: frames of bytes), 0 for no limit.
+ */
+static inline double
+perf_rate_msgs(const struct perf_opts *o, uint32_t bytes)
+{
+	return o->rate_bits ? o->rate / (8.0 * bytes) : o->rate;
+}
 
 /* ---- Hosts (perf_main.c) ---- */
 
@@ -147,7 +174,21 @@ struct perf_run {
 	struct perf_host a, b;
 	uint32_t max_size;		/* the largest size of the run: buffer slots */
 	struct perf_peer peer_b;	/* what host a knows of host b: WRITEs' target */
+	/*
+	 * Set by the prompt's stop, quit and by SIGINT/SIGTERM (any thread, relaxed: the run
+	 * only needs to see it soon); the traffic loops end there as at the end of -D.
+	 */
+	bool stop;
+	bool interrupted;		/* SIGINT or SIGTERM: the prompt quits too */
+	struct perf_opts opened;	/* the options the hosts were set up for */
+	bool broken;			/* a run failed: the hosts are set up again */
 };
+
+static inline bool
+perf_run_stopping(const struct perf_run *r)
+{
+	return __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
+}
 
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
 struct perf_bw {
@@ -167,6 +208,17 @@ struct perf_lat {
 /* perf_main.c: one pass of every engine of h; h's engines' counters summed. */
 void perf_host_poll(struct perf_host *h);
 void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
+/* perf_main.c: every size of a run (one, or -a's), figures printed. 0, or -1 failed. */
+int perf_run_sizes(struct perf_run *r);
+/*
+ * perf_main.c: hosts fit for r->o (the prompt's next start): kept when they are, closed
+ * and opened again when r->o changed what they were set up for. 0, or -1 after a message.
+ */
+int perf_hosts_fit(struct perf_run *r);
+
+/* perf_prompt.c, on the main lcore with the run on a worker lcore: exit statuses. */
+int perf_prompt(struct perf_run *r, struct perf_opts *o);
+int perf_periodic(struct perf_run *r, struct perf_opts *o);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);
@@ -179,5 +231,13 @@ void perf_report_bw(const struct perf_run *r, const struct perf_bw *f);
 void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
 void perf_report_footer(const struct perf_run *r);
 void perf_report_ports(const struct perf_run *r);
+/*
+ * The same, with testpmd's "Throughput (since last show)" from the counts in since[] (one
+ * per host, updated), or without when since is NULL.
+ */
+struct perf_port_mark {
+	uint64_t tsc, ipackets, opackets, ibytes, obytes;
+};
+void perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2]);
 
 #endif /* PERF_H */

@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_bus_vdev.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -537,6 +539,130 @@ hosts_open(struct perf_run *r)
 }
 
 /*
+ * Both hosts closed: for good at exit; else (the prompt's start with other settings)
+ * ready for hosts_open again. A port of the EAL line then stays open, stopped: closed, it
+ * would be gone (a vdev is not probed again). Stopped, it holds no mbuf of the pool
+ * freed here (PMDs give their rx mbufs back at stop; memif, af_packet and ring queues
+ * hold none), and port_start sets its queues up again with the new pool. An internal
+ * net_ring port goes with its vdev, whose name ring_port() takes again.
+ */
+static void
+hosts_close(struct perf_run *r, bool for_good)
+{
+	struct perf_host *h[2] = { &r->a, &r->b };
+	char vdev[2][RTE_ETH_NAME_MAX_LEN];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		vdev[i][0] = '\0';
+		if (h[i]->port_ours && rte_eth_dev_get_name_by_port(h[i]->port, vdev[i]) != 0)
+			vdev[i][0] = '\0';
+		if (!for_good && !h[i]->port_ours && h[i]->port_started) {
+			rte_eth_dev_stop(h[i]->port);
+			h[i]->port_started = false;
+		}
+		host_close(h[i]);
+		if (vdev[i][0] != '\0')
+			rte_vdev_uninit(vdev[i]);
+	}
+	hosts_release(&r->a, &r->b);
+	memset(&r->a, 0, sizeof(r->a));
+	memset(&r->b, 0, sizeof(r->b));
+}
+
+/*
+ * Whether hosts set up for s serve a run of o: the same QPs (number, type, MTU, queue
+ * depths) and buffer slots as large as o's messages. send and write share QPs; any other
+ * change of mode, lat's shallow queues or the raw modes' lack of QPs, sets them up again.
+ */
+static bool
+hosts_serve(const struct perf_run *r, const struct perf_opts *s, const struct perf_opts *o)
+{
+	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	bool stream = (s->mode == PERF_MODE_SEND || s->mode == PERF_MODE_WRITE) &&
+		      (o->mode == PERF_MODE_SEND || o->mode == PERF_MODE_WRITE);
+
+	if (r->a.dev == NULL || r->b.dev == NULL || largest > r->a.slot_size)
+		return false;
+	if (perf_mode_is_raw(s->mode) || perf_mode_is_raw(o->mode))
+		return perf_mode_is_raw(s->mode) && perf_mode_is_raw(o->mode);
+	return (s->mode == o->mode || stream) && s->qps == o->qps &&
+	       s->qp_type == o->qp_type && s->mtu == o->mtu;
+}
+
+int
+perf_hosts_fit(struct perf_run *r)
+{
+	if (!r->broken && hosts_serve(r, &r->opened, r->o))
+		return 0;
+	hosts_close(r, false);
+	r->broken = true;	/* until hosts_open has set all up */
+	r->max_size = r->o->all_sizes ? PERF_MAX_SIZE : r->o->size;
+	r->opened = *r->o;
+	if (hosts_open(r) != 0) {
+		fprintf(stderr, "droce-perf: the hosts could not be set up for these settings\n");
+		return -1;
+	}
+	r->broken = false;
+	return 0;
+}
+
+int
+perf_run_sizes(struct perf_run *r)
+{
+	const struct perf_opts *o = r->o;
+	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	uint32_t size, i;
+	int ret;
+
+	for (size = o->all_sizes ? PERF_MIN_SIZE : o->size; size <= largest; size *= 2) {
+		ret = perf_mode_is_raw(o->mode) ? perf_raw_run(r, size) : perf_traffic_run(r, size);
+		if (ret != 0) {
+			r->broken = true;
+			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o->mode], size);
+			for (i = 0; i < r->a.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->a.eng[i]);
+			fprintf(stderr, "\nhost b:");
+			for (i = 0; i < r->b.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->b.eng[i]);
+			fprintf(stderr, "\n");
+			return -1;
+		}
+		/* stop and signals end -a's sequence too */
+		if (!o->all_sizes || perf_run_stopping(r))
+			break;
+	}
+	return 0;
+}
+
+/* The run SIGINT and SIGTERM stop: a figure for what it did, then the exit. */
+static struct perf_run *signal_run;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (signal_run != NULL) {
+		__atomic_store_n(&signal_run->interrupted, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&signal_run->stop, true, __ATOMIC_RELAXED);
+	}
+}
+
+/* No SA_RESTART: a read of the prompt's ends with EINTR and the prompt looks at the flag. */
+static void
+signals_catch(struct perf_run *r)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	signal_run = r;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
  * EAL logs go to stderr: stdout holds only the results (and --json's lines).
  * Exit status: 0 figures printed, 1 the run failed, 2 bad arguments, 3 EAL did not start.
  */
@@ -546,7 +672,6 @@ main(int argc, char **argv)
 	struct perf_opts o;
 	struct perf_run *r;
 	char rundir[PATH_MAX];
-	uint32_t size, i;
 	int n, ret, rc = 1;
 
 	rte_openlog_stream(stderr);
@@ -561,38 +686,40 @@ main(int argc, char **argv)
 		rc = ret > 0 ? 0 : 2;
 		goto out;
 	}
+	/* The prompt and the periodic statistics run traffic on a worker lcore (perf_prompt.c). */
+	if ((o.interactive || o.stats_period != 0) && rte_lcore_count() < 2) {
+		fprintf(stderr, "droce-perf: %s needs two lcores on the EAL line (-l 0,1): the run "
+			"goes on the second while the main lcore %s\n",
+			o.interactive ? "-i" : "--stats-period",
+			o.interactive ? "reads commands" : "prints statistics");
+		rc = 2;
+		goto out;
+	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto out;
 	r->o = &o;
+	r->opened = o;
 	r->max_size = o.all_sizes ? PERF_MAX_SIZE : o.size;
 	if (hosts_open(r) != 0)
 		goto close;
-	perf_report_header(r);
-	rc = 0;
-	for (size = o.all_sizes ? PERF_MIN_SIZE : o.size; size <= r->max_size; size *= 2) {
-		ret = perf_mode_is_raw(o.mode) ? perf_raw_run(r, size) : perf_traffic_run(r, size);
-		if (ret != 0) {
-			rc = 1;
-			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o.mode], size);
-			for (i = 0; i < r->a.nb_engines; i++)
-				droce_engine_stats_print(stderr, r->a.eng[i]);
-			fprintf(stderr, "\nhost b:");
-			for (i = 0; i < r->b.nb_engines; i++)
-				droce_engine_stats_print(stderr, r->b.eng[i]);
-			fprintf(stderr, "\n");
-			break;
-		}
-		if (!o.all_sizes)
-			break;
+	signals_catch(r);
+	if (o.interactive) {
+		rc = perf_prompt(r, &o);
+		goto close;
 	}
+	if (o.stats_period != 0) {
+		rc = perf_periodic(r, &o);
+		goto close;
+	}
+	perf_report_header(r);
+	rc = perf_run_sizes(r) == 0 ? 0 : 1;
 	perf_report_footer(r);
 	perf_report_ports(r);
 close:
 	fflush(stdout);
-	host_close(&r->a);
-	host_close(&r->b);
-	hosts_release(&r->a, &r->b);
+	signal_run = NULL;
+	hosts_close(r, true);
 	free(r);
 out:
 	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());

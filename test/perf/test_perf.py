@@ -167,7 +167,7 @@ def bad_args(perf):
         (["-a", "-s", "8"], "--size and --all"),
         (["-n", "10", "-D", "1"], "--iters and --duration"),
         (["--loss", "1"], "unknown option '--loss'"),
-        (["-i"], "unknown option '-i'"),
+        (["-i"], "-i needs two lcores"),
         (["-s"], "-s needs an argument"),
         (["stray"], "unexpected argument 'stray'"),
     ]
