@@ -156,8 +156,10 @@ perf_periodic(struct perf_run *r, struct perf_opts *o)
 	int ret;
 
 	control_init(&c, r, o);
-	if (run_launch(&c) != 0)
+	if (run_launch(&c) != 0) {
+		r->o = o;
 		return 1;
+	}
 	next = rte_rdtsc() + period;
 	while (!run_finished(&c)) {
 		rte_delay_us_sleep(WATCH_MS * 1000);
@@ -635,12 +637,12 @@ perf_prompt(struct perf_run *r, struct perf_opts *o)
 	char ch;
 
 	control_init(&c, r, o);
-	prompt_ctl = &c;
 	cl = cmdline_stdin_new(prompt_cmds, "droce-perf> ");
 	if (cl == NULL) {
 		fprintf(stderr, "droce-perf: the prompt could not start\n");
 		return 1;
 	}
+	prompt_ctl = &c;
 	if (o->auto_start)
 		run_launch(&c);
 	while (!c.quit && !__atomic_load_n(&r->interrupted, __ATOMIC_RELAXED)) {

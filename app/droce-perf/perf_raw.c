@@ -19,12 +19,12 @@
 #include "perf.h"
 
 #define RAW_BURST		32
-
-_Static_assert(PERF_MAX_BURST <= RAW_BURST, "--burst beyond the tx array");
 /* An Ethertype for local experiments (IEEE 802): no host stack on a veth touches it. */
 #define RAW_ETHERTYPE		0x88b5
 /* After the last frame is sent, wait this long for the rest to arrive. */
 #define DRAIN_MS		200
+
+_Static_assert(PERF_MAX_BURST <= RAW_BURST, "--burst beyond the tx array");
 
 struct raw_counts {
 	uint64_t tx, rx_b, fwd_b, rx_a;
