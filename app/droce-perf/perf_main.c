@@ -32,6 +32,8 @@
 #define MBUF_CACHE		256
 #define RING_SIZE		1024	/* the internal link and every port's queues */
 #define LINK_UP_WAIT_MS		10000
+/* Ports kept for the prompt's next start: drained until this long without a packet. */
+#define DRAIN_QUIET_MS		20
 
 /*
  * Sends in flight per QP: deep rings for few QPs; with many, one signaled batch each, as
@@ -478,6 +480,42 @@ hosts_release(struct perf_host *a, struct perf_host *b)
 }
 
 /*
+ * Ports of the EAL line kept going with their pools from the last set-up (hosts_close):
+ * as many queues as engines, and nothing left in them of the last run's traffic, whose
+ * QPNs and PSNs the new QPs take again.
+ */
+static int
+ports_reuse(struct perf_run *r, uint32_t nb_engines)
+{
+	struct perf_host *h[2] = { &r->a, &r->b };
+	struct rte_mbuf *pkts[RING_SIZE];
+	uint64_t quiet_end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * DRAIN_QUIET_MS;
+	uint32_t q;
+	uint16_t got;
+	int i;
+
+	if (nb_engines != r->a.nb_engines) {
+		fprintf(stderr, "droce-perf: ports %u and %u have %u queue(s) each way, these QPs "
+			"need %u: run droce-perf again with these settings\n", r->a.port,
+			r->b.port, r->a.nb_engines, nb_engines);
+		return -1;
+	}
+	while (rte_get_timer_cycles() < quiet_end) {
+		for (i = 0; i < 2; i++) {
+			for (q = 0; q < nb_engines; q++) {
+				got = rte_eth_rx_burst(h[i]->port, (uint16_t)q, pkts, RING_SIZE);
+				if (got == 0)
+					continue;
+				rte_pktmbuf_free_bulk(pkts, got);
+				quiet_end = rte_get_timer_cycles() +
+					    rte_get_timer_hz() / 1000 * DRAIN_QUIET_MS;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
  * The topology. No port on the EAL line: host a and host b joined by an internal net_ring
  * pair. Two ports: host a on port 0, host b on port 1. Any other count is refused: one
  * port would mean the peer is another process, which needs the out-of-band exchange
@@ -495,6 +533,12 @@ hosts_open(struct perf_run *r)
 	uint64_t region = region_bytes(o, n);
 	struct perf_peer pa, pb;
 
+	if (r->a.mp != NULL) {
+		/* the prompt's next start, on ports of the EAL line kept going (hosts_close) */
+		if (ports_reuse(r, ne) != 0)
+			return -1;
+		goto engines;
+	}
 	if (nb_ports != 0 && nb_ports != 2) {
 		fprintf(stderr, "droce-perf: the EAL line gives %u port(s): give none (an "
 			"internal net_ring pair) or two (host a on port 0, host b on port 1); a "
@@ -521,6 +565,7 @@ hosts_open(struct perf_run *r)
 		r->a.mac[5] = 1;
 		r->b.mac[5] = 2;
 	}
+engines:
 	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size, region) != 0 ||
 	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size, region) != 0) {
 		fprintf(stderr, "droce-perf: engines: set-up failed: %s\n", rte_strerror(rte_errno));
@@ -539,12 +584,34 @@ hosts_open(struct perf_run *r)
 }
 
 /*
+ * h's engines, QPs and buffers closed; its port, still started, and its pool kept for
+ * hosts_open (ports_reuse).
+ */
+static void
+host_close_keep_port(struct perf_host *h)
+{
+	struct perf_host keep = *h;
+
+	h->port_started = false;	/* host_close leaves the port alone */
+	host_close(h);
+	memset(h, 0, sizeof(*h));
+	h->name = keep.name;
+	h->id = keep.id;
+	h->port = keep.port;
+	h->port_started = keep.port_started;
+	h->mp = keep.mp;
+	h->nb_engines = keep.nb_engines;
+	memcpy(h->mac, keep.mac, sizeof(h->mac));
+	memcpy(h->gid, keep.gid, sizeof(h->gid));
+}
+
+/*
  * Both hosts closed: for good at exit; else (the prompt's start with other settings)
- * ready for hosts_open again. A port of the EAL line then stays open, stopped: closed, it
- * would be gone (a vdev is not probed again). Stopped, it holds no mbuf of the pool
- * freed here (PMDs give their rx mbufs back at stop; memif, af_packet and ring queues
- * hold none), and port_start sets its queues up again with the new pool. An internal
- * net_ring port goes with its vdev, whose name ring_port() takes again.
+ * ready for hosts_open again. Ports of the EAL line then keep going, with their pools:
+ * closed, a port would be gone (a vdev is not probed again), and stopping a memif pair
+ * of one process races DPDK 22.11's memif, whose interrupt thread disconnects the peer
+ * while the main lcore does (a double rte_free). The internal net_ring pair goes with
+ * its vdevs, whose names ring_port() takes again.
  */
 static void
 hosts_close(struct perf_run *r, bool for_good)
@@ -553,14 +620,15 @@ hosts_close(struct perf_run *r, bool for_good)
 	char vdev[2][RTE_ETH_NAME_MAX_LEN];
 	int i;
 
+	if (!for_good && !r->a.port_ours && r->a.mp != NULL) {
+		host_close_keep_port(&r->a);
+		host_close_keep_port(&r->b);
+		return;
+	}
 	for (i = 0; i < 2; i++) {
 		vdev[i][0] = '\0';
 		if (h[i]->port_ours && rte_eth_dev_get_name_by_port(h[i]->port, vdev[i]) != 0)
 			vdev[i][0] = '\0';
-		if (!for_good && !h[i]->port_ours && h[i]->port_started) {
-			rte_eth_dev_stop(h[i]->port);
-			h[i]->port_started = false;
-		}
 		host_close(h[i]);
 		if (vdev[i][0] != '\0')
 			rte_vdev_uninit(vdev[i]);

@@ -101,6 +101,8 @@ class Session:
         self.lock = threading.Lock()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        # EAL and the hosts first: a command's output ends at the prompt after it
+        self._wait(lambda: PROMPT in self.text(), "the first prompt")
 
     def _read(self):
         while True:
@@ -148,6 +150,8 @@ class Session:
             raise TestFailure("%s: did not exit after %s" % (self.cmdline, how))
         self.reader.join(timeout=10)
         check(rc == 0, "%s: exit %d after %s:\n%s" % (self.cmdline, rc, how, self.text()))
+        check("EAL: Error" not in self.text(), "%s: EAL errors:\n%s" % (self.cmdline,
+                                                                       self.text()))
         check(left_behind(self.prefix) is None, "%s: left %s" % (self.cmdline,
                                                               left_behind(self.prefix)))
         return self.text()[start:]
@@ -182,7 +186,8 @@ def check_bw(f, what, mode, size, qps):
 def run_once(s, what, pause=0.4):
     """start, a while, stop: the stop's figure and port statistics."""
     out = s.cmd("start")
-    check("error" not in out.lower() and "failed" not in out, "%s: start:\n%s" % (what, out))
+    check("droce-perf:" not in out and "error" not in out.lower(), "%s: start:\n%s" %
+          (what, out))
     time.sleep(pause)
     out = s.cmd("stop")
     return figure(out, what + " stop"), ports(out, what + " stop")
@@ -327,13 +332,26 @@ def prompt_memif(perf, work):
     try:
         f, p = run_once(s, "memif")
         check_bw(f, "memif", "send", 64, 1)
+        # 5000 QPs need two engines, two queues each way: the ports keep one
+        s.cmd("set qps 5000")
+        out = s.cmd("start")
+        check("have 1 queue(s) each way, these QPs need 2" in out, "memif 5000 QPs:\n" + out)
         s.cmd("set qps 4")
         s.cmd("set size 8192")
         f, p = run_once(s, "memif set qps 4")
         check_bw(f, "memif set qps 4", "send", 8192, 4)
         check(p["a"]["tx_packets"] == p["b"]["rx_packets"], "memif: ports %s" % p)
+        s.cmd("set mode raw-io")
+        s.cmd("set qps 1")
+        f, p = run_once(s, "memif set mode raw-io")
+        check_bw(f, "memif set mode raw-io", "raw-io", 8192, 0)
+        s.cmd("set mode write")
+        s.cmd("set qps 4")
+        f, p = run_once(s, "memif set mode write")
+        check_bw(f, "memif set mode write", "write", 8192, 4)
         s.finish("quit")
-        log("ok memif: hosts set up again on the same ports")
+        log("ok memif: hosts set up again on the same ports (send, 4 QPs, raw-io, write); "
+            "5000 QPs refused there")
     finally:
         s.kill()
 
