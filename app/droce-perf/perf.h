@@ -12,8 +12,9 @@
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
- * perf_report.c (perftest's tables, --json lines, port statistics), perf_prompt.c (-i's
- * prompt and --stats-period: the main lcore's control of a run going on a worker lcore).
+ * perf_report.c (perftest's tables, --json lines, port statistics), perf_control.c (a run
+ * on a worker lcore, the main lcore printing --stats-period's statistics or reading -i's
+ * commands), perf_prompt.c (-i's prompt, on DPDK's cmdline library).
  */
 
 #include <stdbool.h>
@@ -190,6 +191,11 @@ perf_run_stopping(const struct perf_run *r)
 	return __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
 }
 
+/* Port counts at a moment: testpmd's "since last show" rates start there. */
+struct perf_port_mark {
+	uint64_t tsc, ipackets, opackets, ibytes, obytes;
+};
+
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
 struct perf_bw {
 	uint32_t size;
@@ -216,9 +222,33 @@ int perf_run_sizes(struct perf_run *r);
  */
 int perf_hosts_fit(struct perf_run *r);
 
-/* perf_prompt.c, on the main lcore with the run on a worker lcore: exit statuses. */
-int perf_prompt(struct perf_run *r, struct perf_opts *o);
+/*
+ * perf_control.c: a run on the first worker lcore, controlled from the main lcore (-i,
+ * --stats-period). launch checks the settings (next), copies them (active, r->o while
+ * the run goes), fits the hosts to them and prints the header; join waits for the worker
+ * and prints the footer and the ports' statistics; stop sets r->stop and joins.
+ */
+/* How often the main lcore looks at the worker and at signals while it waits. */
+#define PERF_WATCH_MS		100
+
+struct perf_control {
+	struct perf_run *r;
+	struct perf_opts *next;		/* the settings: the prompt's set changes them */
+	struct perf_opts active;	/* the run's */
+	unsigned int worker;
+	bool launched;			/* a run launched and not yet joined */
+	bool finished;			/* the worker's run returned (release, by the worker) */
+	struct perf_port_mark mark[2];	/* "since last show": from the launch or last show */
+};
+void perf_control_init(struct perf_control *c, struct perf_run *r, struct perf_opts *next);
+int perf_control_launch(struct perf_control *c);
+bool perf_control_finished(const struct perf_control *c);
+int perf_control_join(struct perf_control *c);
+int perf_control_stop(struct perf_control *c);
+/* --stats-period without -i: the run, the ports' statistics every period. Exit status. */
 int perf_periodic(struct perf_run *r, struct perf_opts *o);
+/* perf_prompt.c: -i's prompt until quit, the end of the input or a signal. Exit status. */
+int perf_prompt(struct perf_run *r, struct perf_opts *o);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);
@@ -235,9 +265,6 @@ void perf_report_ports(const struct perf_run *r);
  * The same, with testpmd's "Throughput (since last show)" from the counts in since[] (one
  * per host, updated), or without when since is NULL.
  */
-struct perf_port_mark {
-	uint64_t tsc, ipackets, opackets, ibytes, obytes;
-};
 void perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2]);
 
 #endif /* PERF_H */

@@ -372,6 +372,11 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "droce-perf: --iters and --duration exclude each other\n");
 		return -1;
 	}
+	if (o->interactive && o->stats_period != 0) {
+		fprintf(stderr, "droce-perf: --stats-period and -i exclude each other (show port "
+			"stats all gives the statistics at the prompt)\n");
+		return -1;
+	}
 	if (!have_size)
 		o->size = o->mode == PERF_MODE_LAT ? DEFAULT_LAT_SIZE :
 			  perf_mode_is_raw(o->mode) ? DEFAULT_RAW_SIZE : DEFAULT_BW_SIZE;

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The main lcore's control of a run going on a worker lcore: -i's prompt, testpmd's
- * (DPDK's cmdline library, "droce-perf> "), and --stats-period's port statistics every
- * N seconds. start launches perf_run_sizes() on the first worker lcore; stop sets the
- * run's stop flag, which the traffic loops honour as the end of -D (the last sends
- * complete and are counted), and waits for the worker. set changes the settings of the
- * next start; perf_hosts_fit() sets the hosts up again when they no longer serve them.
+ * -i's prompt, testpmd's: DPDK's cmdline library, "droce-perf> " on the main lcore, the
+ * run on a worker lcore (perf_control.c). set changes the settings of the next start;
+ * perf_hosts_fit() sets the hosts up again when they no longer serve them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,157 +19,19 @@
 #include <cmdline_socket.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
-#include <rte_launch.h>
-#include <rte_lcore.h>
 
 #include "perf.h"
 
-/* How often the main lcore looks at the worker and at signals while it waits. */
-#define WATCH_MS		100
 /* show qp stats lists QPs one by one up to this many, then sums them. */
 #define QP_LIST_MAX		16
 
-struct control {
-	struct perf_run *r;
-	struct perf_opts *next;		/* the settings: set changes them, start takes them */
-	struct perf_opts active;	/* the run's (r->o while one goes) */
-	unsigned int worker;
-	bool launched;			/* a run launched and not yet waited for */
-	bool finished;			/* the worker's run returned (release, by the worker) */
+struct prompt {
+	struct perf_control c;
 	bool quit;
-	struct perf_port_mark mark[2];	/* show port stats' "since last show" */
 };
 
 /* cmdline's callbacks get no context of ours: the one prompt of the process. */
-static struct control *prompt_ctl;
-
-/* The worker lcore: the run's sizes, then the flag the main lcore polls. */
-static int
-worker_run(void *arg)
-{
-	struct control *c = arg;
-	int ret = perf_run_sizes(c->r);
-
-	__atomic_store_n(&c->finished, true, __ATOMIC_RELEASE);
-	return ret;
-}
-
-static bool
-run_finished(const struct control *c)
-{
-	return __atomic_load_n(&c->finished, __ATOMIC_ACQUIRE);
-}
-
-/* Counts as they are now: the first periodic block's rates start here. */
-static void
-ports_mark(const struct perf_run *r, struct perf_port_mark mark[2])
-{
-	const struct perf_host *h[2] = { &r->a, &r->b };
-	struct rte_eth_stats st;
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		memset(&mark[i], 0, sizeof(mark[i]));
-		if (!h[i]->port_started || rte_eth_stats_get(h[i]->port, &st) != 0)
-			continue;
-		mark[i].tsc = rte_rdtsc();
-		mark[i].ipackets = st.ipackets;
-		mark[i].opackets = st.opackets;
-		mark[i].ibytes = st.ibytes;
-		mark[i].obytes = st.obytes;
-	}
-}
-
-/* Settings checked, hosts fit for them, perftest's header, the worker launched. */
-static int
-run_launch(struct control *c)
-{
-	struct perf_run *r = c->r;
-
-	if (perf_opts_check(c->next) != 0)
-		return -1;
-	c->active = *c->next;
-	r->o = &c->active;
-	if (perf_hosts_fit(r) != 0)
-		return -1;
-	__atomic_store_n(&r->stop, false, __ATOMIC_RELAXED);
-	c->finished = false;
-	ports_mark(r, c->mark);
-	perf_report_header(r);
-	if (rte_eal_remote_launch(worker_run, c, c->worker) != 0) {
-		fprintf(stderr, "droce-perf: lcore %u is busy\n", c->worker);
-		return -1;
-	}
-	c->launched = true;
-	return 0;
-}
-
-/*
- * After stop (or when the run ended by itself): the worker waited for, its figures out,
- * then perftest's footer and, as testpmd at stop, the ports' statistics.
- */
-static int
-run_join(struct control *c)
-{
-	struct perf_run *r = c->r;
-	int ret = rte_eal_wait_lcore(c->worker);
-
-	c->launched = false;
-	__atomic_store_n(&r->stop, false, __ATOMIC_RELAXED);
-	perf_report_footer(r);
-	perf_report_ports(r);
-	if (ret != 0)
-		fprintf(stderr, "droce-perf: the run failed; the next start sets the hosts up "
-			"again\n");
-	fflush(stdout);
-	return ret;
-}
-
-static int
-run_stop(struct control *c)
-{
-	__atomic_store_n(&c->r->stop, true, __ATOMIC_RELAXED);
-	return run_join(c);
-}
-
-static void
-control_init(struct control *c, struct perf_run *r, struct perf_opts *o)
-{
-	memset(c, 0, sizeof(*c));
-	c->r = r;
-	c->next = o;
-	c->worker = rte_get_next_lcore(-1, 1, 0);
-}
-
-/*
- * --stats-period without -i: one run, as without it, on the worker lcore; every period
- * the ports' statistics with their rates; SIGINT or SIGTERM end the run as stop does.
- */
-int
-perf_periodic(struct perf_run *r, struct perf_opts *o)
-{
-	uint64_t hz = rte_get_tsc_hz(), period = o->stats_period * hz, next;
-	struct control c;
-	int ret;
-
-	control_init(&c, r, o);
-	if (run_launch(&c) != 0) {
-		r->o = o;
-		return 1;
-	}
-	next = rte_rdtsc() + period;
-	while (!run_finished(&c)) {
-		rte_delay_us_sleep(WATCH_MS * 1000);
-		if (rte_rdtsc() >= next && !run_finished(&c)) {
-			next += period;
-			perf_report_ports_since(r, c.mark);
-			fflush(stdout);
-		}
-	}
-	ret = run_join(&c);
-	r->o = o;
-	return ret == 0 ? 0 : 1;
-}
+static struct prompt *prompt_ctl;
 
 /* ---- The prompt's commands: testpmd's way, one token per word ---- */
 
@@ -196,25 +55,25 @@ struct cmd_xstats_result {
 static void
 cmd_start_parsed(void *res, struct cmdline *cl, void *data)
 {
-	struct control *c = prompt_ctl;
+	struct perf_control *c = &prompt_ctl->c;
 
 	(void)res;
 	(void)cl;
 	(void)data;
-	if (c->launched && !run_finished(c)) {
+	if (c->launched && !perf_control_finished(c)) {
 		fprintf(stderr, "droce-perf: a run is going: stop ends it\n");
 		return;
 	}
 	if (c->launched)
-		run_join(c);
-	run_launch(c);
+		perf_control_join(c);
+	perf_control_launch(c);
 	fflush(stdout);
 }
 
 static void
 cmd_stop_parsed(void *res, struct cmdline *cl, void *data)
 {
-	struct control *c = prompt_ctl;
+	struct perf_control *c = &prompt_ctl->c;
 
 	(void)res;
 	(void)cl;
@@ -223,7 +82,7 @@ cmd_stop_parsed(void *res, struct cmdline *cl, void *data)
 		fprintf(stderr, "droce-perf: no run is going: start begins one\n");
 		return;
 	}
-	run_stop(c);
+	perf_control_stop(c);
 }
 
 static void
@@ -241,14 +100,14 @@ cmd_port_stats_parsed(void *res, struct cmdline *cl, void *data)
 	(void)res;
 	(void)cl;
 	(void)data;
-	perf_report_ports_since(prompt_ctl->r, prompt_ctl->mark);
+	perf_report_ports_since(prompt_ctl->c.r, prompt_ctl->c.mark);
 	fflush(stdout);
 }
 
 static void
 cmd_port_clear_parsed(void *res, struct cmdline *cl, void *data)
 {
-	const struct perf_run *r = prompt_ctl->r;
+	const struct perf_run *r = prompt_ctl->c.r;
 	const struct perf_host *h[2] = { &r->a, &r->b };
 	int i, ret;
 
@@ -265,7 +124,7 @@ cmd_port_clear_parsed(void *res, struct cmdline *cl, void *data)
 		else
 			printf("\n  NIC statistics for port %u cleared\n", h[i]->port);
 	}
-	memset(prompt_ctl->mark, 0, sizeof(prompt_ctl->mark));
+	memset(prompt_ctl->c.mark, 0, sizeof(prompt_ctl->c.mark));
 	fflush(stdout);
 }
 
@@ -306,7 +165,7 @@ out:
 static void
 cmd_xstats_all_parsed(void *res, struct cmdline *cl, void *data)
 {
-	const struct perf_run *r = prompt_ctl->r;
+	const struct perf_run *r = prompt_ctl->c.r;
 
 	(void)res;
 	(void)cl;
@@ -322,7 +181,7 @@ static void
 cmd_xstats_port_parsed(void *res, struct cmdline *cl, void *data)
 {
 	const struct cmd_xstats_result *x = res;
-	const struct perf_run *r = prompt_ctl->r;
+	const struct perf_run *r = prompt_ctl->c.r;
 
 	(void)cl;
 	(void)data;
@@ -402,7 +261,7 @@ host_qp_stats(const struct perf_host *h, bool json)
 static void
 cmd_qp_stats_parsed(void *res, struct cmdline *cl, void *data)
 {
-	const struct perf_run *r = prompt_ctl->r;
+	const struct perf_run *r = prompt_ctl->c.r;
 
 	(void)res;
 	(void)cl;
@@ -423,7 +282,7 @@ static void
 cmd_set_parsed(void *res, struct cmdline *cl, void *data)
 {
 	const struct cmd_set_result *s = res;
-	struct perf_opts *o = prompt_ctl->next;
+	struct perf_opts *o = prompt_ctl->c.next;
 	struct perf_opts v = *o;
 
 	(void)cl;
@@ -624,34 +483,36 @@ cmd_help_parsed(void *res, struct cmdline *cl, void *data)
 
 /*
  * The prompt reads stdin a character at a time, as cmdline_interact() does, but wakes
- * every WATCH_MS to see a run that ended by itself (its figures, as at stop) and a
+ * every PERF_WATCH_MS to see a run that ended by itself (its figures, as at stop) and a
  * signal (quit). The end of the input is quit, so a script piped in ends the program.
  */
 int
 perf_prompt(struct perf_run *r, struct perf_opts *o)
 {
-	struct control c;
+	struct prompt p;
+	struct perf_control *c = &p.c;
 	struct cmdline *cl;
 	struct pollfd pfd;
 	ssize_t n;
 	char ch;
 
-	control_init(&c, r, o);
+	memset(&p, 0, sizeof(p));
+	perf_control_init(c, r, o);
 	cl = cmdline_stdin_new(prompt_cmds, "droce-perf> ");
 	if (cl == NULL) {
 		fprintf(stderr, "droce-perf: the prompt could not start\n");
 		return 1;
 	}
-	prompt_ctl = &c;
+	prompt_ctl = &p;
 	if (o->auto_start)
-		run_launch(&c);
-	while (!c.quit && !__atomic_load_n(&r->interrupted, __ATOMIC_RELAXED)) {
-		if (c.launched && run_finished(&c))
-			run_join(&c);
+		perf_control_launch(c);
+	while (!p.quit && !__atomic_load_n(&r->interrupted, __ATOMIC_RELAXED)) {
+		if (c->launched && perf_control_finished(c))
+			perf_control_join(c);
 		pfd.fd = STDIN_FILENO;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, WATCH_MS) <= 0)
+		if (poll(&pfd, 1, PERF_WATCH_MS) <= 0)
 			continue;
 		n = read(STDIN_FILENO, &ch, 1);
 		if (n < 0 && errno == EINTR)
@@ -659,8 +520,8 @@ perf_prompt(struct perf_run *r, struct perf_opts *o)
 		if (n <= 0 || cmdline_in(cl, &ch, 1) < 0)
 			break;
 	}
-	if (c.launched)
-		run_stop(&c);
+	if (c->launched)
+		perf_control_stop(c);
 	cmdline_stdin_exit(cl);
 	printf("\n");
 	fflush(stdout);

@@ -424,6 +424,7 @@ def bad_args(perf):
             ("0", ["-i"], "-i needs two lcores on the EAL line (-l 0,1)"),
             ("0", ["--stats-period", "1"], "--stats-period needs two lcores"),
             ("0,1", ["--stats-period", "0"], "--stats-period 0: out of range"),
+            ("0,1", ["-i", "--stats-period", "1"], "--stats-period and -i exclude"),
             ("0", ["--burst", "0"], "--burst 0: out of range 1..32"),
             ("0", ["--burst", "33"], "--burst 33: out of range 1..32"),
             ("0", ["--rate", "x"], "--rate 'x'"),
