@@ -157,9 +157,13 @@ class Session:
         return self.text()[start:]
 
     def kill(self):
+        """After a failure: the process gone, and the runtime directory it could not remove."""
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait(timeout=10)
+        left = left_behind(self.prefix)
+        if left is not None:
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def figure(out, what):
@@ -381,6 +385,8 @@ def periodic(perf):
         if p.poll() is None:
             p.kill()
             p.wait(timeout=10)
+            if left_behind(prefix) is not None:
+                shutil.rmtree(left_behind(prefix), ignore_errors=True)
     check(len(seen) == 2 and seen[1] - seen[0] > 0.8,
           "periodic blocks at %s s (not 2, 1 s apart)" % seen)
     check(p.returncode == 0, "%s: exit %d after SIGINT:\n%s" % (" ".join(cmd), p.returncode,
