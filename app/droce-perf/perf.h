@@ -8,7 +8,8 @@
  * process: over an internal net_ring pair when the EAL line gives no port, or on ports 0
  * and 1 of whatever the EAL line gives (net_memif server and client, net_af_packet on a
  * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
- * engines (droce_engine_poll()), as an application linking the engine in-process does.
+ * engines (droce_engine_poll()), as an application linking the engine in-process does;
+ * with -i or --stats-period the first worker lcore does, the main lcore in control.
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
