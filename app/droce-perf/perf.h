@@ -8,13 +8,17 @@
  * process: over an internal net_ring pair when the EAL line gives no port, or on ports 0
  * and 1 of whatever the EAL line gives (net_memif server and client, net_af_packet on a
  * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
- * engines (droce_engine_poll()), as an application linking the engine in-process does.
+ * engines (droce_engine_poll()), as an application linking the engine in-process does;
+ * with -i or --stats-period the first worker lcore does, the main lcore in control.
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, read, atomic, lat), perf_rdma.c (the work requests and
  * checks of write, read and atomic), perf_ud.c (UD: address handles, Q_Key),
  * perf_fault.c (the fault driver's loss options and counters), perf_raw.c (raw-tx,
- * raw-rx, raw-io), perf_report.c (perftest's tables, --json lines, port statistics).
+ * raw-rx, raw-io), perf_report.c (perftest's tables, --json lines, port statistics),
+ * perf_control.c (a run
+ * on a worker lcore, the main lcore printing --stats-period's statistics or reading -i's
+ * commands), perf_prompt.c (-i's prompt, on DPDK's cmdline library).
  */
 
 #include <stdbool.h>
@@ -35,6 +39,8 @@
 #define PERF_MIN_SIZE		1u
 #define PERF_MAX_SIZE		(1u << 20)
 #define PERF_MAX_QPS		10000u
+/* --burst: WRs per post call (raw: frames per tx burst), at most the post arrays' length. */
+#define PERF_MAX_BURST		32u
 /*
  * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
  * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
@@ -86,11 +92,35 @@ struct perf_opts {
 		uint64_t seed;
 		bool on;		/* any rate given: attach the fault driver */
 	} fault;
+	uint32_t burst;			/* WRs per post call (raw: frames per tx burst) */
+	double rate;			/* --rate per QP: messages (frames) per s, 0 none */
+	bool rate_bits;			/* rate is payload bits (raw: frame bits) per s */
+	bool interactive;		/* -i: the prompt */
+	bool auto_start;		/* --auto-start: a run at once (with -i too) */
+	uint32_t stats_period;		/* --stats-period: port statistics every N s, 0 none */
 };
 
 /* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
 int perf_opts_parse(int argc, char **argv, struct perf_opts *o);
 void perf_usage(const char *prog);
+/* The rules that tie options together; the prompt's start applies them too. 0 or -1. */
+int perf_opts_check(const struct perf_opts *o);
+/* One option's value, with the command line's message when it is bad: 0 or -1. */
+int perf_opt_mode(const char *s, enum perf_mode *m);
+int perf_opt_size(const char *s, uint32_t *size);
+int perf_opt_qps(const char *s, uint32_t *qps);
+int perf_opt_burst(const char *s, uint32_t *burst);
+int perf_opt_rate(const char *s, double *rate, bool *bits);
+
+/*
+ * Messages (raw: frames) per second per QP that --rate allows at message size bytes
+ * (raw: frames of bytes), 0 for no limit.
+ */
+static inline double
+perf_rate_msgs(const struct perf_opts *o, uint32_t bytes)
+{
+	return o->rate_bits ? o->rate / (8.0 * bytes) : o->rate;
+}
 
 /* ---- Hosts (perf_main.c) ---- */
 
@@ -177,6 +207,25 @@ struct perf_run {
 	uint32_t nb_words;
 	struct droce_engine_stats a0;	/* host a's counters at the start of the round */
 	struct droce_fault_stats fb0;	/* host b's fault counters at the start of the round */
+	/*
+	 * Set by the prompt's stop, quit and by SIGINT/SIGTERM (any thread, relaxed: the run
+	 * only needs to see it soon); the traffic loops end there as at the end of -D.
+	 */
+	bool stop;
+	bool interrupted;		/* SIGINT or SIGTERM: the prompt quits too */
+	struct perf_opts opened;	/* the options the hosts were set up for */
+	bool broken;			/* a run failed: the hosts are set up again */
+};
+
+static inline bool
+perf_run_stopping(const struct perf_run *r)
+{
+	return __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
+}
+
+/* Port counts at a moment: testpmd's "since last show" rates start there. */
+struct perf_port_mark {
+	uint64_t tsc, ipackets, opackets, ibytes, obytes;
 };
 
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
@@ -199,6 +248,41 @@ struct perf_lat {
 /* perf_main.c: one pass of every engine of h; h's engines' counters summed. */
 void perf_host_poll(struct perf_host *h);
 void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
+/* perf_main.c: every size of a run (one, or -a's), figures printed. 0, or -1 failed. */
+int perf_run_sizes(struct perf_run *r);
+/*
+ * perf_main.c: hosts fit for r->o (the prompt's next start): kept when they are, closed
+ * and opened again when r->o changed what they were set up for. 0, or -1 after a message.
+ */
+int perf_hosts_fit(struct perf_run *r);
+
+/*
+ * perf_control.c: a run on the first worker lcore, controlled from the main lcore (-i,
+ * --stats-period). launch checks the settings (next), copies them (active, r->o while
+ * the run goes), fits the hosts to them and prints the header; join waits for the worker
+ * and prints the footer and the ports' statistics; stop sets r->stop and joins.
+ */
+/* How often the main lcore looks at the worker and at signals while it waits. */
+#define PERF_WATCH_MS		100
+
+struct perf_control {
+	struct perf_run *r;
+	struct perf_opts *next;		/* the settings: the prompt's set changes them */
+	struct perf_opts active;	/* the run's */
+	unsigned int worker;
+	bool launched;			/* a run launched and not yet joined */
+	bool finished;			/* the worker's run returned (release, by the worker) */
+	struct perf_port_mark mark[2];	/* "since last show": from the launch or last show */
+};
+void perf_control_init(struct perf_control *c, struct perf_run *r, struct perf_opts *next);
+int perf_control_launch(struct perf_control *c);
+bool perf_control_finished(const struct perf_control *c);
+int perf_control_join(struct perf_control *c);
+int perf_control_stop(struct perf_control *c);
+/* --stats-period without -i: the run, the ports' statistics every period. Exit status. */
+int perf_periodic(struct perf_run *r, struct perf_opts *o);
+/* perf_prompt.c: -i's prompt until quit, the end of the input or a signal. Exit status. */
+int perf_prompt(struct perf_run *r, struct perf_opts *o);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);
@@ -237,5 +321,10 @@ void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
 void perf_report_footer(const struct perf_run *r);
 void perf_report_ports(const struct perf_run *r);
 void perf_report_faults(const struct perf_run *r);
+/*
+ * The same, with testpmd's "Throughput (since last show)" from the counts in since[] (one
+ * per host, updated), or without when since is NULL.
+ */
+void perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2]);
 
 #endif /* PERF_H */

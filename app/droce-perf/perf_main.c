@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_bus_vdev.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -30,6 +32,8 @@
 #define MBUF_CACHE		256
 #define RING_SIZE		1024	/* the internal link and every port's queues */
 #define LINK_UP_WAIT_MS		10000
+/* Ports kept for the prompt's next start: drained until this long without a packet. */
+#define DRAIN_QUIET_MS		20
 
 /*
  * Sends in flight per QP: deep rings for few QPs; with many, one signaled batch each, as
@@ -496,6 +500,42 @@ hosts_release(struct perf_host *a, struct perf_host *b)
 }
 
 /*
+ * Ports of the EAL line kept going with their pools from the last set-up (hosts_close):
+ * as many queues as engines, and nothing left in them of the last run's traffic, whose
+ * QPNs and PSNs the new QPs take again.
+ */
+static int
+ports_reuse(struct perf_run *r, uint32_t nb_engines)
+{
+	struct perf_host *h[2] = { &r->a, &r->b };
+	struct rte_mbuf *pkts[RING_SIZE];
+	uint64_t quiet_end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * DRAIN_QUIET_MS;
+	uint32_t q;
+	uint16_t got;
+	int i;
+
+	if (nb_engines != r->a.nb_engines) {
+		fprintf(stderr, "droce-perf: ports %u and %u have %u queue(s) each way, these QPs "
+			"need %u: run droce-perf again with these settings\n", r->a.port,
+			r->b.port, r->a.nb_engines, nb_engines);
+		return -1;
+	}
+	while (rte_get_timer_cycles() < quiet_end) {
+		for (i = 0; i < 2; i++) {
+			for (q = 0; q < nb_engines; q++) {
+				got = rte_eth_rx_burst(h[i]->port, (uint16_t)q, pkts, RING_SIZE);
+				if (got == 0)
+					continue;
+				rte_pktmbuf_free_bulk(pkts, got);
+				quiet_end = rte_get_timer_cycles() +
+					    rte_get_timer_hz() / 1000 * DRAIN_QUIET_MS;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
  * The topology. No port on the EAL line: host a and host b joined by an internal net_ring
  * pair. Two ports: host a on port 0, host b on port 1. Any other count is refused: one
  * port would mean the peer is another process, which needs the out-of-band exchange
@@ -513,6 +553,15 @@ hosts_open(struct perf_run *r)
 	uint64_t region = region_bytes(o, n);
 	struct perf_peer pa, pb;
 
+	if (r->a.mp != NULL) {
+		/*
+		 * the prompt's next start, on ports of the EAL line kept going (hosts_close),
+		 * whose fault driver went with the hosts
+		 */
+		if (ports_reuse(r, ne) != 0 || perf_fault_attach(r) != 0)
+			return -1;
+		goto engines;
+	}
 	if (nb_ports != 0 && nb_ports != 2) {
 		fprintf(stderr, "droce-perf: the EAL line gives %u port(s): give none (an "
 			"internal net_ring pair) or two (host a on port 0, host b on port 1); a "
@@ -543,6 +592,7 @@ hosts_open(struct perf_run *r)
 		r->a.mac[5] = 1;
 		r->b.mac[5] = 2;
 	}
+engines:
 	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region) != 0 ||
 	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region) != 0) {
 		fprintf(stderr, "droce-perf: engines: set-up failed: %s\n", rte_strerror(rte_errno));
@@ -561,6 +611,153 @@ hosts_open(struct perf_run *r)
 }
 
 /*
+ * h's engines, QPs and buffers closed; its port, still started, and its pool kept for
+ * hosts_open (ports_reuse).
+ */
+static void
+host_close_keep_port(struct perf_host *h)
+{
+	struct perf_host keep = *h;
+
+	h->port_started = false;	/* host_close leaves the port alone */
+	host_close(h);
+	memset(h, 0, sizeof(*h));
+	h->name = keep.name;
+	h->id = keep.id;
+	h->port = keep.port;
+	h->port_started = keep.port_started;
+	h->mp = keep.mp;
+	h->nb_engines = keep.nb_engines;
+	memcpy(h->mac, keep.mac, sizeof(h->mac));
+	memcpy(h->gid, keep.gid, sizeof(h->gid));
+}
+
+/*
+ * Both hosts closed: for good at exit; else (the prompt's start with other settings)
+ * ready for hosts_open again. Ports of the EAL line then keep going, with their pools:
+ * closed, a port would be gone (a vdev is not probed again), and stopping a memif pair
+ * of one process races DPDK 22.11's memif, whose interrupt thread disconnects the peer
+ * while the main lcore does (a double rte_free). The internal net_ring pair goes with
+ * its vdevs, whose names ring_port() takes again.
+ */
+static void
+hosts_close(struct perf_run *r, bool for_good)
+{
+	struct perf_host *h[2] = { &r->a, &r->b };
+	char vdev[2][RTE_ETH_NAME_MAX_LEN];
+	int i;
+
+	if (!for_good && !r->a.port_ours && r->a.mp != NULL) {
+		host_close_keep_port(&r->a);
+		host_close_keep_port(&r->b);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		vdev[i][0] = '\0';
+		if (h[i]->port_ours && rte_eth_dev_get_name_by_port(h[i]->port, vdev[i]) != 0)
+			vdev[i][0] = '\0';
+		host_close(h[i]);
+		if (vdev[i][0] != '\0')
+			rte_vdev_uninit(vdev[i]);
+	}
+	hosts_release(&r->a, &r->b);
+	memset(&r->a, 0, sizeof(r->a));
+	memset(&r->b, 0, sizeof(r->b));
+}
+
+/*
+ * Whether hosts set up for s serve a run of o: the same QPs (number, type, MTU, queue
+ * depths) and buffer slots as large as o's messages. send and write share QPs; any other
+ * change of mode, lat's shallow queues or the raw modes' lack of QPs, sets them up again.
+ */
+static bool
+hosts_serve(const struct perf_run *r, const struct perf_opts *s, const struct perf_opts *o)
+{
+	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	bool stream = (s->mode == PERF_MODE_SEND || s->mode == PERF_MODE_WRITE) &&
+		      (o->mode == PERF_MODE_SEND || o->mode == PERF_MODE_WRITE);
+
+	if (r->a.dev == NULL || r->b.dev == NULL || largest > r->a.slot_size)
+		return false;
+	if (perf_mode_is_raw(s->mode) || perf_mode_is_raw(o->mode))
+		return perf_mode_is_raw(s->mode) && perf_mode_is_raw(o->mode);
+	return (s->mode == o->mode || stream) && s->qps == o->qps &&
+	       s->qp_type == o->qp_type && s->mtu == o->mtu;
+}
+
+int
+perf_hosts_fit(struct perf_run *r)
+{
+	if (!r->broken && hosts_serve(r, &r->opened, r->o))
+		return 0;
+	hosts_close(r, false);
+	r->broken = true;	/* until hosts_open has set all up */
+	r->max_size = r->o->all_sizes ? PERF_MAX_SIZE : r->o->size;
+	r->opened = *r->o;
+	if (hosts_open(r) != 0) {
+		fprintf(stderr, "droce-perf: the hosts could not be set up for these settings\n");
+		return -1;
+	}
+	r->broken = false;
+	return 0;
+}
+
+int
+perf_run_sizes(struct perf_run *r)
+{
+	const struct perf_opts *o = r->o;
+	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	uint32_t size, i;
+	int ret;
+
+	for (size = o->all_sizes ? PERF_MIN_SIZE : o->size; size <= largest; size *= 2) {
+		ret = perf_mode_is_raw(o->mode) ? perf_raw_run(r, size) : perf_traffic_run(r, size);
+		if (ret != 0) {
+			r->broken = true;
+			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o->mode], size);
+			for (i = 0; i < r->a.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->a.eng[i]);
+			fprintf(stderr, "\nhost b:");
+			for (i = 0; i < r->b.nb_engines; i++)
+				droce_engine_stats_print(stderr, r->b.eng[i]);
+			fprintf(stderr, "\n");
+			return -1;
+		}
+		/* stop and signals end -a's sequence too */
+		if (!o->all_sizes || perf_run_stopping(r))
+			break;
+	}
+	return 0;
+}
+
+/* The run SIGINT and SIGTERM stop: a figure for what it did, then the exit. */
+static struct perf_run *signal_run;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (signal_run != NULL) {
+		__atomic_store_n(&signal_run->interrupted, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&signal_run->stop, true, __ATOMIC_RELAXED);
+	}
+}
+
+/* No SA_RESTART: a read of the prompt's ends with EINTR and the prompt looks at the flag. */
+static void
+signals_catch(struct perf_run *r)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	signal_run = r;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
  * EAL logs go to stderr: stdout holds only the results (and --json's lines).
  * Exit status: 0 figures printed, 1 the run failed, 2 bad arguments, 3 EAL did not start.
  */
@@ -570,7 +767,6 @@ main(int argc, char **argv)
 	struct perf_opts o;
 	struct perf_run *r;
 	char rundir[PATH_MAX];
-	uint32_t size, i;
 	int n, ret, rc = 1;
 
 	rte_openlog_stream(stderr);
@@ -585,42 +781,44 @@ main(int argc, char **argv)
 		rc = ret > 0 ? 0 : 2;
 		goto out;
 	}
+	/* The prompt and the periodic statistics run traffic on a worker lcore (perf_prompt.c). */
+	if ((o.interactive || o.stats_period != 0) && rte_lcore_count() < 2) {
+		fprintf(stderr, "droce-perf: %s needs two lcores on the EAL line (-l 0,1): the run "
+			"goes on the second while the main lcore %s\n",
+			o.interactive ? "-i" : "--stats-period",
+			o.interactive ? "reads commands" : "prints statistics");
+		rc = 2;
+		goto out;
+	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto out;
 	r->o = &o;
+	r->opened = o;
 	r->max_size = o.all_sizes ? PERF_MAX_SIZE : o.size;
 	/* UD sends one packet a message (IB 9.8.3): -a ends at the MTU */
 	if (o.all_sizes && o.qp_type == DROCE_SHM_QPT_UD)
 		r->max_size = 128u << o.mtu;
 	if (hosts_open(r) != 0)
 		goto close;
-	perf_report_header(r);
-	rc = 0;
-	for (size = o.all_sizes ? PERF_MIN_SIZE : o.size; size <= r->max_size; size *= 2) {
-		ret = perf_mode_is_raw(o.mode) ? perf_raw_run(r, size) : perf_traffic_run(r, size);
-		if (ret != 0) {
-			rc = 1;
-			fprintf(stderr, "droce-perf: %s at %u bytes failed; host a:", perf_mode_names[o.mode], size);
-			for (i = 0; i < r->a.nb_engines; i++)
-				droce_engine_stats_print(stderr, r->a.eng[i]);
-			fprintf(stderr, "\nhost b:");
-			for (i = 0; i < r->b.nb_engines; i++)
-				droce_engine_stats_print(stderr, r->b.eng[i]);
-			fprintf(stderr, "\n");
-			break;
-		}
-		if (!o.all_sizes)
-			break;
+	signals_catch(r);
+	if (o.interactive) {
+		rc = perf_prompt(r, &o);
+		goto close;
 	}
+	if (o.stats_period != 0) {
+		rc = perf_periodic(r, &o);
+		goto close;
+	}
+	perf_report_header(r);
+	rc = perf_run_sizes(r) == 0 ? 0 : 1;
 	perf_report_footer(r);
 	perf_report_ports(r);
 	perf_report_faults(r);
 close:
 	fflush(stdout);
-	host_close(&r->a);
-	host_close(&r->b);
-	hosts_release(&r->a, &r->b);
+	signal_run = NULL;
+	hosts_close(r, true);
 	free(r);
 out:
 	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());

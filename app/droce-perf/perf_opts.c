@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ enum {
 	OPT_CORRUPT,
 	OPT_FAULT_SEED,
 };
+#define MAX_STATS_PERIOD_S	86400
+/* --rate: up to 10^12 messages or bits a second, far above any link */
+#define MAX_RATE		1e12
 
 const char *const perf_mode_names[PERF_NB_MODES] = {
 	[PERF_MODE_SEND] = "send",
@@ -85,10 +89,26 @@ perf_usage(const char *prog)
 	       "      --fault-seed N  the fault driver's seed (default %u; host b's N + 1)\n"
 	       "      --json          one JSON object per line, per figure and per port, instead\n"
 	       "                      of the tables\n"
+	       "      --burst N       WRs per post call, 1..%u (raw: frames per tx burst)\n"
+	       "                      (default %u)\n"
+	       "      --rate R        a rate limit per QP (raw: of the link): R messages (raw:\n"
+	       "                      frames) a second, or Rbps bits of payload (raw: of\n"
+	       "                      frames) a second; R a decimal with an optional k, M or G\n"
+	       "                      (10^3, 10^6, 10^9): 20000, 2.5k, 10Mbps, 1.5Gbps; off\n"
+	       "                      for none (default off)\n"
+	       "  -i, --interactive   the prompt (help lists its commands): the run goes on a\n"
+	       "                      worker lcore, so the EAL line needs two (-l 0,1); start\n"
+	       "                      runs by -n or -D, or until stop when neither is given\n"
+	       "      --auto-start    with -i, start a run at once (without -i a run always\n"
+	       "                      starts at once)\n"
+	       "      --stats-period N  every N seconds while a run goes, the ports' statistics\n"
+	       "                      and rates; the run goes on a worker lcore (-l 0,1) and,\n"
+	       "                      without -n and -D, until SIGINT or SIGTERM\n"
 	       "  -h, --help          this text\n",
 	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
 	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, PERF_ATOMIC_WORDS,
-	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED);
+	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED,
+	       PERF_MAX_BURST, PERF_MAX_BURST);
 }
 
 /* A whole decimal number in [min, max], or -1 with a message naming the option. */
@@ -152,41 +172,138 @@ parse_pct(const char *opt, const char *s, uint32_t *ppm)
 	return 0;
 }
 
-/*
- * What the modes allow of read, atomic, UD, --ipv6 and the loss options, before the checks
- * of perf_opts_parse. fault_opt: the first loss option given, or NULL. 0, or -1.
- */
-static int
-modes_check(const struct perf_opts *o, bool have_size, bool have_type, const char *fault_opt)
+int
+perf_opt_mode(const char *s, enum perf_mode *mode)
 {
+	int m;
+
+	for (m = 0; m < PERF_NB_MODES; m++) {
+		if (strcmp(s, perf_mode_names[m]) == 0) {
+			*mode = (enum perf_mode)m;
+			return 0;
+		}
+	}
+	fprintf(stderr, "droce-perf: --mode '%s': not one of", s);
+	for (m = 0; m < PERF_NB_MODES; m++)
+		fprintf(stderr, " %s", perf_mode_names[m]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+int
+perf_opt_size(const char *s, uint32_t *size)
+{
+	uint64_t v;
+
+	if (parse_u64("--size", s, PERF_MIN_SIZE, PERF_MAX_SIZE, &v) != 0)
+		return -1;
+	*size = (uint32_t)v;
+	return 0;
+}
+
+int
+perf_opt_qps(const char *s, uint32_t *qps)
+{
+	uint64_t v;
+
+	if (parse_u64("--qps", s, 1, PERF_MAX_QPS, &v) != 0)
+		return -1;
+	*qps = (uint32_t)v;
+	return 0;
+}
+
+int
+perf_opt_burst(const char *s, uint32_t *burst)
+{
+	uint64_t v;
+
+	if (parse_u64("--burst", s, 1, PERF_MAX_BURST, &v) != 0)
+		return -1;
+	*burst = (uint32_t)v;
+	return 0;
+}
+
+/* "off", or a decimal with an optional k, M or G, then "bps" for bits a second. */
+int
+perf_opt_rate(const char *s, double *rate, bool *bits)
+{
+	static const struct { char c; double mult; } si[] = {
+		{ 'k', 1e3 }, { 'M', 1e6 }, { 'G', 1e9 },
+	};
+	char *end;
+	double v;
+	unsigned int i;
+
+	if (strcmp(s, "off") == 0) {
+		*rate = 0;
+		*bits = false;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (s[0] == '\0' || end == s || errno != 0 || !isfinite(v))
+		goto bad;
+	for (i = 0; i < RTE_DIM(si); i++) {
+		if (*end == si[i].c) {
+			v *= si[i].mult;
+			end++;
+			break;
+		}
+	}
+	*bits = strcmp(end, "bps") == 0;
+	if (*end != '\0' && !*bits)
+		goto bad;
+	if (!(v >= 1 && v <= MAX_RATE)) {
+		fprintf(stderr, "droce-perf: --rate %s: out of range 1..%.0e %s a second\n", s,
+			MAX_RATE, *bits ? "bits" : "messages");
+		return -1;
+	}
+	*rate = v;
+	return 0;
+bad:
+	fprintf(stderr, "droce-perf: --rate '%s': not R (messages a second), Rbps (bits a "
+		"second) with R a decimal and an optional k, M or G, or off\n", s);
+	return -1;
+}
+
+int
+perf_opts_check(const struct perf_opts *o)
+{
+	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+
 	bool rdma_only = o->mode == PERF_MODE_READ || o->mode == PERF_MODE_ATOMIC;
 
+	if (o->qps != 1 && (o->mode == PERF_MODE_LAT || perf_mode_is_raw(o->mode))) {
+		fprintf(stderr, "droce-perf: --qps: only send, write, read and atomic run several "
+			"QPs\n");
+		return -1;
+	}
 	if (o->qp_type == DROCE_SHM_QPT_UD && o->mode != PERF_MODE_SEND) {
 		fprintf(stderr, "droce-perf: --connection UD: only send (UD carries SENDs only, "
 			"IB 9.8.3)\n");
 		return -1;
 	}
-	if (o->qp_type == DROCE_SHM_QPT_UC && rdma_only) {
+	if (o->qp_type == DROCE_SHM_QPT_UC && (rdma_only || o->mode == PERF_MODE_LAT)) {
 		fprintf(stderr, "droce-perf: --connection UC: %s is RC only (UC has no RDMA READ "
-			"or atomics, IB 9.8.2)\n", perf_mode_names[o->mode]);
+			"or atomics, IB 9.8.2; lat pings RC)\n", perf_mode_names[o->mode]);
 		return -1;
 	}
-	if (o->qp_type == DROCE_SHM_QPT_UD && have_size && o->size > 128u << o->mtu) {
+	if (o->qp_type != DROCE_SHM_QPT_RC && perf_mode_is_raw(o->mode)) {
+		fprintf(stderr, "droce-perf: --connection: the raw modes have no QPs\n");
+		return -1;
+	}
+	if (o->qp_type == DROCE_SHM_QPT_UD && !o->all_sizes && o->size > 128u << o->mtu) {
 		fprintf(stderr, "droce-perf: --size %u: a UD message is one packet, at most the "
 			"MTU (%u)\n", o->size, 128u << o->mtu);
 		return -1;
 	}
-	if (have_type && o->mode != PERF_MODE_ATOMIC) {
-		fprintf(stderr, "droce-perf: --atomic-type: only with --mode atomic\n");
-		return -1;
-	}
-	if (o->mode == PERF_MODE_ATOMIC && have_size && o->size != PERF_ATOMIC_SIZE) {
-		fprintf(stderr, "droce-perf: --size %u: an atomic operates on %u bytes\n", o->size,
+	if (o->mode == PERF_MODE_ATOMIC && o->all_sizes) {
+		fprintf(stderr, "droce-perf: --all: atomic has one size, %u bytes\n",
 			PERF_ATOMIC_SIZE);
 		return -1;
 	}
-	if (o->mode == PERF_MODE_ATOMIC && o->all_sizes) {
-		fprintf(stderr, "droce-perf: --all: atomic has one size, %u bytes\n",
+	if (o->mode == PERF_MODE_ATOMIC && o->size != PERF_ATOMIC_SIZE) {
+		fprintf(stderr, "droce-perf: --size %u: an atomic operates on %u bytes\n", o->size,
 			PERF_ATOMIC_SIZE);
 		return -1;
 	}
@@ -199,9 +316,20 @@ modes_check(const struct perf_opts *o, bool have_size, bool have_type, const cha
 		fprintf(stderr, "droce-perf: --ipv6: the raw modes send IPv4 frames\n");
 		return -1;
 	}
-	if (perf_mode_is_raw(o->mode) && fault_opt != NULL) {
-		fprintf(stderr, "droce-perf: %s: the loss options apply to the RoCE modes, not "
-			"the raw link\n", fault_opt);
+	if (perf_mode_is_raw(o->mode) && o->fault.on) {
+		fprintf(stderr, "droce-perf: the loss options apply to the RoCE modes, not the raw "
+			"link\n");
+		return -1;
+	}
+	if (o->rate > 0 && o->mode == PERF_MODE_LAT) {
+		fprintf(stderr, "droce-perf: --rate: lat sends one ping at a time, it has no "
+			"rate to limit\n");
+		return -1;
+	}
+	/* The run counts a stall after STALL_S s without progress: a message a second at least. */
+	if (o->rate > 0 && perf_rate_msgs(o, largest) < 1) {
+		fprintf(stderr, "droce-perf: --rate %.0fbps: less than one message a second "
+			"of %u bytes\n", o->rate, largest);
 		return -1;
 	}
 	return 0;
@@ -227,15 +355,19 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		{ "dup", required_argument, NULL, OPT_DUP },
 		{ "corrupt", required_argument, NULL, OPT_CORRUPT },
 		{ "fault-seed", required_argument, NULL, OPT_FAULT_SEED },
+		{ "burst", required_argument, NULL, 'B' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "auto-start", no_argument, NULL, 'A' },
+		{ "stats-period", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_size = false, have_iters = false, have_qps = false, have_conn = false;
-	bool have_type = false;
+	bool have_size = false, have_iters = false, have_type = false;
 	const char *fault_opt = NULL, *name;
 	uint64_t v;
 	char *end;
-	int c, m;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->mode = PERF_MODE_SEND;
@@ -243,36 +375,26 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	o->qp_type = DROCE_SHM_QPT_RC;
 	o->mtu = IBV_MTU_4096;
 	o->fault.seed = DEFAULT_FAULT_SEED;
+	o->burst = PERF_MAX_BURST;
 	optind = 1;
 	opterr = 0;	/* our own messages, which name the option */
-	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:ih", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M':
-			for (m = 0; m < PERF_NB_MODES; m++) {
-				if (strcmp(optarg, perf_mode_names[m]) == 0)
-					break;
-			}
-			if (m == PERF_NB_MODES) {
-				fprintf(stderr, "droce-perf: --mode '%s': not send, write, read, "
-					"atomic, lat, raw-tx, raw-rx or raw-io\n", optarg);
+			if (perf_opt_mode(optarg, &o->mode) != 0)
 				return -1;
-			}
-			o->mode = (enum perf_mode)m;
 			break;
 		case 's':
-			if (parse_u64("--size", optarg, PERF_MIN_SIZE, PERF_MAX_SIZE, &v) != 0)
+			if (perf_opt_size(optarg, &o->size) != 0)
 				return -1;
-			o->size = (uint32_t)v;
 			have_size = true;
 			break;
 		case 'a':
 			o->all_sizes = true;
 			break;
 		case 'q':
-			if (parse_u64("--qps", optarg, 1, PERF_MAX_QPS, &v) != 0)
+			if (perf_opt_qps(optarg, &o->qps) != 0)
 				return -1;
-			o->qps = (uint32_t)v;
-			have_qps = true;
 			break;
 		case 'n':
 			if (parse_u64("--iters", optarg, 1, UINT32_MAX, &v) != 0)
@@ -302,7 +424,6 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 					optarg);
 				return -1;
 			}
-			have_conn = true;
 			break;
 		case 'm':
 			if (parse_mtu(optarg, &o->mtu) != 0)
@@ -346,6 +467,25 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 			if (parse_u64("--fault-seed", optarg, 0, UINT64_MAX - 1, &o->fault.seed) != 0)
 				return -1;
 			break;
+		case 'B':
+			if (perf_opt_burst(optarg, &o->burst) != 0)
+				return -1;
+			break;
+		case 'R':
+			if (perf_opt_rate(optarg, &o->rate, &o->rate_bits) != 0)
+				return -1;
+			break;
+		case 'i':
+			o->interactive = true;
+			break;
+		case 'A':
+			o->auto_start = true;
+			break;
+		case 'P':
+			if (parse_u64("--stats-period", optarg, 1, MAX_STATS_PERIOD_S, &v) != 0)
+				return -1;
+			o->stats_period = (uint32_t)v;
+			break;
 		case 'h':
 			perf_usage(argv[0]);
 			return 1;
@@ -370,16 +510,18 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "droce-perf: --iters and --duration exclude each other\n");
 		return -1;
 	}
-	if (modes_check(o, have_size, have_type, fault_opt) != 0)
-		return -1;
-	if (have_qps && o->qps != 1 && (o->mode == PERF_MODE_LAT || perf_mode_is_raw(o->mode))) {
-		fprintf(stderr, "droce-perf: --qps: only send, write, read and atomic run several "
-			"QPs\n");
+	if (have_type && o->mode != PERF_MODE_ATOMIC) {
+		fprintf(stderr, "droce-perf: --atomic-type: only with --mode atomic\n");
 		return -1;
 	}
-	if (have_conn && o->qp_type != DROCE_SHM_QPT_RC && o->mode != PERF_MODE_SEND &&
-	    o->mode != PERF_MODE_WRITE) {
-		fprintf(stderr, "droce-perf: --connection UC: only send and write (lat is RC)\n");
+	if (perf_mode_is_raw(o->mode) && fault_opt != NULL) {
+		fprintf(stderr, "droce-perf: %s: the loss options apply to the RoCE modes, not "
+			"the raw link\n", fault_opt);
+		return -1;
+	}
+	if (o->interactive && o->stats_period != 0) {
+		fprintf(stderr, "droce-perf: --stats-period and -i exclude each other (show port "
+			"stats all gives the statistics at the prompt)\n");
 		return -1;
 	}
 	if (!have_size)
@@ -389,8 +531,9 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	/* UD: one packet a message */
 	if (!have_size && o->qp_type == DROCE_SHM_QPT_UD)
 		o->size = RTE_MIN(o->size, 128u << o->mtu);
-	if (!have_iters && o->duration_s == 0)
+	/* The prompt and --stats-period run until stop or a signal when neither is given. */
+	if (!have_iters && o->duration_s == 0 && !o->interactive && o->stats_period == 0)
 		o->iters = o->mode == PERF_MODE_LAT ? DEFAULT_LAT_ITERS :
 			   perf_mode_is_raw(o->mode) ? DEFAULT_RAW_ITERS : DEFAULT_BW_ITERS;
-	return 0;
+	return perf_opts_check(o);
 }

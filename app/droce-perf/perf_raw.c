@@ -24,6 +24,8 @@
 /* After the last frame is sent, wait this long for the rest to arrive. */
 #define DRAIN_MS		200
 
+_Static_assert(PERF_MAX_BURST <= RAW_BURST, "--burst beyond the tx array");
+
 struct raw_counts {
 	uint64_t tx, rx_b, fwd_b, rx_a;
 };
@@ -68,6 +70,7 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	uint32_t len = DROCE_ETH_HLEN + DROCE_IPV4_HLEN + DROCE_UDP_HLEN + DROCE_BTH_LEN +
 		       payload + DROCE_ICRC_LEN;
 	uint64_t hz = rte_get_tsc_hz(), t0, t_end, now, idle_end, win_t, win_n = 0, counted;
+	double per_tick = perf_rate_msgs(o, len) / (double)hz;	/* --rate, of a's frames */
 	struct rte_mbuf *pkts[RAW_BURST];
 	struct raw_counts c = { 0 };
 	uint8_t hdr[DROCE_ETH_HLEN];
@@ -86,12 +89,18 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	win_t = t0;
 	for (;;) {
 		uint64_t want = o->iters != 0 ? o->iters - c.tx : RAW_BURST;
-		uint16_t k = (uint16_t)RTE_MIN(want, (uint64_t)RAW_BURST), sent;
+		uint16_t k = (uint16_t)RTE_MIN(want, (uint64_t)o->burst), sent;
 
 		now = rte_rdtsc();
-		if (now >= t_end || k == 0)
+		if (now >= t_end || k == 0 || perf_run_stopping(r))
 			break;
-		if (rte_pktmbuf_alloc_bulk(r->a.mp, pkts, k) == 0) {
+		if (per_tick > 0) {
+			/* frames due by now (at t0, t0 + 1/rate, ...) less those sent */
+			uint64_t due = (uint64_t)((double)(now - t0) * per_tick) + 1;
+
+			k = (uint16_t)RTE_MIN((uint64_t)k, due > c.tx ? due - c.tx : 0);
+		}
+		if (k != 0 && rte_pktmbuf_alloc_bulk(r->a.mp, pkts, k) == 0) {
 			for (i = 0; i < k; i++) {
 				rte_memcpy(rte_pktmbuf_mtod(pkts[i], void *), hdr, sizeof(hdr));
 				pkts[i]->data_len = (uint16_t)len;

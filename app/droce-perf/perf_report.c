@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include "perf.h"
@@ -45,6 +46,12 @@ perf_report_header(const struct perf_run *r)
 		       "corrupt %u ppm, seed %" PRIu64 "\n", o->ipv6 ? "IPv6" : "IPv4",
 		       o->fault.drop, o->fault.reorder, o->fault.dup, o->fault.corrupt,
 		       o->fault.seed);
+	if (o->rate > 0)
+		printf(" rate limit %.6g %s per QP, burst %u\n", o->rate,
+		       o->rate_bits ? "bits/s" : perf_mode_is_raw(o->mode) ? "frames/s" : "msg/s",
+		       o->burst);
+	else if (o->burst != PERF_MAX_BURST)
+		printf(" burst %u\n", o->burst);
 	printf(RESULT_LINE);
 	printf(o->mode == PERF_MODE_LAT ? RESULT_FMT_LAT : RESULT_FMT_G);
 	fflush(stdout);
@@ -107,13 +114,59 @@ perf_report_footer(const struct perf_run *r)
 void
 perf_report_ports(const struct perf_run *r)
 {
+	perf_report_ports_since(r, NULL);
+}
+
+/* Per second since the mark, which moves to now; 0 the first time, as testpmd's. */
+static void
+port_rates(const struct rte_eth_stats *st, struct perf_port_mark *m, double rate[4])
+{
+	uint64_t now = rte_rdtsc();
+	double secs = m->tsc != 0 ? (double)(now - m->tsc) / (double)rte_get_tsc_hz() : 0;
+	uint64_t d[4] = { st->ipackets - m->ipackets, st->ibytes - m->ibytes,
+			  st->opackets - m->opackets, st->obytes - m->obytes };
+	int k;
+
+	/* after a clear the counts are below the mark */
+	if (st->ipackets < m->ipackets || st->opackets < m->opackets)
+		secs = 0;
+	for (k = 0; k < 4; k++)
+		rate[k] = secs > 0 ? (double)d[k] / secs : 0;
+	rate[1] *= 8;
+	rate[3] *= 8;
+	m->tsc = now;
+	m->ipackets = st->ipackets;
+	m->ibytes = st->ibytes;
+	m->opackets = st->opackets;
+	m->obytes = st->obytes;
+}
+
+void
+perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2])
+{
 	const struct perf_host *h[2] = { &r->a, &r->b };
 	struct rte_eth_stats st;
+	double rate[4] = { 0 };	/* rx pps, rx bps, tx pps, tx bps */
 	int i;
 
 	for (i = 0; i < 2; i++) {
 		if (!h[i]->port_started || rte_eth_stats_get(h[i]->port, &st) != 0)
 			continue;
+		if (since != NULL)
+			port_rates(&st, &since[i], rate);
+		if (r->o->json && since != NULL) {
+			printf("{\"figure\": \"port\", \"port\": %u, \"host\": \"%s\", "
+			       "\"rx_packets\": %" PRIu64 ", \"rx_missed\": %" PRIu64 ", "
+			       "\"rx_bytes\": %" PRIu64 ", \"rx_errors\": %" PRIu64 ", "
+			       "\"rx_nombuf\": %" PRIu64 ", \"tx_packets\": %" PRIu64 ", "
+			       "\"tx_errors\": %" PRIu64 ", \"tx_bytes\": %" PRIu64 ", "
+			       "\"rx_pps\": %.0f, \"rx_bps\": %.0f, \"tx_pps\": %.0f, "
+			       "\"tx_bps\": %.0f}\n",
+			       h[i]->port, h[i]->name, st.ipackets, st.imissed, st.ibytes,
+			       st.ierrors, st.rx_nombuf, st.opackets, st.oerrors, st.obytes,
+			       rate[0], rate[1], rate[2], rate[3]);
+			continue;
+		}
 		if (r->o->json) {
 			printf("{\"figure\": \"port\", \"port\": %u, \"host\": \"%s\", "
 			       "\"rx_packets\": %" PRIu64 ", \"rx_missed\": %" PRIu64 ", "
@@ -132,6 +185,11 @@ perf_report_ports(const struct perf_run *r)
 		printf("  RX-nombuf:  %-10" PRIu64 "\n", st.rx_nombuf);
 		printf("  TX-packets: %-10" PRIu64 " TX-errors: %-10" PRIu64 " TX-bytes:  %-" PRIu64 "\n",
 		       st.opackets, st.oerrors, st.obytes);
+		if (since != NULL)
+			printf("\n  Throughput (since last show)\n"
+			       "  Rx-pps: %12.0f          Rx-bps: %12.0f\n"
+			       "  Tx-pps: %12.0f          Tx-bps: %12.0f\n",
+			       rate[0], rate[1], rate[2], rate[3]);
 		printf("  ############################################################################\n");
 	}
 	fflush(stdout);

@@ -27,6 +27,24 @@
 #define HIST_NS			10
 #define HIST_BUCKETS		100000
 
+_Static_assert(PERF_MAX_BURST <= POST_CHAIN, "--burst beyond the post arrays");
+
+/*
+ * --rate: how many more sends q may post now. Sends are due at t0, t0 + 1/rate, ...: the
+ * count due by now less those posted (a QP that fell behind catches up, so the average
+ * over the run is the limit). per_tick: sends per TSC tick, 0 for no limit.
+ */
+static uint64_t
+pace_allowed(const struct perf_qp *q, double per_tick, uint64_t t0, uint64_t now)
+{
+	uint64_t due;
+
+	if (per_tick == 0)
+		return UINT64_MAX;
+	due = (uint64_t)((double)(now - t0) * per_tick) + 1;
+	return due > q->round_posted ? due - q->round_posted : 0;
+}
+
 static uint64_t
 buf_addr(struct perf_host *h, struct perf_qp *q)
 {
@@ -256,6 +274,7 @@ stream_run(struct perf_run *r, uint32_t size)
 	const struct perf_opts *o = r->o;
 	struct perf_host *a = &r->a, *b = &r->b;
 	uint64_t hz = rte_get_tsc_hz(), win = hz / 1000000 * PEAK_WINDOW_US;
+	double per_tick = perf_rate_msgs(o, size) / (double)hz;
 	uint64_t t0, t_end, now, last_progress, win_t, win_done, done0_a;
 	uint64_t recv0_b, received = 0, sent = 0, progress = 0, done;
 	struct droce_engine_stats sb0, sb1;
@@ -287,7 +306,7 @@ stream_run(struct perf_run *r, uint32_t size)
 		if (sender_poll(r) != 0)
 			return -1;
 		now = rte_rdtsc();
-		if (now >= t_end)
+		if (now >= t_end || perf_run_stopping(r))
 			stopping = true;
 		sent = 0;
 		for (i = 0; i < a->nb_qps; i++) {
@@ -296,19 +315,20 @@ stream_run(struct perf_run *r, uint32_t size)
 			uint64_t left;
 			uint32_t k;
 
-			if (o->iters != 0)
+			if (o->iters != 0 && !stopping)
 				left = o->iters - q->round_posted;
 			else if (!stopping)
 				left = UINT64_MAX;
 			else
 				/* time is up: one more, signaled, if the last was not */
 				left = q->closed ? 0 : 1;
-			k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)POST_CHAIN);
+			k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)o->burst);
+			k = (uint32_t)RTE_MIN((uint64_t)k, pace_allowed(q, per_tick, t0, now));
 			if (k != 0)
 				post_sends(r, q, k, size, left <= k, &r->peer_b);
 			sent += q->round_posted;
-			all = all && (o->iters != 0 ? q->round_posted == o->iters :
-				      stopping && q->closed);
+			all = all && q->closed &&
+			      (stopping || (o->iters != 0 && q->round_posted == o->iters));
 		}
 		perf_host_poll(b);
 		if (!one_sided) {
@@ -318,8 +338,9 @@ stream_run(struct perf_run *r, uint32_t size)
 			received += (uint64_t)got;
 		}
 		done = sum_done(a);
-		if (done + received != progress) {
-			progress = done + received;
+		/* posts count too: under --rate a signaled completion can be far off */
+		if (done + received + sent != progress) {
+			progress = done + received + sent;
 			last_progress = now;
 		} else if (now - last_progress > STALL_S * hz) {
 			fprintf(stderr, "droce-perf: no completion for %d s\n", STALL_S);
@@ -466,7 +487,7 @@ lat_run(struct perf_run *r, uint32_t size)
 	}
 	t_end = o->duration_s > 0 ? rte_rdtsc() + (uint64_t)(o->duration_s * (double)hz) :
 		UINT64_MAX;
-	while (o->iters != 0 ? n < o->iters : rte_rdtsc() < t_end) {
+	while ((o->iters != 0 ? n < o->iters : rte_rdtsc() < t_end) && !perf_run_stopping(r)) {
 		uint64_t b;
 
 		if (ping_once(r, size, &rtt) != 0)

@@ -297,7 +297,7 @@ def bad_args(perf):
         (["--mode", "raw-rx", "--dup", "1"], "--dup: the loss options apply to the RoCE modes"),
         (["--mode", "raw-tx", "--ipv6"], "--ipv6: the raw modes send IPv4 frames"),
         (["--delay", "1"], "unknown option '--delay'"),
-        (["-i"], "unknown option '-i'"),
+        (["-i"], "-i needs two lcores"),
         (["-s"], "-s needs an argument"),
         (["stray"], "unexpected argument 'stray'"),
     ]
