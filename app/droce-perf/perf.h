@@ -100,6 +100,18 @@ struct perf_opts {
 	uint32_t stats_period;		/* --stats-period: port statistics every N s, 0 none */
 };
 
+/*
+ * The largest message of a run of o: its size, or with -a the largest power of two (UD:
+ * one packet a message, IB 9.8.3, so -a ends at the MTU).
+ */
+static inline uint32_t
+perf_largest_size(const struct perf_opts *o)
+{
+	if (!o->all_sizes)
+		return o->size;
+	return o->qp_type == DROCE_SHM_QPT_UD ? 128u << o->mtu : PERF_MAX_SIZE;
+}
+
 /* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
 int perf_opts_parse(int argc, char **argv, struct perf_opts *o);
 void perf_usage(const char *prog);

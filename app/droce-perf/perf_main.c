@@ -673,7 +673,7 @@ hosts_close(struct perf_run *r, bool for_good)
 static bool
 hosts_serve(const struct perf_run *r, const struct perf_opts *s, const struct perf_opts *o)
 {
-	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	uint32_t largest = perf_largest_size(o);
 	bool stream = (s->mode == PERF_MODE_SEND || s->mode == PERF_MODE_WRITE) &&
 		      (o->mode == PERF_MODE_SEND || o->mode == PERF_MODE_WRITE);
 
@@ -692,7 +692,7 @@ perf_hosts_fit(struct perf_run *r)
 		return 0;
 	hosts_close(r, false);
 	r->broken = true;	/* until hosts_open has set all up */
-	r->max_size = r->o->all_sizes ? PERF_MAX_SIZE : r->o->size;
+	r->max_size = perf_largest_size(r->o);
 	r->opened = *r->o;
 	if (hosts_open(r) != 0) {
 		fprintf(stderr, "droce-perf: the hosts could not be set up for these settings\n");
@@ -706,7 +706,7 @@ int
 perf_run_sizes(struct perf_run *r)
 {
 	const struct perf_opts *o = r->o;
-	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	uint32_t largest = perf_largest_size(o);
 	uint32_t size, i;
 	int ret;
 
@@ -795,10 +795,7 @@ main(int argc, char **argv)
 		goto out;
 	r->o = &o;
 	r->opened = o;
-	r->max_size = o.all_sizes ? PERF_MAX_SIZE : o.size;
-	/* UD sends one packet a message (IB 9.8.3): -a ends at the MTU */
-	if (o.all_sizes && o.qp_type == DROCE_SHM_QPT_UD)
-		r->max_size = 128u << o.mtu;
+	r->max_size = perf_largest_size(&o);
 	if (hosts_open(r) != 0)
 		goto close;
 	signals_catch(r);

@@ -269,7 +269,7 @@ bad:
 int
 perf_opts_check(const struct perf_opts *o)
 {
-	uint32_t largest = o->all_sizes ? PERF_MAX_SIZE : o->size;
+	uint32_t largest = perf_largest_size(o);
 
 	bool rdma_only = o->mode == PERF_MODE_READ || o->mode == PERF_MODE_ATOMIC;
 

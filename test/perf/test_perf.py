@@ -260,7 +260,7 @@ def tables(perf):
 
 def bad_args(perf):
     cases = [
-        (["--mode", "bogus"], "--mode 'bogus': not send, write, read, atomic"),
+        (["--mode", "bogus"], "--mode 'bogus': not one of send write read atomic lat raw-tx"),
         (["-s", "0"], "--size 0: out of range"),
         (["-s", "1048577"], "--size 1048577: out of range"),
         (["-q", "0"], "--qps 0: out of range"),
@@ -271,7 +271,7 @@ def bad_args(perf):
         (["-m", "1500"], "--mtu 1500: not 256"),
         (["-m", "8192"], "--mtu 8192: out of range"),
         (["-c", "XRC"], "--connection 'XRC': not RC, UC or UD"),
-        (["--mode", "lat", "-c", "UC"], "--connection UC: only send and write"),
+        (["--mode", "lat", "-c", "UC"], "--connection UC: lat is RC only"),
         (["--mode", "lat", "-q", "2"], "--qps: only send, write, read and atomic"),
         (["-a", "-s", "8"], "--size and --all"),
         (["-n", "10", "-D", "1"], "--iters and --duration"),

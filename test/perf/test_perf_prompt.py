@@ -251,7 +251,7 @@ def prompt_ring(perf):
                         ("set size 0", "--size 0: out of range 1..1048576"),
                         ("set size big", "--size 'big': not a number"),
                         ("set qps 10001", "--qps 10001: out of range 1..10000"),
-                        ("set mode read", "--mode 'read': not one of"),
+                        ("set mode turbo", "--mode 'turbo': not one of send write read atomic lat"),
                         ("set burst 33", "--burst 33: out of range 1..32"),
                         ("set rate fast", "--rate 'fast'"),
                         ("set rate 0", "--rate 0: out of range"),
@@ -277,7 +277,7 @@ def prompt_ring(perf):
         check_bw(f, "set mode write", "write", 1024, 4)
         s.cmd("set mode lat")
         out = s.cmd("start")
-        check("--qps: only send and write" in out, "lat with 4 QPs:\n%s" % out)
+        check("--qps: only send, write, read and atomic" in out, "lat with 4 QPs:\n%s" % out)
         s.cmd("set qps 1")
         s.cmd("set size 2")
         f, _ = run_once(s, "set mode lat")
