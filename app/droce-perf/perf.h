@@ -9,10 +9,15 @@
  * and 1 of whatever the EAL line gives (net_memif server and client, net_af_packet on a
  * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
  * engines (droce_engine_poll()), as an application linking the engine in-process does.
+ * With --server or --client and one port on the EAL line, this process is one host and
+ * its peer another process (droce-perf or an unmodified perftest) met over perftest's
+ * out-of-band TCP exchange: the client is host a, which sends, the server host b.
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, lat), perf_raw.c (raw-tx, raw-rx, raw-io),
- * perf_report.c (perftest's tables, --json lines, port statistics).
+ * perf_report.c (perftest's tables, --json lines, port statistics), perf_peer.c (the peer
+ * in another process: its out-of-band exchange in perftest's order, ARP), perf_oob.c
+ * (perftest's out-of-band messages).
  */
 
 #include <stdbool.h>
@@ -25,6 +30,7 @@
 
 #include <droce_engine.h>
 #include <droce_engine_region.h>
+#include <droce_net.h>
 #include <droce_shm.h>
 #include <droce_shm_arena.h>
 #include <droce_shm_client.h>
@@ -57,6 +63,13 @@ perf_mode_is_raw(enum perf_mode m)
 	return m == PERF_MODE_RAW_TX || m == PERF_MODE_RAW_RX || m == PERF_MODE_RAW_IO;
 }
 
+/* Which hosts this process runs. */
+enum perf_role {
+	PERF_ROLE_BOTH,		/* host a and host b */
+	PERF_ROLE_CLIENT,	/* host a: connects to the peer, sends (lat: pings first) */
+	PERF_ROLE_SERVER,	/* host b: waits for the peer, receives (lat: answers) */
+};
+
 struct perf_opts {
 	enum perf_mode mode;
 	uint32_t size;			/* message (or raw frame payload) bytes */
@@ -67,6 +80,11 @@ struct perf_opts {
 	uint8_t qp_type;		/* DROCE_SHM_QPT_RC or _UC */
 	uint8_t mtu;			/* enum ibv_mtu */
 	bool json;
+	enum perf_role role;
+	const char *peer;		/* --client's host */
+	uint16_t tcp_port;		/* the out-of-band exchange's */
+	uint32_t ipv4;			/* host order; 0: 192.0.2.<host id> */
+	uint8_t ipv4_prefix_len;
 };
 
 /* perf_opts.c: the options after EAL's "--". 0, or -1 after printing why; 1 for --help. */
@@ -107,6 +125,8 @@ struct perf_peer {
 	uint64_t buf_addr;		/* the remote buffer of RDMA WRITEs */
 	uint32_t rkey;
 	uint64_t buf_len;
+	const uint64_t *vaddrs;		/* each QP's own buffer (perftest's); NULL: buf_addr */
+	const uint32_t *psns;		/* each QP's first PSN (perftest's); NULL: psn */
 };
 
 struct perf_host {
@@ -133,6 +153,7 @@ struct perf_host {
 	uint32_t slot_size;
 	uint32_t buf_slots;
 	uint32_t lkey, rkey;
+	uint64_t buf_min;		/* a peer process may WRITE this much at buf */
 	struct perf_cq scq, rcq;
 	struct perf_qp *qps;
 	uint32_t nb_qps;
@@ -140,6 +161,10 @@ struct perf_host {
 	struct perf_qp **by_qpn;	/* max_qps entries */
 	uint32_t max_qps;
 	uint32_t psn;
+	/* Alone (perf_peer.c): ARP and ICMP through the engines' slow path; else NULL. */
+	struct droce_net *net;
+	struct rte_ring *slow_rx, *slow_tx;
+	uint64_t net_tick;
 };
 
 struct perf_run {
@@ -147,7 +172,20 @@ struct perf_run {
 	struct perf_host a, b;
 	uint32_t max_size;		/* the largest size of the run: buffer slots */
 	struct perf_peer peer_b;	/* what host a knows of host b: WRITEs' target */
+	struct perf_remote *remote;	/* the peer process (perf_peer.c); NULL: both here */
 };
+
+static inline bool
+perf_run_has_a(const struct perf_run *r)
+{
+	return r->o->role != PERF_ROLE_SERVER;
+}
+
+static inline bool
+perf_run_has_b(const struct perf_run *r)
+{
+	return r->o->role != PERF_ROLE_CLIENT;
+}
 
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
 struct perf_bw {
@@ -155,6 +193,7 @@ struct perf_bw {
 	uint64_t iters;			/* messages (frames) counted */
 	double peak_gbps, avg_gbps, mpps;
 	uint64_t sent, received;	/* the two ends' counts, which must agree */
+	bool sent_known, received_known;	/* false: the other process's, not told */
 	double secs;
 };
 
@@ -167,6 +206,19 @@ struct perf_lat {
 /* perf_main.c: one pass of every engine of h; h's engines' counters summed. */
 void perf_host_poll(struct perf_host *h);
 void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
+
+/* perf_peer.c: the peer in another process, in the order its perftest test speaks. */
+int perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o);
+int perf_peer_exchange(struct perf_run *r, struct perf_host *h, struct perf_peer *p);
+int perf_peer_connected(struct perf_run *r);
+int perf_peer_run_start(struct perf_run *r);
+int perf_peer_run_end(struct perf_run *r, struct perf_bw *f);
+bool perf_peer_end_ready(struct perf_run *r);
+int perf_peer_close(struct perf_run *r);
+void perf_peer_free(struct perf_run *r);
+void perf_peer_host_release(struct perf_host *h);
+void perf_peer_slow_poll(struct perf_host *h);
+const char *perf_peer_name(const struct perf_run *r);
 
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);

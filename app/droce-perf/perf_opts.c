@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+
 #include <droce_shm.h>
+
+#include "perf_oob.h"
 
 #include "perf.h"
 
@@ -54,10 +58,21 @@ perf_usage(const char *prog)
 	       "  -m, --mtu BYTES     path MTU: 256, 512, 1024, 2048 or 4096 (default 4096)\n"
 	       "      --json          one JSON object per line, per figure and per port, instead\n"
 	       "                      of the tables\n"
+	       "      --server        one host, on the EAL line's one port: host b, which\n"
+	       "                      receives (lat: answers); waits on TCP --port for the\n"
+	       "                      peer, droce-perf --client or a perftest client\n"
+	       "      --client HOST   one host, on the EAL line's one port: host a, which sends\n"
+	       "                      (lat: pings); connects to HOST's --port, droce-perf\n"
+	       "                      --server or a perftest server (ib_send_bw, ib_write_bw,\n"
+	       "                      ib_send_lat); both sides need the same -s, -n, -q, -c\n"
+	       "  -p, --port PORT     the out-of-band TCP port (default %u, perftest's)\n"
+	       "      --ip ADDR[/LEN] this host's IPv4 address and subnet with --server or\n"
+	       "                      --client, its GID ::ffff:ADDR; the peer's MAC is learnt\n"
+	       "                      by ARP (default 192.0.2.1/24 client, 192.0.2.2/24 server)\n"
 	       "  -h, --help          this text\n",
 	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
 	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, DEFAULT_BW_ITERS,
-	       DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS);
+	       DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, PERF_OOB_DEFAULT_PORT);
 }
 
 /* A whole decimal number in [min, max], or -1 with a message naming the option. */
@@ -100,6 +115,55 @@ parse_mtu(const char *s, uint8_t *mtu)
 	return -1;
 }
 
+/* --ip ADDR[/LEN]: a unicast IPv4 address and its on-link prefix (default /24). */
+static int
+parse_ipv4(const char *s, uint32_t *ip, uint8_t *len)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash != NULL ? (size_t)(slash - s) : strlen(s);
+	struct in_addr a;
+	uint64_t v = 24;
+
+	if (n >= sizeof(buf)) {
+		fprintf(stderr, "droce-perf: --ip '%s': not an IPv4 address\n", s);
+		return -1;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1 || a.s_addr == 0) {
+		fprintf(stderr, "droce-perf: --ip '%s': not an IPv4 address\n", s);
+		return -1;
+	}
+	if (slash != NULL && parse_u64("--ip's prefix length", slash + 1, 1, 32, &v) != 0)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	*len = (uint8_t)v;
+	return 0;
+}
+
+/*
+ * What a peer in another process cannot run: perftest exchanges no test settings, so both
+ * ends stop after the -n they were each given, at one size (its -a runs other sizes than
+ * ours), and the raw modes have no peer protocol.
+ */
+static int
+perf_opts_check_peer(const struct perf_opts *o)
+{
+	if (perf_mode_is_raw(o->mode)) {
+		fprintf(stderr, "droce-perf: --%s: only send, write and lat have a peer in "
+			"another process\n", o->role == PERF_ROLE_SERVER ? "server" : "client");
+		return -1;
+	}
+	if (o->all_sizes || o->duration_s > 0) {
+		fprintf(stderr, "droce-perf: --%s: one size and -n iterations (no --all, no "
+			"--duration): both ends must agree on them\n",
+			o->role == PERF_ROLE_SERVER ? "server" : "client");
+		return -1;
+	}
+	return 0;
+}
+
 int
 perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 {
@@ -113,10 +177,15 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		{ "connection", required_argument, NULL, 'c' },
 		{ "mtu", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "server", no_argument, NULL, 'S' },
+		{ "client", required_argument, NULL, 'C' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "ip", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_size = false, have_iters = false, have_qps = false, have_conn = false;
+	bool have_peer_opt = false;
 	uint64_t v;
 	char *end;
 	int c, m;
@@ -126,9 +195,10 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	o->qps = 1;
 	o->qp_type = DROCE_SHM_QPT_RC;
 	o->mtu = IBV_MTU_4096;
+	o->tcp_port = PERF_OOB_DEFAULT_PORT;
 	optind = 1;
 	opterr = 0;	/* our own messages, which name the option */
-	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M':
 			for (m = 0; m < PERF_NB_MODES; m++) {
@@ -192,6 +262,27 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		case 'J':
 			o->json = true;
 			break;
+		case 'S':
+		case 'C':
+			if (o->role != PERF_ROLE_BOTH) {
+				fprintf(stderr, "droce-perf: --server and --client exclude each "
+					"other\n");
+				return -1;
+			}
+			o->role = c == 'S' ? PERF_ROLE_SERVER : PERF_ROLE_CLIENT;
+			o->peer = c == 'C' ? optarg : NULL;
+			break;
+		case 'p':
+			if (parse_u64("--port", optarg, 1, UINT16_MAX, &v) != 0)
+				return -1;
+			o->tcp_port = (uint16_t)v;
+			have_peer_opt = true;
+			break;
+		case 'I':
+			if (parse_ipv4(optarg, &o->ipv4, &o->ipv4_prefix_len) != 0)
+				return -1;
+			have_peer_opt = true;
+			break;
 		case 'h':
 			perf_usage(argv[0]);
 			return 1;
@@ -225,6 +316,12 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "droce-perf: --connection UC: only send and write (lat is RC)\n");
 		return -1;
 	}
+	if (have_peer_opt && o->role == PERF_ROLE_BOTH) {
+		fprintf(stderr, "droce-perf: --port and --ip need --server or --client\n");
+		return -1;
+	}
+	if (o->role != PERF_ROLE_BOTH && perf_opts_check_peer(o) != 0)
+		return -1;
 	if (!have_size)
 		o->size = o->mode == PERF_MODE_LAT ? DEFAULT_LAT_SIZE :
 			  perf_mode_is_raw(o->mode) ? DEFAULT_RAW_SIZE : DEFAULT_BW_SIZE;

@@ -71,6 +71,22 @@ fill_recvs(struct perf_host *h, struct perf_qp *q)
 }
 
 /*
+ * Where a WRITE from offset off of a's buffer lands: the same slot of b's buffer as of
+ * a's, or, when the peer takes only buf_len bytes at each QP's address (perftest's MR:
+ * max(size, its cycle buffer)), the slot's number wrapped into that.
+ */
+static uint64_t
+remote_addr(const struct perf_peer *p, uint32_t qi, uint64_t off, uint32_t slot_size,
+	    uint32_t size)
+{
+	uint64_t base = p->vaddrs != NULL ? p->vaddrs[qi] : p->buf_addr;
+
+	if (off + size <= p->buf_len)
+		return base + off;
+	return base + off / slot_size % (p->buf_len / size) * size;
+}
+
+/*
  * Up to n sends on q; the last one of a batch that ends the round (last) and every
  * SIGNAL_EVERY-th are signaled: a signaled completion with wr_id w says every send up to
  * w is done (in order, IB 10.8.3.1 for RC; UC completes in order too). How many posted.
@@ -98,8 +114,9 @@ post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, boo
 		wr[i].num_sge = 1;
 		if (write) {
 			wr[i].opcode = IBV_WR_RDMA_WRITE;
-			/* the same slot of b's buffer as of a's */
-			wr[i].wr.rdma.remote_addr = peer->buf_addr + (addr - (uintptr_t)h->buf);
+			wr[i].wr.rdma.remote_addr = remote_addr(peer, (uint32_t)(q - h->qps),
+								addr - (uintptr_t)h->buf,
+								h->slot_size, size);
 			wr[i].wr.rdma.rkey = peer->rkey;
 		} else {
 			wr[i].opcode = IBV_WR_SEND;
@@ -211,6 +228,118 @@ sum_rdone(const struct perf_host *h)
 	return s;
 }
 
+/*
+ * One send or write round at one size. Host a's part (the sender) and host b's (the
+ * receiver) are separate steps: with both hosts here one loop runs both; a process that
+ * is one host (--client, --server) runs its own.
+ */
+struct stream {
+	uint32_t size;
+	bool write;
+	uint64_t t_end;
+	bool stopping;		/* time is up (-D) */
+	/* host a */
+	uint64_t done0, done, sent;
+	bool all;		/* every QP posted its last send */
+	/* host b */
+	uint64_t recv0, received;
+	struct droce_engine_stats sb0;
+};
+
+/* Host a: completions, then every QP's send ring topped up. Or -1. */
+static int
+sender_step(struct perf_run *r, struct stream *s, uint64_t now)
+{
+	const struct perf_opts *o = r->o;
+	struct perf_host *a = &r->a;
+	uint32_t i;
+
+	perf_host_poll(a);
+	if (sender_poll(r) != 0)
+		return -1;
+	if (now >= s->t_end)
+		s->stopping = true;
+	s->sent = 0;
+	s->all = true;
+	for (i = 0; i < a->nb_qps; i++) {
+		struct perf_qp *q = &a->qps[i];
+		uint64_t room = q->view.sq_size - (q->posted - q->done);
+		uint64_t left;
+		uint32_t k;
+
+		if (o->iters != 0)
+			left = o->iters - q->round_posted;
+		else if (!s->stopping)
+			left = UINT64_MAX;
+		else
+			/* time is up: one more, signaled, if the last was not */
+			left = q->closed ? 0 : 1;
+		k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)POST_CHAIN);
+		if (k != 0)
+			post_sends(r, q, k, s->size, left <= k, &r->peer_b);
+		s->sent += q->round_posted;
+		s->all = s->all && (o->iters != 0 ? q->round_posted == o->iters :
+				    s->stopping && q->closed);
+	}
+	s->done = sum_done(a);
+	return 0;
+}
+
+/* Host b: its engines, and in send its receives counted and reposted. Or -1. */
+static int
+receiver_step(struct perf_run *r, struct stream *s)
+{
+	int got;
+
+	perf_host_poll(&r->b);
+	if (s->write)
+		return 0;
+	got = receiver_pass(r, s->size);
+	if (got < 0)
+		return -1;
+	s->received += (uint64_t)got;
+	return 0;
+}
+
+/* What b's responder delivered: receive completions (send), WRITEs placed (write). */
+static uint64_t
+delivered(struct perf_run *r, const struct stream *s)
+{
+	struct droce_engine_stats st;
+
+	if (!s->write)
+		return sum_rdone(&r->b) - s->recv0;
+	perf_host_stats(&r->b, &st);
+	return st.resp_writes - s->sb0.resp_writes;
+}
+
+/* What the peak window counts: a's completions, or what b alone was delivered. */
+static uint64_t
+stream_count(struct perf_run *r, const struct stream *s)
+{
+	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s);
+}
+
+/*
+ * The round ends when every send posted is complete and delivered. Host a alone: when
+ * complete (RC: acknowledged; the server counts what it got). Host b alone: when it has
+ * the messages of its -n and -q (send), or the client's end barrier came (write: a WRITE
+ * completes nothing at its target).
+ */
+static bool
+stream_over(struct perf_run *r, struct stream *s)
+{
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
+
+	if (has_a && !(s->all && s->done - s->done0 == s->sent))
+		return false;
+	if (!has_b)
+		return true;
+	if (!has_a)
+		return s->write ? perf_peer_end_ready(r) : s->received == r->o->iters * r->b.nb_qps;
+	return delivered(r, s) == s->sent;
+}
+
 /* send and write at one size. */
 static int
 stream_run(struct perf_run *r, uint32_t size)
@@ -218,109 +347,76 @@ stream_run(struct perf_run *r, uint32_t size)
 	const struct perf_opts *o = r->o;
 	struct perf_host *a = &r->a, *b = &r->b;
 	uint64_t hz = rte_get_tsc_hz(), win = hz / 1000000 * PEAK_WINDOW_US;
-	uint64_t t0, t_end, now, last_progress, win_t, win_done, done0_a;
-	uint64_t recv0_b, received = 0, sent = 0, progress = 0, done;
-	struct droce_engine_stats sb0, sb1;
-	bool write = o->mode == PERF_MODE_WRITE, stopping = false;
+	uint64_t t0, now, last_progress, win_t, win_cnt = 0, progress = 0, cnt;
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
 	double peak = 0, secs;
+	struct stream s;
 	struct perf_bw f;
 	uint32_t i;
-	int got;
 
+	memset(&s, 0, sizeof(s));
+	s.size = size;
+	s.write = o->mode == PERF_MODE_WRITE;
 	for (i = 0; i < b->nb_qps; i++)
-		if (!write)
+		if (!s.write)
 			fill_recvs(b, &b->qps[i]);
 	for (i = 0; i < a->nb_qps; i++) {
 		a->qps[i].round_posted = 0;
 		a->qps[i].closed = true;	/* nothing to complete yet */
 	}
-	perf_host_stats(b, &sb0);
-	done0_a = sum_done(a);
-	recv0_b = sum_rdone(b);
+	perf_host_stats(b, &s.sb0);
+	s.done0 = sum_done(a);
+	s.recv0 = sum_rdone(b);
+	/* a peer process: after its receives are posted */
+	if (perf_peer_run_start(r) != 0)
+		return -1;
 	t0 = rte_rdtsc();
-	t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	s.t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
 	last_progress = win_t = t0;
-	win_done = done0_a;
 	for (;;) {
-		bool all = true;
-
-		perf_host_poll(a);
-		if (sender_poll(r) != 0)
-			return -1;
 		now = rte_rdtsc();
-		if (now >= t_end)
-			stopping = true;
-		sent = 0;
-		for (i = 0; i < a->nb_qps; i++) {
-			struct perf_qp *q = &a->qps[i];
-			uint64_t room = q->view.sq_size - (q->posted - q->done);
-			uint64_t left;
-			uint32_t k;
-
-			if (o->iters != 0)
-				left = o->iters - q->round_posted;
-			else if (!stopping)
-				left = UINT64_MAX;
-			else
-				/* time is up: one more, signaled, if the last was not */
-				left = q->closed ? 0 : 1;
-			k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)POST_CHAIN);
-			if (k != 0)
-				post_sends(r, q, k, size, left <= k, &r->peer_b);
-			sent += q->round_posted;
-			all = all && (o->iters != 0 ? q->round_posted == o->iters :
-				      stopping && q->closed);
-		}
-		perf_host_poll(b);
-		if (!write) {
-			got = receiver_pass(r, size);
-			if (got < 0)
-				return -1;
-			received += (uint64_t)got;
-		}
-		done = sum_done(a);
-		if (done + received != progress) {
-			progress = done + received;
+		if (has_a && sender_step(r, &s, now) != 0)
+			return -1;
+		if (has_b && receiver_step(r, &s) != 0)
+			return -1;
+		if (s.done + s.received != progress) {
+			progress = s.done + s.received;
 			last_progress = now;
 		} else if (now - last_progress > STALL_S * hz) {
 			fprintf(stderr, "droce-perf: no completion for %d s\n", STALL_S);
 			return -1;
 		}
 		if (now - win_t >= win) {
-			double g = (double)(done - win_done) * size * 8 /
-				   ((double)(now - win_t) / (double)hz) / 1e9;
-
-			peak = RTE_MAX(peak, g);
+			cnt = stream_count(r, &s);
+			peak = RTE_MAX(peak, (double)(cnt - win_cnt) * size * 8 /
+					     ((double)(now - win_t) / (double)hz) / 1e9);
+			/* host b alone in write sees its progress only here */
+			if (cnt != win_cnt)
+				last_progress = now;
 			win_t = now;
-			win_done = done;
+			win_cnt = cnt;
 		}
-		/* The round ends when every send posted is complete and delivered. */
-		if (!all || done - done0_a != sent)
-			continue;
-		if (!write && received == sent)
+		if (stream_over(r, &s))
 			break;
-		if (write) {
-			perf_host_stats(b, &sb1);
-			if (sb1.resp_writes - sb0.resp_writes == sent)
-				break;
-		}
 	}
 	now = rte_rdtsc();
 	secs = (double)(now - t0) / (double)hz;
-	perf_host_stats(b, &sb1);
 	memset(&f, 0, sizeof(f));
 	f.size = size;
-	f.iters = sent;
+	f.sent = s.sent;
+	f.sent_known = has_a;
+	f.received = has_b ? delivered(r, &s) : 0;
+	f.received_known = has_b;
+	f.iters = has_a ? f.sent : f.received;
 	f.secs = secs;
-	f.avg_gbps = (double)sent * size * 8 / secs / 1e9;
-	f.mpps = (double)sent / secs / 1e6;
+	f.avg_gbps = (double)f.iters * size * 8 / secs / 1e9;
+	f.mpps = (double)f.iters / secs / 1e6;
 	/* A run shorter than one window has no peak of its own: its average is its peak. */
 	f.peak_gbps = peak > 0 ? RTE_MAX(peak, f.avg_gbps) : f.avg_gbps;
-	f.sent = sent;
-	/* What b's responder delivered: receive completions (send), WRITEs placed (write). */
-	f.received = write ? sb1.resp_writes - sb0.resp_writes : sum_rdone(b) - recv0_b;
+	if (perf_peer_run_end(r, &f) != 0)
+		return -1;
 	perf_report_bw(r, &f);
-	if (f.sent != f.received) {
+	if (f.sent_known && f.received_known && f.sent != f.received) {
 		fprintf(stderr, "droce-perf: %llu messages sent, %llu received\n",
 			(unsigned long long)f.sent, (unsigned long long)f.received);
 		return -1;
@@ -328,61 +424,110 @@ stream_run(struct perf_run *r, uint32_t size)
 	return 0;
 }
 
-/* One ping: a posts, both hosts run until a's receive completes. Round trip in TSC ticks. */
-static int
-ping_once(struct perf_run *r, uint32_t size, uint64_t *rtt)
+/* Half round trips, as a histogram and sums (ns). */
+struct lat_samples {
+	uint32_t *hist;
+	uint64_t n;
+	double sum, sum2, min, max;
+};
+
+/*
+ * One end of the ping-pong (perftest's run_iter_lat_send): the pinger (host a) sends
+ * first and then after each answer, the ponger (host b) answers each message. Each end
+ * takes the time from its send to the next message it receives: a round trip.
+ */
+struct lat_end {
+	struct perf_host *h;
+	struct perf_qp *q;
+	bool pinger;
+	uint64_t total;		/* messages each way; UINT64_MAX: until told */
+	uint64_t skip;		/* round trips of warm-up, not sampled */
+	uint64_t scnt, rcnt;
+	uint64_t scomp;		/* sends complete */
+	uint64_t t_sent;
+	struct lat_samples *smp;	/* NULL: not measured */
+};
+
+static void
+lat_sample(struct lat_samples *s, double ns)
 {
-	struct perf_host *a = &r->a, *b = &r->b;
-	struct perf_qp *qa = &a->qps[0], *qb = &b->qps[0];
+	uint64_t b = (uint64_t)(ns / HIST_NS);
+
+	s->hist[RTE_MIN(b, (uint64_t)HIST_BUCKETS - 1)]++;
+	if (s->n == 0 || ns < s->min)
+		s->min = ns;
+	if (ns > s->max)
+		s->max = ns;
+	s->sum += ns;
+	s->sum2 += ns * ns;
+	s->n++;
+}
+
+static int
+lat_send(struct perf_host *h, struct perf_qp *q, uint32_t size)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+
+	sge.addr = (uintptr_t)h->buf;
+	sge.length = size;
+	sge.lkey = h->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = q->posted++;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	return droce_shm_post_send(&q->view, &wr, &bad);
+}
+
+/* One pass of one end: its engines, a message received, its send if its turn. Or -1. */
+static int
+lat_step(struct lat_end *e, uint32_t size)
+{
+	const char *who = e->pinger ? "pinger" : "ponger";
 	struct ibv_wc wc[POLL_BURST];
-	uint64_t t0 = rte_rdtsc(), hz = rte_get_tsc_hz();
+	uint64_t now;
 	int got, i;
 
-	if (post_sends(r, qa, 1, size, true, &r->peer_b) != 1)
+	perf_host_poll(e->h);
+	got = droce_shm_poll_cq(&e->h->rcq.view, 1, wc);
+	now = rte_rdtsc();
+	if (got < 0)
 		return -1;
-	for (;;) {
-		perf_host_poll(a);
-		got = droce_shm_poll_cq(&a->rcq.view, 1, wc);
-		if (got != 0)
-			break;
-		/* the ponger: answer each message received */
-		perf_host_poll(b);
-		got = droce_shm_poll_cq(&b->rcq.view, POLL_BURST, wc);
-		for (i = 0; i < got; i++) {
-			struct ibv_send_wr swr, *bad;
-			struct ibv_sge sge;
-
-			qb->rdone++;
-			if (!wc_ok(&wc[i], "ponger") || post_recvs(b, qb, 1) != 1)
-				return -1;
-			sge.addr = (uintptr_t)b->buf;
-			sge.length = size;
-			sge.lkey = b->lkey;
-			memset(&swr, 0, sizeof(swr));
-			swr.sg_list = &sge;
-			swr.num_sge = 1;
-			swr.opcode = IBV_WR_SEND;
-			swr.send_flags = IBV_SEND_SIGNALED;
-			if (droce_shm_post_send(&qb->view, &swr, &bad) != 0)
-				return -1;
-		}
-		if (got < 0 || droce_shm_poll_cq(&b->scq.view, POLL_BURST, wc) < 0)
+	if (got == 1) {
+		if (!wc_ok(&wc[0], who) || post_recvs(e->h, e->q, 1) != 1)
 			return -1;
-		if (rte_rdtsc() - t0 > STALL_S * hz) {
-			fprintf(stderr, "droce-perf: no answer to a ping in %d s\n", STALL_S);
-			return -1;
-		}
+		e->q->rdone++;
+		e->rcnt++;
+		if (e->smp != NULL && e->scnt > e->skip && e->scnt > 0)
+			/* half the round trip, as perftest's send_lat */
+			lat_sample(e->smp, (double)(now - e->t_sent) * 1e9 / (double)rte_get_tsc_hz() /
+				   2);
 	}
-	*rtt = rte_rdtsc() - t0;
-	qa->rdone++;
-	if (got < 0 || !wc_ok(&wc[0], "pinger") || post_recvs(a, qa, 1) != 1)
-		return -1;
-	got = droce_shm_poll_cq(&a->scq.view, POLL_BURST, wc);
-	for (i = 0; i < got; i++) {
-		if (!wc_ok(&wc[i], "pinger"))
+	if (e->scnt < e->total && (e->pinger ? e->scnt == e->rcnt : e->rcnt > e->scnt)) {
+		e->t_sent = rte_rdtsc();
+		if (lat_send(e->h, e->q, size) != 0)
 			return -1;
+		e->scnt++;
+	}
+	got = droce_shm_poll_cq(&e->h->scq.view, POLL_BURST, wc);
+	for (i = 0; i < got; i++) {
+		if (!wc_ok(&wc[i], who))
+			return -1;
+		e->scomp++;
 	}
 	return got < 0 ? -1 : 0;
+}
+
+/*
+ * Done: every message sent and received, and the last answer complete (acknowledged),
+ * since a peer process stops polling us after it: the engine sends only when polled.
+ */
+static bool
+lat_end_done(const struct lat_end *e)
+{
+	return e->scnt == e->total && e->rcnt == e->total && e->scomp == e->scnt;
 }
 
 /*
@@ -405,63 +550,85 @@ hist_quantile(const uint32_t *hist, uint64_t n, double q, double min, double max
 	return max;
 }
 
-/* lat at one size: perftest's send_lat figures, half the round trip of each ping. */
+/*
+ * lat at one size: perftest's send_lat figures, half the round trip of each ping. Both
+ * hosts here: the pinger warms up first and alone is measured; a peer process (perftest
+ * does no warm-up) and this end each send exactly -n and measure their own round trips.
+ */
 static int
 lat_run(struct perf_run *r, uint32_t size)
 {
 	const struct perf_opts *o = r->o;
-	uint64_t hz = rte_get_tsc_hz(), t_end, rtt, n = 0, i;
-	double ns, sum = 0, sum2 = 0, min = 0, max = 0, mean;
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r), alone = r->remote != NULL;
+	uint64_t hz = rte_get_tsc_hz(), t_end, t_last, progress = 0;
+	struct lat_end ea, eb, *m;
+	struct lat_samples smp;
+	double mean;
 	struct perf_lat f;
-	uint32_t *hist;
 
-	hist = calloc(HIST_BUCKETS, sizeof(*hist));
-	if (hist == NULL)
+	memset(&smp, 0, sizeof(smp));
+	smp.hist = calloc(HIST_BUCKETS, sizeof(*smp.hist));
+	if (smp.hist == NULL)
 		return -1;
-	fill_recvs(&r->a, &r->a.qps[0]);
-	fill_recvs(&r->b, &r->b.qps[0]);
-	for (i = 0; i < LAT_WARMUP; i++) {
-		if (ping_once(r, size, &rtt) != 0)
-			goto fail;
+	memset(&ea, 0, sizeof(ea));
+	memset(&eb, 0, sizeof(eb));
+	ea.h = &r->a;
+	ea.pinger = true;
+	ea.skip = alone ? 0 : LAT_WARMUP;
+	ea.total = o->iters != 0 ? o->iters + ea.skip : UINT64_MAX;
+	eb.h = &r->b;
+	eb.total = alone ? o->iters : UINT64_MAX;
+	m = has_a ? &ea : &eb;
+	m->smp = &smp;
+	if (has_a) {
+		ea.q = &r->a.qps[0];
+		fill_recvs(&r->a, ea.q);
 	}
-	t_end = o->duration_s > 0 ? rte_rdtsc() + (uint64_t)(o->duration_s * (double)hz) :
-		UINT64_MAX;
-	while (o->iters != 0 ? n < o->iters : rte_rdtsc() < t_end) {
-		uint64_t b;
-
-		if (ping_once(r, size, &rtt) != 0)
-			goto fail;
-		ns = (double)rtt * 1e9 / (double)hz / 2;
-		b = (uint64_t)(ns / HIST_NS);
-		hist[RTE_MIN(b, (uint64_t)HIST_BUCKETS - 1)]++;
-		if (n == 0 || ns < min)
-			min = ns;
-		if (ns > max)
-			max = ns;
-		sum += ns;
-		sum2 += ns * ns;
-		n++;
+	if (has_b) {
+		eb.q = &r->b.qps[0];
+		fill_recvs(&r->b, eb.q);
 	}
-	if (n == 0) {
+	if (perf_peer_run_start(r) != 0)
+		goto fail;
+	t_last = rte_rdtsc();
+	t_end = o->duration_s > 0 ? t_last + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	while (!lat_end_done(m)) {
+		if (has_a && lat_step(&ea, size) != 0)
+			goto fail;
+		if (has_b && lat_step(&eb, size) != 0)
+			goto fail;
+		/* time is up: the ping out is the last */
+		if (ea.total == UINT64_MAX && rte_rdtsc() >= t_end)
+			ea.total = ea.scnt;
+		if (m->rcnt + m->scnt != progress) {
+			progress = m->rcnt + m->scnt;
+			t_last = rte_rdtsc();
+		} else if (rte_rdtsc() - t_last > STALL_S * hz) {
+			fprintf(stderr, "droce-perf: no answer to a ping in %d s\n", STALL_S);
+			goto fail;
+		}
+	}
+	if (smp.n == 0) {
 		fprintf(stderr, "droce-perf: no ping completed in the time given\n");
 		goto fail;
 	}
-	mean = sum / (double)n;
+	mean = smp.sum / (double)smp.n;
 	memset(&f, 0, sizeof(f));
 	f.size = size;
-	f.iters = n;
-	f.min_us = min / 1000;
-	f.max_us = max / 1000;
-	f.typical_us = hist_quantile(hist, n, 0.5, min, max) / 1000;
+	/* the pinger's round trips; the ponger's messages answered (one fewer round trip) */
+	f.iters = m->pinger ? smp.n : m->rcnt;
+	f.min_us = smp.min / 1000;
+	f.max_us = smp.max / 1000;
+	f.typical_us = hist_quantile(smp.hist, smp.n, 0.5, smp.min, smp.max) / 1000;
 	f.avg_us = mean / 1000;
-	f.stdev_us = sqrt(RTE_MAX(sum2 / (double)n - mean * mean, 0.0)) / 1000;
-	f.p99_us = hist_quantile(hist, n, 0.99, min, max) / 1000;
-	f.p999_us = hist_quantile(hist, n, 0.999, min, max) / 1000;
+	f.stdev_us = sqrt(RTE_MAX(smp.sum2 / (double)smp.n - mean * mean, 0.0)) / 1000;
+	f.p99_us = hist_quantile(smp.hist, smp.n, 0.99, smp.min, smp.max) / 1000;
+	f.p999_us = hist_quantile(smp.hist, smp.n, 0.999, smp.min, smp.max) / 1000;
 	perf_report_lat(r, &f);
-	free(hist);
+	free(smp.hist);
 	return 0;
 fail:
-	free(hist);
+	free(smp.hist);
 	return -1;
 }
 
