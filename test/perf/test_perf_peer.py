@@ -198,6 +198,25 @@ def perftest_rows(out, prog, lat):
     return int(r[0]), int(r[1]), vals
 
 
+def sanitizer_preload():
+    """The sanitizer runtimes droce's libibverbs.so.1 links in an ASan build: perftest is
+    not instrumented, so they must be loaded first (LD_PRELOAD)."""
+    out = subprocess.run(["ldd", os.path.join(COMPAT, "libibverbs.so.1")],
+                         capture_output=True, text=True, timeout=30).stdout
+    return [m.group(1) for m in re.finditer(r"lib(?:a|ub)san\.so\S* => (\S+)", out)]
+
+
+def perftest_env(daemon):
+    env = daemon.env()
+    env["LD_LIBRARY_PATH"] = COMPAT
+    preload = sanitizer_preload()
+    if preload:
+        env["LD_PRELOAD"] = " ".join(preload)
+        # perftest's own allocations are not ours to judge; droce's library's errors are
+        env["ASAN_OPTIONS"] = "halt_on_error=1:abort_on_error=1:detect_leaks=0"
+    return env
+
+
 def with_perftest(prog, mode, role, size, iters, qps=1):
     """droce-perf as role (server or client) against prog in the other role, prog over
     droced, both with -q qps. Returns droce-perf's figure and perftest's row (bandwidth
@@ -216,8 +235,7 @@ def with_perftest(prog, mode, role, size, iters, qps=1):
         pt = [prog, "-d", "droce0", "-p", str(port), "-s", str(size), "-n", str(iters)]
         if mode != "lat":
             pt += ["-q", str(qps), "--report_gbits"]
-        env = d.env()
-        env["LD_LIBRARY_PATH"] = COMPAT
+        env = perftest_env(d)
         if role == "server":
             perf = perf_argv(work, "s", 0, vdev, ["--server"] + o)
             out_perf, out_pt = run_both((perf, "droce-perf --server"),
