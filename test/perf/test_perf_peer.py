@@ -26,6 +26,7 @@ failure; droced is stopped and its files removed.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -72,6 +73,11 @@ class Proc:
     def __init__(self, argv, work, name, env=None):
         self.name = name
         self.cmd = " ".join(argv)
+        # a droce-perf's DPDK runtime directory, removed if it was killed before it could
+        self.rundir = None
+        for a in argv:
+            if a.startswith("--file-prefix="):
+                self.rundir = "/var/run/dpdk/" + a.split("=", 1)[1]
         self.out = tempfile.TemporaryFile(mode="w+", dir=work.path)
         self.proc = subprocess.Popen(["timeout", "--kill-after=5", str(TIMEOUT)] + argv,
                                      stdout=self.out, stderr=subprocess.STDOUT, text=True,
@@ -93,6 +99,8 @@ class Proc:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        if self.rundir is not None:
+            shutil.rmtree(self.rundir, ignore_errors=True)
 
 
 def perf_argv(work, tag, lcore, vdev, opts):
