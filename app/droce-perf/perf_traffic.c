@@ -244,6 +244,7 @@ struct stream {
 	/* host b */
 	uint64_t recv0, received;
 	struct droce_engine_stats sb0;
+	bool peer_done;		/* host b alone in write: the client's end barrier came */
 };
 
 /* Host a: completions, then every QP's send ring topped up. Or -1. */
@@ -336,7 +337,7 @@ stream_over(struct perf_run *r, struct stream *s)
 	if (!has_b)
 		return true;
 	if (!has_a)
-		return s->write ? perf_peer_end_ready(r) : s->received == r->o->iters * r->b.nb_qps;
+		return s->write ? s->peer_done : s->received == r->o->iters * r->b.nb_qps;
 	return delivered(r, s) == s->sent;
 }
 
@@ -390,9 +391,11 @@ stream_run(struct perf_run *r, uint32_t size)
 			cnt = stream_count(r, &s);
 			peak = RTE_MAX(peak, (double)(cnt - win_cnt) * size * 8 /
 					     ((double)(now - win_t) / (double)hz) / 1e9);
-			/* host b alone in write sees its progress only here */
+			/* host b alone in write sees its progress and the end only here */
 			if (cnt != win_cnt)
 				last_progress = now;
+			if (!has_a && s.write)
+				s.peer_done = perf_peer_end_ready(r);
 			win_t = now;
 			win_cnt = cnt;
 		}
