@@ -125,7 +125,7 @@ struct perf_peer {
 	uint64_t buf_addr;		/* the remote buffer of RDMA WRITEs */
 	uint32_t rkey;
 	uint64_t buf_len;
-	const uint64_t *vaddrs;		/* each QP's own buffer (perftest's); NULL: buf_addr */
+	const uint64_t *vaddrs;		/* each QP's buffer (perftest's); NULL: buf_addr */
 	const uint32_t *psns;		/* each QP's first PSN (perftest's); NULL: psn */
 };
 

@@ -505,8 +505,8 @@ lat_step(struct lat_end *e, uint32_t size)
 		e->rcnt++;
 		if (e->smp != NULL && e->scnt > e->skip && e->scnt > 0)
 			/* half the round trip, as perftest's send_lat */
-			lat_sample(e->smp, (double)(now - e->t_sent) * 1e9 / (double)rte_get_tsc_hz() /
-				   2);
+			lat_sample(e->smp, (double)(now - e->t_sent) * 1e9 /
+					   (double)rte_get_tsc_hz() / 2);
 	}
 	if (e->scnt < e->total && (e->pinger ? e->scnt == e->rcnt : e->rcnt > e->scnt)) {
 		e->t_sent = rte_rdtsc();
