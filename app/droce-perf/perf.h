@@ -10,15 +10,19 @@
  * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
  * engines (droce_engine_poll()), as an application linking the engine in-process does;
  * with -i or --stats-period the first worker lcore does, the main lcore in control.
+ * With --server or --client and one port on the EAL line, this process is one host and
+ * its peer another process (droce-perf or an unmodified perftest) met over perftest's
+ * out-of-band TCP exchange: the client is host a, which sends, the server host b.
  *
  * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
  * perf_traffic.c (send, write, read, atomic, lat), perf_rdma.c (the work requests and
  * checks of write, read and atomic), perf_ud.c (UD: address handles, Q_Key),
  * perf_fault.c (the fault driver's loss options and counters), perf_raw.c (raw-tx,
  * raw-rx, raw-io), perf_report.c (perftest's tables, --json lines, port statistics),
- * perf_control.c (a run
- * on a worker lcore, the main lcore printing --stats-period's statistics or reading -i's
- * commands), perf_prompt.c (-i's prompt, on DPDK's cmdline library).
+ * perf_control.c (a run on a worker lcore, the main lcore printing --stats-period's
+ * statistics or reading -i's commands), perf_prompt.c (-i's prompt, on DPDK's cmdline
+ * library), perf_peer.c (the peer in another process: its out-of-band exchange in
+ * perftest's order, ARP), perf_oob.c (perftest's out-of-band messages).
  */
 
 #include <stdbool.h>
@@ -32,6 +36,7 @@
 #include <droce_engine.h>
 #include <droce_engine_region.h>
 #include <droce_fault.h>
+#include <droce_net.h>
 #include <droce_shm.h>
 #include <droce_shm_arena.h>
 #include <droce_shm_client.h>
@@ -74,6 +79,13 @@ perf_mode_is_raw(enum perf_mode m)
 	return m == PERF_MODE_RAW_TX || m == PERF_MODE_RAW_RX || m == PERF_MODE_RAW_IO;
 }
 
+/* Which hosts this process runs. */
+enum perf_role {
+	PERF_ROLE_BOTH,		/* host a and host b */
+	PERF_ROLE_CLIENT,	/* host a: connects to the peer, sends (lat: pings first) */
+	PERF_ROLE_SERVER,	/* host b: waits for the peer, receives (lat: answers) */
+};
+
 struct perf_opts {
 	enum perf_mode mode;
 	uint32_t size;			/* message (or raw frame payload) bytes */
@@ -98,6 +110,11 @@ struct perf_opts {
 	bool interactive;		/* -i: the prompt */
 	bool auto_start;		/* --auto-start: a run at once (with -i too) */
 	uint32_t stats_period;		/* --stats-period: port statistics every N s, 0 none */
+	enum perf_role role;
+	const char *peer;		/* --client's host */
+	uint16_t tcp_port;		/* the out-of-band exchange's */
+	uint32_t ipv4;			/* host order; 0: 192.0.2.<host id> */
+	uint8_t ipv4_prefix_len;
 };
 
 /*
@@ -168,6 +185,8 @@ struct perf_peer {
 	uint64_t buf_addr;		/* the remote buffer of RDMA WRITEs */
 	uint32_t rkey;
 	uint64_t buf_len;
+	const uint64_t *vaddrs;		/* each QP's buffer (perftest's); NULL: buf_addr */
+	const uint32_t *psns;		/* each QP's first PSN (perftest's); NULL: psn */
 };
 
 struct perf_host {
@@ -194,6 +213,7 @@ struct perf_host {
 	uint32_t slot_size;
 	uint32_t buf_slots;
 	uint32_t lkey, rkey;
+	uint64_t buf_min;		/* a peer process may WRITE this much at buf */
 	struct perf_cq scq, rcq;
 	struct perf_qp *qps;
 	uint32_t nb_qps;
@@ -206,6 +226,10 @@ struct perf_host {
 	bool have_ah;
 	uint32_t qkey;
 	struct droce_fault *fault;	/* the loss options on this port's receive path */
+	/* Alone (perf_peer.c): ARP and ICMP through the engines' slow path; else NULL. */
+	struct droce_net *net;
+	struct rte_ring *slow_rx, *slow_tx;
+	uint64_t net_tick;
 };
 
 struct perf_run {
@@ -227,6 +251,7 @@ struct perf_run {
 	bool interrupted;		/* SIGINT or SIGTERM: the prompt quits too */
 	struct perf_opts opened;	/* the options the hosts were set up for */
 	bool broken;			/* a run failed: the hosts are set up again */
+	struct perf_remote *remote;	/* the peer process (perf_peer.c); NULL: both here */
 };
 
 static inline bool
@@ -240,6 +265,18 @@ struct perf_port_mark {
 	uint64_t tsc, ipackets, opackets, ibytes, obytes;
 };
 
+static inline bool
+perf_run_has_a(const struct perf_run *r)
+{
+	return r->o->role != PERF_ROLE_SERVER;
+}
+
+static inline bool
+perf_run_has_b(const struct perf_run *r)
+{
+	return r->o->role != PERF_ROLE_CLIENT;
+}
+
 /* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
 struct perf_bw {
 	uint32_t size;
@@ -248,6 +285,7 @@ struct perf_bw {
 	uint64_t sent, received;	/* the two ends' counts, which must agree */
 	uint64_t lost;			/* UC, UD under loss: sent - received */
 	uint64_t retransmits;		/* host a's request packets sent again */
+	bool sent_known, received_known;	/* false: the other process's, not told */
 	double secs;
 };
 
@@ -296,12 +334,25 @@ int perf_periodic(struct perf_run *r, struct perf_opts *o);
 /* perf_prompt.c: -i's prompt until quit, the end of the input or a signal. Exit status. */
 int perf_prompt(struct perf_run *r, struct perf_opts *o);
 
+/* perf_peer.c: the peer in another process, in the order its perftest test speaks. */
+int perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o);
+int perf_peer_exchange(struct perf_run *r, struct perf_host *h, struct perf_peer *p);
+int perf_peer_connected(struct perf_run *r);
+int perf_peer_run_start(struct perf_run *r);
+int perf_peer_run_end(struct perf_run *r, struct perf_bw *f);
+bool perf_peer_end_ready(struct perf_run *r);
+int perf_peer_close(struct perf_run *r);
+void perf_peer_free(struct perf_run *r);
+void perf_peer_host_release(struct perf_host *h);
+void perf_peer_slow_poll(struct perf_host *h);
+const char *perf_peer_name(const struct perf_run *r);
+
 /* perf_traffic.c */
 int perf_traffic_run(struct perf_run *r, uint32_t size);
 
 /* perf_rdma.c: write, read and atomic, the work request of a's QP q and the checks. */
 void perf_rdma_wr(struct perf_run *r, struct perf_qp *q, struct ibv_send_wr *wr,
-		  struct ibv_sge *sge, const struct perf_peer *peer);
+		  struct ibv_sge *sge, const struct perf_peer *peer, uint64_t remote);
 uint64_t perf_rdma_delivered(const struct perf_run *r, const struct droce_engine_stats *b0,
 			     const struct droce_engine_stats *b1, uint32_t size, uint64_t sent);
 void perf_rdma_prepare(struct perf_run *r);

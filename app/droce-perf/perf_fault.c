@@ -35,6 +35,9 @@ perf_fault_attach(struct perf_run *r)
 	if (!fo->on)
 		return 0;
 	for (i = 0; i < 2; i++) {
+		/* a process that is one host (--client, --server): its own port only */
+		if (!(i == 0 ? perf_run_has_a(r) : perf_run_has_b(r)))
+			continue;
 		if (rte_eth_dev_get_name_by_port(h[i]->port, name) != 0)
 			return -1;
 		/* a different stream per host: a's decisions are not b's */

@@ -34,6 +34,7 @@
 #define LINK_UP_WAIT_MS		10000
 /* Ports kept for the prompt's next start: drained until this long without a packet. */
 #define DRAIN_QUIET_MS		20
+#define LINK_DOWN_WAIT_MS	1000
 
 /*
  * Sends in flight per QP: deep rings for few QPs; with many, one signaled batch each, as
@@ -221,9 +222,11 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
 	ec.nb_gids = 1;
 	ec.idle_sleep_us = 0;	/* polled by the main lcore, which never sleeps */
+	ec.slow_rx = h->slow_rx;	/* ARP for a peer process (perf_peer.c), else NULL */
 	for (i = 0; i < h->nb_engines; i++) {
 		ec.rx_queue = (uint16_t)i;
 		ec.tx_queue = (uint16_t)i;
+		ec.slow_tx = i == 0 ? h->slow_tx : NULL;	/* one consumer */
 		h->eng[i] = droce_engine_create(h->dev, i, &ec);
 		if (h->eng[i] == NULL)
 			return -1;
@@ -245,6 +248,7 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	h->slot_size = slot_size;
 	h->buf_slots = RTE_MIN(RTE_MAX(BUF_BYTES / slot_size, (uint32_t)MIN_BUF_SLOTS),
 			       (uint32_t)MAX_BUF_SLOTS);
+	h->buf_slots = RTE_MAX(h->buf_slots, (uint32_t)((h->buf_min + slot_size - 1) / slot_size));
 	h->buf_len = (uint64_t)h->buf_slots * slot_size;
 	h->buf = aligned_alloc(4096, RTE_ALIGN_CEIL(h->buf_len, 4096));
 	if (h->buf == NULL)
@@ -317,6 +321,8 @@ perf_host_poll(struct perf_host *h)
 
 	for (i = 0; i < h->nb_engines; i++)
 		droce_engine_poll(h->eng[i]);
+	if (h->net != NULL)
+		perf_peer_slow_poll(h);
 }
 
 void
@@ -404,6 +410,8 @@ host_describe(const struct perf_host *h, struct perf_peer *p)
 	p->buf_addr = (uintptr_t)h->buf;
 	p->rkey = h->rkey;
 	p->buf_len = h->buf_len;
+	p->vaddrs = NULL;	/* every QP WRITEs at buf_addr */
+	p->psns = NULL;		/* every QP starts at psn */
 }
 
 /* h's QPs RESET -> INIT -> RTR -> RTS towards the peer's (lib/shm/droce_shm_bringup.h). */
@@ -426,7 +434,7 @@ host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_p
 		path.mtu = o->mtu;
 		path.dest_qpn = p->qpns[i];
 		path.sq_psn = h->psn;
-		path.rq_psn = p->psn;
+		path.rq_psn = p->psns != NULL ? p->psns[i] : p->psn;
 		path.timeout = o->fault.on ? PATH_TIMEOUT_LOSS : PATH_TIMEOUT;
 		path.retry_cnt = PATH_RETRY;
 		path.rnr_retry = PATH_RNR_RETRY;
@@ -462,6 +470,7 @@ host_close(struct perf_host *h)
 	}
 	if (h->dev != NULL)
 		droce_engine_dev_destroy(h->dev);
+	perf_peer_host_release(h);
 	if (h->port_started)
 		rte_eth_dev_stop(h->port);
 	droce_fault_detach(h->fault);	/* after the stop: no rx burst runs */
@@ -473,6 +482,44 @@ host_close(struct perf_host *h)
 	free(h->by_qpn);
 	free(h->buf);
 	free(h->region);
+	/* closed: main's clean-up after an early close (peer_close) finds nothing left */
+	h->dom = NULL;
+	memset(h->eng, 0, sizeof(h->eng));
+	h->dev = NULL;
+	h->port_started = h->port_ours = false;
+	h->qps = NULL;
+	h->qpns = NULL;
+	h->by_qpn = NULL;
+	h->buf = NULL;
+	h->region = NULL;
+}
+
+/*
+ * The end of a run with a peer process. The two ports must not close at once: DPDK
+ * 22.11's net_memif frees its regions twice when a peer's disconnect arrives while the
+ * port closes, and unmaps them under a polling engine. So the client closes its host
+ * before the last barrier, which the server answers without polling its engines, and the
+ * server closes its own once the link went down (or after LINK_DOWN_WAIT_MS, a peer that
+ * stays, such as droced).
+ */
+static int
+peer_close(struct perf_run *r)
+{
+	struct perf_host *h = r->o->role == PERF_ROLE_CLIENT ? &r->a : &r->b;
+	struct rte_eth_link link;
+	int i, rc;
+
+	if (r->o->role == PERF_ROLE_CLIENT)
+		host_close(h);
+	rc = perf_peer_close(r);
+	for (i = 0; r->o->role == PERF_ROLE_SERVER && i < LINK_DOWN_WAIT_MS; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_DOWN)
+			break;
+		rte_delay_ms(1);
+	}
+	return rc;
 }
 
 /* Both link rings are drained before either pool goes: each may hold the other's mbufs. */
@@ -537,9 +584,8 @@ ports_reuse(struct perf_run *r, uint32_t nb_engines)
 
 /*
  * The topology. No port on the EAL line: host a and host b joined by an internal net_ring
- * pair. Two ports: host a on port 0, host b on port 1. Any other count is refused: one
- * port would mean the peer is another process, which needs the out-of-band exchange
- * (perf_oob, to come) to fill struct perf_peer from the wire.
+ * pair. Two ports: host a on port 0, host b on port 1. One port is for --server or
+ * --client (host_open_alone).
  */
 static int
 hosts_open(struct perf_run *r)
@@ -564,8 +610,8 @@ hosts_open(struct perf_run *r)
 	}
 	if (nb_ports != 0 && nb_ports != 2) {
 		fprintf(stderr, "droce-perf: the EAL line gives %u port(s): give none (an "
-			"internal net_ring pair) or two (host a on port 0, host b on port 1); a "
-			"peer in another process is not supported yet\n", nb_ports);
+			"internal net_ring pair) or two (host a on port 0, host b on port 1), or "
+			"one with --server or --client (the peer in another process)\n", nb_ports);
 		return -1;
 	}
 	if (host_prepare(&r->a, "a", 1, ring, ne) != 0 || host_prepare(&r->b, "b", 2, ring, ne) != 0)
@@ -758,6 +804,45 @@ signals_catch(struct perf_run *r)
 }
 
 /*
+ * --server or --client: one host on port 0, its peer another process. The client is host
+ * a (it sends), the server host b, as perftest's roles. The out-of-band exchange
+ * (perf_peer.c) agrees the MTU and the buffer the peer may WRITE before the engine and
+ * its MR exist, then gives the peer's QPs, which the peer's order of messages brackets.
+ */
+static int
+host_open_alone(struct perf_run *r, struct perf_opts *o)
+{
+	bool client = o->role == PERF_ROLE_CLIENT;
+	struct perf_host *h = client ? &r->a : &r->b;
+	uint16_t nb_ports = rte_eth_dev_count_avail();
+	struct perf_peer p;
+
+	if (nb_ports != 1) {
+		fprintf(stderr, "droce-perf: --%s: the EAL line gives %u port(s), not one\n",
+			client ? "client" : "server", nb_ports);
+		return -1;
+	}
+	if (host_prepare(h, client ? "a" : "b", client ? 1 : 2, false, 1) != 0)
+		return -1;
+	h->port = 0;
+	if (port_start(h) != 0 || port_wait_up(h) != 0 || perf_fault_attach(r) != 0 ||
+	    perf_peer_open(r, h, o) != 0)
+		return -1;
+	if (host_engine(h, o->qps, r->max_size, region_bytes(o, o->qps)) != 0) {
+		fprintf(stderr, "droce-perf: engine: set-up failed: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	h->psn = client ? 0x100 : 0x200;
+	if (host_qps(h, o, o->qps) != 0 || perf_peer_exchange(r, h, &p) != 0)
+		return -1;
+	if (client)
+		r->peer_b = p;
+	if (host_connect(h, o, &p) != 0)
+		return -1;
+	return perf_peer_connected(r);
+}
+
+/*
  * EAL logs go to stderr: stdout holds only the results (and --json's lines).
  * Exit status: 0 figures printed, 1 the run failed, 2 bad arguments, 3 EAL did not start.
  */
@@ -796,7 +881,7 @@ main(int argc, char **argv)
 	r->o = &o;
 	r->opened = o;
 	r->max_size = perf_largest_size(&o);
-	if (hosts_open(r) != 0)
+	if ((o.role == PERF_ROLE_BOTH ? hosts_open(r) : host_open_alone(r, &o)) != 0)
 		goto close;
 	signals_catch(r);
 	if (o.interactive) {
@@ -812,7 +897,10 @@ main(int argc, char **argv)
 	perf_report_footer(r);
 	perf_report_ports(r);
 	perf_report_faults(r);
+	if (rc == 0 && r->remote != NULL && peer_close(r) != 0)
+		rc = 1;
 close:
+	perf_peer_free(r);
 	fflush(stdout);
 	signal_run = NULL;
 	hosts_close(r, true);

@@ -49,13 +49,16 @@ wait_fd(struct perf_oob_conn *c, short events, int64_t deadline)
 
 		if (left < 0)
 			left = 0;
-		r = poll(&pfd, 1, (int)left);
+		/* with an idle function: a look without sleeping, then the idle work */
+		r = poll(&pfd, 1, c->idle != NULL && left > 0 ? 0 : (int)left);
 		if (r > 0)
 			return 0;
-		if (r == 0)
+		if (r == 0 && (c->idle == NULL || left == 0))
 			return fail(c, "timed out after %d ms", c->timeout_ms);
-		if (errno != EINTR)
+		if (r < 0 && errno != EINTR)
 			return fail(c, "poll: %s", strerror(errno));
+		if (r == 0)
+			c->idle(c->idle_arg);
 	}
 }
 

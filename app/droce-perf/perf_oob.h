@@ -68,6 +68,14 @@ struct perf_oob_conn {
 	bool is_client;		/* client writes first */
 	bool use_gid;
 	int timeout_ms;
+	/*
+	 * Called while a read or write waits (NULL: poll() sleeps): droce-perf keeps its
+	 * engines and their ARP answers going while the peer is busy, since a perftest peer
+	 * over droced waits for droced's ARP request to be answered before it replies.
+	 * Set after connect or accept.
+	 */
+	void (*idle)(void *arg);
+	void *idle_arg;
 	/* Filled by perf_oob_setup. */
 	char rem_version[PERF_OOB_VERSION_LEN + 1];
 	uint32_t rem_cycle_buffer, rem_cache_line_size;

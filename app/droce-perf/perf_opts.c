@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <arpa/inet.h>
 
 #include <droce_shm.h>
+
+#include "perf_oob.h"
 
 #include "perf.h"
 
@@ -56,7 +59,8 @@ perf_usage(const char *prog)
 	printf("usage: %s [EAL options] -- [options]\n"
 	       "RoCEv2 traffic between two droce engines in this process: host a on port 0,\n"
 	       "host b on port 1 of the EAL line's devices, or over an internal net_ring pair\n"
-	       "when the EAL line gives none (doc/tools/droce-perf.md).\n"
+	       "when the EAL line gives none; or one host on its one port with --server or\n"
+	       "--client, the peer another process (doc/tools/droce-perf.md).\n"
 	       "  --mode MODE         send: RC/UC/UD SENDs a -> b, bandwidth and message rate;\n"
 	       "                      write: RC/UC RDMA WRITEs a -> b, the same;\n"
 	       "                      read: RC RDMA READs by a of b's buffer, the same;\n"
@@ -104,11 +108,22 @@ perf_usage(const char *prog)
 	       "      --stats-period N  every N seconds while a run goes, the ports' statistics\n"
 	       "                      and rates; the run goes on a worker lcore (-l 0,1) and,\n"
 	       "                      without -n and -D, until SIGINT or SIGTERM\n"
+	       "      --server        one host, on the EAL line's one port: host b, which\n"
+	       "                      receives (lat: answers); waits on TCP --port for the\n"
+	       "                      peer, droce-perf --client or a perftest client\n"
+	       "      --client HOST   one host, on the EAL line's one port: host a, which sends\n"
+	       "                      (lat: pings); connects to HOST's --port, droce-perf\n"
+	       "                      --server or a perftest server (ib_send_bw, ib_write_bw,\n"
+	       "                      ib_send_lat); both sides need the same -s, -n, -q, -c\n"
+	       "  -p, --port PORT     the out-of-band TCP port (default %u, perftest's)\n"
+	       "      --ip ADDR[/LEN] this host's IPv4 address and subnet with --server or\n"
+	       "                      --client, its GID ::ffff:ADDR; the peer's MAC is learnt\n"
+	       "                      by ARP (default 192.0.2.1/24 client, 192.0.2.2/24 server)\n"
 	       "  -h, --help          this text\n",
 	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
 	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, PERF_ATOMIC_WORDS,
 	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED,
-	       PERF_MAX_BURST, PERF_MAX_BURST);
+	       PERF_MAX_BURST, PERF_MAX_BURST, PERF_OOB_DEFAULT_PORT);
 }
 
 /* A whole decimal number in [min, max], or -1 with a message naming the option. */
@@ -149,6 +164,72 @@ parse_mtu(const char *s, uint8_t *mtu)
 	}
 	fprintf(stderr, "droce-perf: --mtu %s: not 256, 512, 1024, 2048 or 4096\n", s);
 	return -1;
+}
+
+/* --ip ADDR[/LEN]: a unicast IPv4 address and its on-link prefix (default /24). */
+static int
+parse_ipv4(const char *s, uint32_t *ip, uint8_t *len)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash != NULL ? (size_t)(slash - s) : strlen(s);
+	struct in_addr a;
+	uint64_t v = 24;
+
+	if (n >= sizeof(buf)) {
+		fprintf(stderr, "droce-perf: --ip '%s': not an IPv4 address\n", s);
+		return -1;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1 || a.s_addr == 0) {
+		fprintf(stderr, "droce-perf: --ip '%s': not an IPv4 address\n", s);
+		return -1;
+	}
+	if (slash != NULL && parse_u64("--ip's prefix length", slash + 1, 1, 32, &v) != 0)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	*len = (uint8_t)v;
+	return 0;
+}
+
+/*
+ * What a peer in another process cannot run: perftest exchanges no test settings, so both
+ * ends stop after the -n they were each given, at one size (its -a runs other sizes than
+ * ours), and the raw modes have no peer protocol.
+ */
+static int
+perf_opts_check_peer(const struct perf_opts *o)
+{
+	const char *role = o->role == PERF_ROLE_SERVER ? "server" : "client";
+
+	if (o->mode != PERF_MODE_SEND && o->mode != PERF_MODE_WRITE && o->mode != PERF_MODE_LAT) {
+		fprintf(stderr, "droce-perf: --%s: only send, write and lat have a peer in "
+			"another process\n", role);
+		return -1;
+	}
+	if (o->qp_type == DROCE_SHM_QPT_UD || o->ipv6) {
+		fprintf(stderr, "droce-perf: --%s: the peer in another process is met over RC or "
+			"UC and IPv4 (--ip)\n", role);
+		return -1;
+	}
+	/* UC under loss counts what b's fault driver dropped: b is the other process */
+	if (o->fault.on && o->qp_type != DROCE_SHM_QPT_RC) {
+		fprintf(stderr, "droce-perf: --%s: the loss options with a peer in another "
+			"process: RC only\n", role);
+		return -1;
+	}
+	if (o->interactive || o->stats_period != 0) {
+		fprintf(stderr, "droce-perf: --%s: -i and --stats-period run both hosts in this "
+			"process\n", role);
+		return -1;
+	}
+	if (o->all_sizes || o->duration_s > 0) {
+		fprintf(stderr, "droce-perf: --%s: one size and -n iterations (no --all, no "
+			"--duration): both ends must agree on them\n", role);
+		return -1;
+	}
+	return 0;
 }
 
 /* A percentage 0..100 (a decimal) as parts per million, for the fault driver. */
@@ -270,7 +351,6 @@ int
 perf_opts_check(const struct perf_opts *o)
 {
 	uint32_t largest = perf_largest_size(o);
-
 	bool rdma_only = o->mode == PERF_MODE_READ || o->mode == PERF_MODE_ATOMIC;
 
 	if (o->qps != 1 && (o->mode == PERF_MODE_LAT || perf_mode_is_raw(o->mode))) {
@@ -348,6 +428,10 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		{ "connection", required_argument, NULL, 'c' },
 		{ "mtu", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "server", no_argument, NULL, 'S' },
+		{ "client", required_argument, NULL, 'C' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "ip", required_argument, NULL, 'I' },
 		{ "atomic-type", required_argument, NULL, OPT_ATOMIC_TYPE },
 		{ "ipv6", no_argument, NULL, OPT_IPV6 },
 		{ "loss", required_argument, NULL, OPT_LOSS },
@@ -365,6 +449,7 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	};
 	bool have_size = false, have_iters = false, have_type = false;
 	const char *fault_opt = NULL, *name;
+	bool have_peer_opt = false;
 	uint64_t v;
 	char *end;
 	int c;
@@ -376,9 +461,10 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	o->mtu = IBV_MTU_4096;
 	o->fault.seed = DEFAULT_FAULT_SEED;
 	o->burst = PERF_MAX_BURST;
+	o->tcp_port = PERF_OOB_DEFAULT_PORT;
 	optind = 1;
 	opterr = 0;	/* our own messages, which name the option */
-	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:ih", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:p:ih", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M':
 			if (perf_opt_mode(optarg, &o->mode) != 0)
@@ -486,6 +572,27 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 				return -1;
 			o->stats_period = (uint32_t)v;
 			break;
+		case 'S':
+		case 'C':
+			if (o->role != PERF_ROLE_BOTH) {
+				fprintf(stderr, "droce-perf: --server and --client exclude each "
+					"other\n");
+				return -1;
+			}
+			o->role = c == 'S' ? PERF_ROLE_SERVER : PERF_ROLE_CLIENT;
+			o->peer = c == 'C' ? optarg : NULL;
+			break;
+		case 'p':
+			if (parse_u64("--port", optarg, 1, UINT16_MAX, &v) != 0)
+				return -1;
+			o->tcp_port = (uint16_t)v;
+			have_peer_opt = true;
+			break;
+		case 'I':
+			if (parse_ipv4(optarg, &o->ipv4, &o->ipv4_prefix_len) != 0)
+				return -1;
+			have_peer_opt = true;
+			break;
 		case 'h':
 			perf_usage(argv[0]);
 			return 1;
@@ -524,6 +631,12 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 			"stats all gives the statistics at the prompt)\n");
 		return -1;
 	}
+	if (have_peer_opt && o->role == PERF_ROLE_BOTH) {
+		fprintf(stderr, "droce-perf: --port and --ip need --server or --client\n");
+		return -1;
+	}
+	if (o->role != PERF_ROLE_BOTH && perf_opts_check_peer(o) != 0)
+		return -1;
 	if (!have_size)
 		o->size = o->mode == PERF_MODE_ATOMIC ? PERF_ATOMIC_SIZE :
 			  o->mode == PERF_MODE_LAT ? DEFAULT_LAT_SIZE :

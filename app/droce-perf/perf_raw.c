@@ -141,6 +141,7 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	/* sent by a, received by b (raw-io: sent back by b, received by a) */
 	f.sent = io ? c.fwd_b : c.tx;
 	f.received = io ? c.rx_a : c.rx_b;
+	f.sent_known = f.received_known = true;
 	perf_report_bw(r, &f);
 	return 0;
 }

@@ -39,10 +39,8 @@ qp_word(const struct perf_run *r, const struct perf_qp *q)
 
 void
 perf_rdma_wr(struct perf_run *r, struct perf_qp *q, struct ibv_send_wr *wr,
-	     struct ibv_sge *sge, const struct perf_peer *peer)
+	     struct ibv_sge *sge, const struct perf_peer *peer, uint64_t remote)
 {
-	/* the same slot of b's buffer as of a's */
-	uint64_t remote = peer->buf_addr + (sge->addr - (uintptr_t)r->a.buf);
 	uint32_t w;
 
 	switch (r->o->mode) {

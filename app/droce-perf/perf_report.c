@@ -37,10 +37,17 @@ perf_report_header(const struct perf_run *r)
 	if (o->json)
 		return;
 	printf(RESULT_LINE);
-	printf(" droce-perf %s, %s, %u QP(s), %u engine(s) per host, MTU %u, ports %u (host a) "
-	       "and %u (host b)\n", perf_mode_names[o->mode], conn_name(r),
-	       perf_mode_is_raw(o->mode) ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
-	       r->a.port, r->b.port);
+	if (o->role == PERF_ROLE_BOTH)
+		printf(" droce-perf %s, %s, %u QP(s), %u engine(s) per host, MTU %u, ports %u "
+		       "(host a) and %u (host b)\n", perf_mode_names[o->mode], conn_name(r),
+		       perf_mode_is_raw(o->mode) ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
+		       r->a.port, r->b.port);
+	else
+		printf(" droce-perf %s, %s, %u QP(s), MTU %u, port 0: host %s, the %s, peer %s "
+		       "(TCP port %u)\n", perf_mode_names[o->mode], conn_name(r), o->qps,
+		       128u << o->mtu, o->role == PERF_ROLE_CLIENT ? "a" : "b",
+		       o->role == PERF_ROLE_CLIENT ? "client" : "server", perf_peer_name(r),
+		       o->tcp_port);
 	if (o->ipv6 || o->fault.on)
 		printf(" RoCEv2 over %s; fault driver on both ports: loss %u, reorder %u, dup %u, "
 		       "corrupt %u ppm, seed %" PRIu64 "\n", o->ipv6 ? "IPv6" : "IPv4",
@@ -57,21 +64,33 @@ perf_report_header(const struct perf_run *r)
 	fflush(stdout);
 }
 
+/* A count for --json, or null: the other process counted it and did not say. */
+static const char *
+count_json(uint64_t v, bool known, char buf[24])
+{
+	if (!known)
+		return "null";
+	snprintf(buf, 24, "%" PRIu64, v);
+	return buf;
+}
+
 void
 perf_report_bw(const struct perf_run *r, const struct perf_bw *f)
 {
 	const struct perf_opts *o = r->o;
+	char sent[24], received[24];
 
 	if (o->json)
 		printf("{\"figure\": \"bw\", \"mode\": \"%s\", \"connection\": \"%s\", "
 		       "\"qps\": %u, \"mtu\": %u, \"bytes\": %u, \"iterations\": %" PRIu64 ", "
 		       "\"seconds\": %.6f, \"bw_peak_gbps\": %.6f, \"bw_average_gbps\": %.6f, "
-		       "\"msg_rate_mpps\": %.6f, \"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", "
+		       "\"msg_rate_mpps\": %.6f, \"sent\": %s, \"received\": %s, "
 		       "\"lost\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"ip\": \"%s\"}\n",
 		       perf_mode_names[o->mode], conn_name(r), perf_mode_is_raw(o->mode) ? 0 : o->qps,
 		       128u << o->mtu, f->size, f->iters, f->secs, f->peak_gbps, f->avg_gbps,
-		       f->mpps, f->sent, f->received, f->lost, f->retransmits,
-		       o->ipv6 ? "ipv6" : "ipv4");
+		       f->mpps, count_json(f->sent, f->sent_known, sent),
+		       count_json(f->received, f->received_known, received), f->lost,
+		       f->retransmits, o->ipv6 ? "ipv6" : "ipv4");
 	else
 		printf(REPORT_FMT, (unsigned long)f->size, f->iters, f->peak_gbps, f->avg_gbps,
 		       f->mpps);

@@ -5,7 +5,7 @@
  * words: perf_rdma.c), every SIGNAL_EVERY-th signaled, as perftest's bandwidth tests post
  * (its --cq-mod); host b reposts each receive as it completes. lat: RC SEND ping-pong on
  * one QP, perftest's send_lat. The main lcore runs both hosts' applications and both
- * engines in turn.
+ * engines in turn; a process that is one host (--client, --server) runs its own.
  */
 #include <math.h>
 #include <stdio.h>
@@ -90,6 +90,22 @@ fill_recvs(struct perf_host *h, struct perf_qp *q)
 }
 
 /*
+ * Where a WRITE from offset off of a's buffer lands: the same slot of b's buffer as of
+ * a's, or, when the peer takes only buf_len bytes at each QP's address (perftest's MR:
+ * max(size, its cycle buffer)), the slot's number wrapped into that.
+ */
+static uint64_t
+remote_addr(const struct perf_peer *p, uint32_t qi, uint64_t off, uint32_t slot_size,
+	    uint32_t size)
+{
+	uint64_t base = p->vaddrs != NULL ? p->vaddrs[qi] : p->buf_addr;
+
+	if (off + size <= p->buf_len)
+		return base + off;
+	return base + off / slot_size % (p->buf_len / size) * size;
+}
+
+/*
  * Up to n sends on q; the last one of a batch that ends the round (last) and every
  * SIGNAL_EVERY-th are signaled: a signaled completion with wr_id w says every send up to
  * w is done (in order, IB 10.8.3.1 for RC; UC completes in order too). How many posted.
@@ -116,7 +132,9 @@ post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, boo
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
 		if (!send) {
-			perf_rdma_wr(r, q, &wr[i], &sge[i], peer);
+			perf_rdma_wr(r, q, &wr[i], &sge[i], peer,
+				     remote_addr(peer, (uint32_t)(q - h->qps),
+						 addr - (uintptr_t)h->buf, h->slot_size, size));
 		} else {
 			wr[i].opcode = IBV_WR_SEND;
 			if (q->view.qp_type == DROCE_SHM_QPT_UD)
@@ -230,13 +248,92 @@ sum_rdone(const struct perf_host *h)
 	return s;
 }
 
-/* The counters a round starts from: its figures and checks are differences. */
-static void
-round_start(struct perf_run *r)
+/*
+ * One send or write round at one size. Host a's part (the sender) and host b's (the
+ * receiver) are separate steps: with both hosts here one loop runs both; a process that
+ * is one host (--client, --server) runs its own.
+ */
+struct stream {
+	uint32_t size;
+	bool one_sided;		/* write, read, atomic: no receives at b */
+	uint64_t t0, t_end;
+	double per_tick;	/* --rate: sends per TSC tick and QP, 0 none */
+	bool stopping;		/* time is up (-D), or the prompt's stop, or a signal */
+	/* host a */
+	uint64_t done0, done, sent;
+	bool all;		/* every QP posted its last send */
+	/* host b */
+	uint64_t recv0, received;
+	struct droce_engine_stats sb0;
+	bool peer_done;		/* host b alone in write: the client's end barrier came */
+};
+
+/* Host a: completions, then every QP's send ring topped up. Or -1. */
+static int
+sender_step(struct perf_run *r, struct stream *s, uint64_t now)
 {
-	perf_host_stats(&r->a, &r->a0);
-	perf_fault_stats(&r->b, &r->fb0);
-	perf_rdma_prepare(r);
+	const struct perf_opts *o = r->o;
+	struct perf_host *a = &r->a;
+	uint32_t i;
+
+	perf_host_poll(a);
+	if (sender_poll(r) != 0)
+		return -1;
+	if (now >= s->t_end || perf_run_stopping(r))
+		s->stopping = true;
+	s->sent = 0;
+	s->all = true;
+	for (i = 0; i < a->nb_qps; i++) {
+		struct perf_qp *q = &a->qps[i];
+		uint64_t room = q->view.sq_size - (q->posted - q->done);
+		uint64_t left;
+		uint32_t k;
+
+		if (o->iters != 0 && !s->stopping)
+			left = o->iters - q->round_posted;
+		else if (!s->stopping)
+			left = UINT64_MAX;
+		else
+			/* time is up: one more, signaled, if the last was not */
+			left = q->closed ? 0 : 1;
+		k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)o->burst);
+		k = (uint32_t)RTE_MIN((uint64_t)k, pace_allowed(q, s->per_tick, s->t0, now));
+		if (k != 0)
+			post_sends(r, q, k, s->size, left <= k, &r->peer_b);
+		s->sent += q->round_posted;
+		s->all = s->all && q->closed &&
+			 (s->stopping || (o->iters != 0 && q->round_posted == o->iters));
+	}
+	s->done = sum_done(a);
+	return 0;
+}
+
+/* Host b: its engines, and in send its receives counted and reposted. Or -1. */
+static int
+receiver_step(struct perf_run *r, struct stream *s)
+{
+	int got;
+
+	perf_host_poll(&r->b);
+	if (s->one_sided)
+		return 0;
+	got = receiver_pass(r, s->size);
+	if (got < 0)
+		return -1;
+	s->received += (uint64_t)got;
+	return 0;
+}
+
+/* What b's responder delivered: receive completions (send), perf_rdma_delivered. */
+static uint64_t
+delivered(struct perf_run *r, const struct stream *s)
+{
+	struct droce_engine_stats st;
+
+	if (!s->one_sided)
+		return sum_rdone(&r->b) - s->recv0;
+	perf_host_stats(&r->b, &st);
+	return perf_rdma_delivered(r, &s->sb0, &st, s->size, s->sent);
 }
 
 /* UC and UD under loss end when every packet sent is accounted for, not delivered. */
@@ -246,17 +343,41 @@ loses_messages(const struct perf_run *r)
 	return perf_fault_lossy(r) && r->o->qp_type != DROCE_SHM_QPT_RC;
 }
 
-/* A round's figures and checks beyond sent = received. 0, or -1 after printing why. */
-static int
-round_end(struct perf_run *r, struct perf_bw *f, const struct droce_engine_stats *sb0,
-	  const struct droce_engine_stats *sb1)
+/* What the peak window counts: a's completions, or what b alone was delivered. */
+static uint64_t
+stream_count(struct perf_run *r, const struct stream *s)
 {
-	struct droce_engine_stats a1;
+	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s);
+}
 
-	perf_host_stats(&r->a, &a1);
-	f->retransmits = a1.req_retransmit - r->a0.req_retransmit;
-	f->lost = f->sent > f->received ? f->sent - f->received : 0;
-	perf_report_bw(r, f);
+/*
+ * The round ends when every send posted is complete and delivered. Host a alone: when
+ * complete (RC: acknowledged; the server counts what it got). Host b alone: when it has
+ * the messages of its -n and -q (send), or the client's end barrier came (write: a WRITE
+ * completes nothing at its target).
+ */
+static bool
+stream_over(struct perf_run *r, struct stream *s)
+{
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
+
+	if (has_a && !(s->all && s->done - s->done0 == s->sent))
+		return false;
+	if (!has_b)
+		return true;
+	if (!has_a)
+		return s->one_sided ? s->peer_done : s->received == r->o->iters * r->b.nb_qps;
+	if (loses_messages(r))
+		return perf_fault_settled(r, &s->sb0, s->received);
+	return delivered(r, s) == s->sent;
+}
+
+/* A round's checks beyond sent = received (both hosts here). 0, or -1 after printing why. */
+static int
+round_check(struct perf_run *r, const struct stream *s, const struct perf_bw *f)
+{
+	struct droce_engine_stats sb1;
+
 	if (loses_messages(r))
 		return perf_fault_check(r, f);
 	if (f->sent != f->received) {
@@ -264,7 +385,8 @@ round_end(struct perf_run *r, struct perf_bw *f, const struct droce_engine_stats
 			(unsigned long long)f->sent, (unsigned long long)f->received);
 		return -1;
 	}
-	return perf_rdma_check(r, sb0, sb1, f->sent, f->size);
+	perf_host_stats(&r->b, &sb1);
+	return perf_rdma_check(r, &s->sb0, &sb1, f->sent, f->size);
 }
 
 /* send, write, read and atomic at one size. */
@@ -274,176 +396,201 @@ stream_run(struct perf_run *r, uint32_t size)
 	const struct perf_opts *o = r->o;
 	struct perf_host *a = &r->a, *b = &r->b;
 	uint64_t hz = rte_get_tsc_hz(), win = hz / 1000000 * PEAK_WINDOW_US;
-	double per_tick = perf_rate_msgs(o, size) / (double)hz;
-	uint64_t t0, t_end, now, last_progress, win_t, win_done, done0_a;
-	uint64_t recv0_b, received = 0, sent = 0, progress = 0, done;
-	struct droce_engine_stats sb0, sb1;
-	bool one_sided = o->mode != PERF_MODE_SEND, stopping = false;
+	uint64_t t0, now, last_progress, win_t, win_cnt = 0, progress = 0, cnt;
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
 	double peak = 0, secs;
+	struct stream s;
 	struct perf_bw f;
 	uint32_t i;
-	int got;
 
+	memset(&s, 0, sizeof(s));
+	s.size = size;
+	s.one_sided = o->mode != PERF_MODE_SEND;
+	s.per_tick = perf_rate_msgs(o, size) / (double)hz;
 	for (i = 0; i < b->nb_qps; i++)
-		if (!one_sided)
+		if (!s.one_sided)
 			fill_recvs(b, &b->qps[i]);
 	for (i = 0; i < a->nb_qps; i++) {
 		a->qps[i].round_posted = 0;
 		a->qps[i].closed = true;	/* nothing to complete yet */
 	}
-	perf_host_stats(b, &sb0);
-	round_start(r);
-	done0_a = sum_done(a);
-	recv0_b = sum_rdone(b);
-	t0 = rte_rdtsc();
-	t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	perf_host_stats(b, &s.sb0);
+	/* the counters the round's figures and checks are differences of */
+	perf_host_stats(a, &r->a0);
+	perf_fault_stats(b, &r->fb0);
+	perf_rdma_prepare(r);
+	s.done0 = sum_done(a);
+	s.recv0 = sum_rdone(b);
+	/* a peer process: after its receives are posted */
+	if (perf_peer_run_start(r) != 0)
+		return -1;
+	t0 = s.t0 = rte_rdtsc();
+	s.t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
 	last_progress = win_t = t0;
-	win_done = done0_a;
 	for (;;) {
-		bool all = true;
-
-		perf_host_poll(a);
-		if (sender_poll(r) != 0)
-			return -1;
 		now = rte_rdtsc();
-		if (now >= t_end || perf_run_stopping(r))
-			stopping = true;
-		sent = 0;
-		for (i = 0; i < a->nb_qps; i++) {
-			struct perf_qp *q = &a->qps[i];
-			uint64_t room = q->view.sq_size - (q->posted - q->done);
-			uint64_t left;
-			uint32_t k;
-
-			if (o->iters != 0 && !stopping)
-				left = o->iters - q->round_posted;
-			else if (!stopping)
-				left = UINT64_MAX;
-			else
-				/* time is up: one more, signaled, if the last was not */
-				left = q->closed ? 0 : 1;
-			k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)o->burst);
-			k = (uint32_t)RTE_MIN((uint64_t)k, pace_allowed(q, per_tick, t0, now));
-			if (k != 0)
-				post_sends(r, q, k, size, left <= k, &r->peer_b);
-			sent += q->round_posted;
-			all = all && q->closed &&
-			      (stopping || (o->iters != 0 && q->round_posted == o->iters));
-		}
-		perf_host_poll(b);
-		if (!one_sided) {
-			got = receiver_pass(r, size);
-			if (got < 0)
-				return -1;
-			received += (uint64_t)got;
-		}
-		done = sum_done(a);
+		if (has_a && sender_step(r, &s, now) != 0)
+			return -1;
+		if (has_b && receiver_step(r, &s) != 0)
+			return -1;
 		/* posts count too: under --rate a signaled completion can be far off */
-		if (done + received + sent != progress) {
-			progress = done + received + sent;
+		if (s.done + s.received + s.sent != progress) {
+			progress = s.done + s.received + s.sent;
 			last_progress = now;
 		} else if (now - last_progress > STALL_S * hz) {
 			fprintf(stderr, "droce-perf: no completion for %d s\n", STALL_S);
 			return -1;
 		}
 		if (now - win_t >= win) {
-			double g = (double)(done - win_done) * size * 8 /
-				   ((double)(now - win_t) / (double)hz) / 1e9;
-
-			peak = RTE_MAX(peak, g);
+			cnt = stream_count(r, &s);
+			peak = RTE_MAX(peak, (double)(cnt - win_cnt) * size * 8 /
+					     ((double)(now - win_t) / (double)hz) / 1e9);
+			/* host b alone in write sees its progress and the end only here */
+			if (cnt != win_cnt)
+				last_progress = now;
+			if (!has_a && s.one_sided)
+				s.peer_done = perf_peer_end_ready(r);
 			win_t = now;
-			win_done = done;
+			win_cnt = cnt;
 		}
-		/* The round ends when every send posted is complete and delivered. */
-		if (!all || done - done0_a != sent)
-			continue;
-		if (loses_messages(r)) {
-			if (perf_fault_settled(r, &sb0, received))
-				break;
-			continue;
-		}
-		if (!one_sided && received == sent)
+		if (stream_over(r, &s))
 			break;
-		if (one_sided) {
-			perf_host_stats(b, &sb1);
-			if (perf_rdma_delivered(r, &sb0, &sb1, size, sent) == sent)
-				break;
-		}
 	}
 	now = rte_rdtsc();
 	secs = (double)(now - t0) / (double)hz;
-	perf_host_stats(b, &sb1);
 	memset(&f, 0, sizeof(f));
 	f.size = size;
-	f.iters = sent;
+	f.sent = s.sent;
+	f.sent_known = has_a;
+	f.received = has_b ? delivered(r, &s) : 0;
+	f.received_known = has_b;
+	f.iters = has_a ? f.sent : f.received;
 	f.secs = secs;
-	f.sent = sent;
-	/* What b's responder delivered: receive completions (send), perf_rdma_delivered. */
-	f.received = one_sided ? perf_rdma_delivered(r, &sb0, &sb1, size, sent) :
-		     sum_rdone(b) - recv0_b;
+	if (has_a) {
+		struct droce_engine_stats a1;
+
+		perf_host_stats(a, &a1);
+		f.retransmits = a1.req_retransmit - r->a0.req_retransmit;
+	}
+	if (f.sent_known && f.received_known)
+		f.lost = f.sent > f.received ? f.sent - f.received : 0;
 	/* goodput: what was delivered (all that was sent but on UC and UD under loss) */
-	f.avg_gbps = (double)f.received * size * 8 / secs / 1e9;
-	f.mpps = (double)f.received / secs / 1e6;
+	f.avg_gbps = (double)(has_b ? f.received : f.iters) * size * 8 / secs / 1e9;
+	f.mpps = (double)(has_b ? f.received : f.iters) / secs / 1e6;
 	/* A run shorter than one window has no peak of its own: its average is its peak. */
 	f.peak_gbps = peak > 0 ? RTE_MAX(peak, f.avg_gbps) : f.avg_gbps;
-	return round_end(r, &f, &sb0, &sb1);
+	if (perf_peer_run_end(r, &f) != 0)
+		return -1;
+	perf_report_bw(r, &f);
+	if (f.sent_known && f.received_known)
+		return round_check(r, &s, &f);
+	return 0;
 }
 
-/* One ping: a posts, both hosts run until a's receive completes. Round trip in TSC ticks. */
-static int
-ping_once(struct perf_run *r, uint32_t size, uint64_t *rtt)
+/* Half round trips, as a histogram and sums (ns). */
+struct lat_samples {
+	uint32_t *hist;
+	uint64_t n;
+	double sum, sum2, min, max;
+};
+
+/*
+ * One end of the ping-pong (perftest's run_iter_lat_send): the pinger (host a) sends
+ * first and then after each answer, the ponger (host b) answers each message. Each end
+ * takes the time from its send to the next message it receives: a round trip.
+ */
+struct lat_end {
+	struct perf_host *h;
+	struct perf_qp *q;
+	bool pinger;
+	uint64_t total;		/* messages each way; UINT64_MAX: until told */
+	uint64_t skip;		/* round trips of warm-up, not sampled */
+	uint64_t scnt, rcnt;
+	uint64_t scomp;		/* sends complete */
+	uint64_t t_sent;
+	struct lat_samples *smp;	/* NULL: not measured */
+};
+
+static void
+lat_sample(struct lat_samples *s, double ns)
 {
-	struct perf_host *a = &r->a, *b = &r->b;
-	struct perf_qp *qa = &a->qps[0], *qb = &b->qps[0];
+	uint64_t b = (uint64_t)(ns / HIST_NS);
+
+	s->hist[RTE_MIN(b, (uint64_t)HIST_BUCKETS - 1)]++;
+	if (s->n == 0 || ns < s->min)
+		s->min = ns;
+	if (ns > s->max)
+		s->max = ns;
+	s->sum += ns;
+	s->sum2 += ns * ns;
+	s->n++;
+}
+
+static int
+lat_send(struct perf_host *h, struct perf_qp *q, uint32_t size)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+
+	sge.addr = (uintptr_t)h->buf;
+	sge.length = size;
+	sge.lkey = h->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = q->posted++;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	return droce_shm_post_send(&q->view, &wr, &bad);
+}
+
+/* One pass of one end: its engines, a message received, its send if its turn. Or -1. */
+static int
+lat_step(struct lat_end *e, uint32_t size)
+{
+	const char *who = e->pinger ? "pinger" : "ponger";
 	struct ibv_wc wc[POLL_BURST];
-	uint64_t t0 = rte_rdtsc(), hz = rte_get_tsc_hz();
+	uint64_t now;
 	int got, i;
 
-	if (post_sends(r, qa, 1, size, true, &r->peer_b) != 1)
+	perf_host_poll(e->h);
+	got = droce_shm_poll_cq(&e->h->rcq.view, 1, wc);
+	now = rte_rdtsc();
+	if (got < 0)
 		return -1;
-	for (;;) {
-		perf_host_poll(a);
-		got = droce_shm_poll_cq(&a->rcq.view, 1, wc);
-		if (got != 0)
-			break;
-		/* the ponger: answer each message received */
-		perf_host_poll(b);
-		got = droce_shm_poll_cq(&b->rcq.view, POLL_BURST, wc);
-		for (i = 0; i < got; i++) {
-			struct ibv_send_wr swr, *bad;
-			struct ibv_sge sge;
-
-			qb->rdone++;
-			if (!wc_ok(&wc[i], "ponger") || post_recvs(b, qb, 1) != 1)
-				return -1;
-			sge.addr = (uintptr_t)b->buf;
-			sge.length = size;
-			sge.lkey = b->lkey;
-			memset(&swr, 0, sizeof(swr));
-			swr.sg_list = &sge;
-			swr.num_sge = 1;
-			swr.opcode = IBV_WR_SEND;
-			swr.send_flags = IBV_SEND_SIGNALED;
-			if (droce_shm_post_send(&qb->view, &swr, &bad) != 0)
-				return -1;
-		}
-		if (got < 0 || droce_shm_poll_cq(&b->scq.view, POLL_BURST, wc) < 0)
+	if (got == 1) {
+		if (!wc_ok(&wc[0], who) || post_recvs(e->h, e->q, 1) != 1)
 			return -1;
-		if (rte_rdtsc() - t0 > STALL_S * hz) {
-			fprintf(stderr, "droce-perf: no answer to a ping in %d s\n", STALL_S);
-			return -1;
-		}
+		e->q->rdone++;
+		e->rcnt++;
+		if (e->smp != NULL && e->scnt > e->skip && e->scnt > 0)
+			/* half the round trip, as perftest's send_lat */
+			lat_sample(e->smp, (double)(now - e->t_sent) * 1e9 /
+					   (double)rte_get_tsc_hz() / 2);
 	}
-	*rtt = rte_rdtsc() - t0;
-	qa->rdone++;
-	if (got < 0 || !wc_ok(&wc[0], "pinger") || post_recvs(a, qa, 1) != 1)
-		return -1;
-	got = droce_shm_poll_cq(&a->scq.view, POLL_BURST, wc);
-	for (i = 0; i < got; i++) {
-		if (!wc_ok(&wc[i], "pinger"))
+	if (e->scnt < e->total && (e->pinger ? e->scnt == e->rcnt : e->rcnt > e->scnt)) {
+		e->t_sent = rte_rdtsc();
+		if (lat_send(e->h, e->q, size) != 0)
 			return -1;
+		e->scnt++;
+	}
+	got = droce_shm_poll_cq(&e->h->scq.view, POLL_BURST, wc);
+	for (i = 0; i < got; i++) {
+		if (!wc_ok(&wc[i], who))
+			return -1;
+		e->scomp++;
 	}
 	return got < 0 ? -1 : 0;
+}
+
+/*
+ * Done: every message sent and received, and the last answer complete (acknowledged),
+ * since a peer process stops polling us after it: the engine sends only when polled.
+ */
+static bool
+lat_end_done(const struct lat_end *e)
+{
+	return e->scnt == e->total && e->rcnt == e->total && e->scomp == e->scnt;
 }
 
 /*
@@ -466,63 +613,86 @@ hist_quantile(const uint32_t *hist, uint64_t n, double q, double min, double max
 	return max;
 }
 
-/* lat at one size: perftest's send_lat figures, half the round trip of each ping. */
+/*
+ * lat at one size: perftest's send_lat figures, half the round trip of each ping. Both
+ * hosts here: the pinger warms up first and alone is measured; a peer process (perftest
+ * does no warm-up) and this end each send exactly -n and measure their own round trips.
+ */
 static int
 lat_run(struct perf_run *r, uint32_t size)
 {
 	const struct perf_opts *o = r->o;
-	uint64_t hz = rte_get_tsc_hz(), t_end, rtt, n = 0, i;
-	double ns, sum = 0, sum2 = 0, min = 0, max = 0, mean;
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r), alone = r->remote != NULL;
+	uint64_t hz = rte_get_tsc_hz(), t_end, t_last, progress = 0;
+	struct lat_end ea, eb, *m;
+	struct lat_samples smp;
+	double mean;
 	struct perf_lat f;
-	uint32_t *hist;
 
-	hist = calloc(HIST_BUCKETS, sizeof(*hist));
-	if (hist == NULL)
+	memset(&smp, 0, sizeof(smp));
+	smp.hist = calloc(HIST_BUCKETS, sizeof(*smp.hist));
+	if (smp.hist == NULL)
 		return -1;
-	fill_recvs(&r->a, &r->a.qps[0]);
-	fill_recvs(&r->b, &r->b.qps[0]);
-	for (i = 0; i < LAT_WARMUP; i++) {
-		if (ping_once(r, size, &rtt) != 0)
-			goto fail;
+	memset(&ea, 0, sizeof(ea));
+	memset(&eb, 0, sizeof(eb));
+	ea.h = &r->a;
+	ea.pinger = true;
+	ea.skip = alone ? 0 : LAT_WARMUP;
+	ea.total = o->iters != 0 ? o->iters + ea.skip : UINT64_MAX;
+	eb.h = &r->b;
+	eb.total = alone ? o->iters : UINT64_MAX;
+	m = has_a ? &ea : &eb;
+	m->smp = &smp;
+	if (has_a) {
+		ea.q = &r->a.qps[0];
+		fill_recvs(&r->a, ea.q);
 	}
-	t_end = o->duration_s > 0 ? rte_rdtsc() + (uint64_t)(o->duration_s * (double)hz) :
-		UINT64_MAX;
-	while ((o->iters != 0 ? n < o->iters : rte_rdtsc() < t_end) && !perf_run_stopping(r)) {
-		uint64_t b;
-
-		if (ping_once(r, size, &rtt) != 0)
-			goto fail;
-		ns = (double)rtt * 1e9 / (double)hz / 2;
-		b = (uint64_t)(ns / HIST_NS);
-		hist[RTE_MIN(b, (uint64_t)HIST_BUCKETS - 1)]++;
-		if (n == 0 || ns < min)
-			min = ns;
-		if (ns > max)
-			max = ns;
-		sum += ns;
-		sum2 += ns * ns;
-		n++;
+	if (has_b) {
+		eb.q = &r->b.qps[0];
+		fill_recvs(&r->b, eb.q);
 	}
-	if (n == 0) {
+	if (perf_peer_run_start(r) != 0)
+		goto fail;
+	t_last = rte_rdtsc();
+	t_end = o->duration_s > 0 ? t_last + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	while (!lat_end_done(m)) {
+		if (has_a && lat_step(&ea, size) != 0)
+			goto fail;
+		if (has_b && lat_step(&eb, size) != 0)
+			goto fail;
+		/* time is up, or the prompt's stop: the ping out is the last */
+		if (has_a && ea.total != ea.scnt && (perf_run_stopping(r) ||
+		    (ea.total == UINT64_MAX && rte_rdtsc() >= t_end)))
+			ea.total = ea.scnt;
+		if (m->rcnt + m->scnt != progress) {
+			progress = m->rcnt + m->scnt;
+			t_last = rte_rdtsc();
+		} else if (rte_rdtsc() - t_last > STALL_S * hz) {
+			fprintf(stderr, "droce-perf: no answer to a ping in %d s\n", STALL_S);
+			goto fail;
+		}
+	}
+	if (smp.n == 0) {
 		fprintf(stderr, "droce-perf: no ping completed in the time given\n");
 		goto fail;
 	}
-	mean = sum / (double)n;
+	mean = smp.sum / (double)smp.n;
 	memset(&f, 0, sizeof(f));
 	f.size = size;
-	f.iters = n;
-	f.min_us = min / 1000;
-	f.max_us = max / 1000;
-	f.typical_us = hist_quantile(hist, n, 0.5, min, max) / 1000;
+	/* the pinger's round trips; the ponger's messages answered (one fewer round trip) */
+	f.iters = m->pinger ? smp.n : m->rcnt;
+	f.min_us = smp.min / 1000;
+	f.max_us = smp.max / 1000;
+	f.typical_us = hist_quantile(smp.hist, smp.n, 0.5, smp.min, smp.max) / 1000;
 	f.avg_us = mean / 1000;
-	f.stdev_us = sqrt(RTE_MAX(sum2 / (double)n - mean * mean, 0.0)) / 1000;
-	f.p99_us = hist_quantile(hist, n, 0.99, min, max) / 1000;
-	f.p999_us = hist_quantile(hist, n, 0.999, min, max) / 1000;
+	f.stdev_us = sqrt(RTE_MAX(smp.sum2 / (double)smp.n - mean * mean, 0.0)) / 1000;
+	f.p99_us = hist_quantile(smp.hist, smp.n, 0.99, smp.min, smp.max) / 1000;
+	f.p999_us = hist_quantile(smp.hist, smp.n, 0.999, smp.min, smp.max) / 1000;
 	perf_report_lat(r, &f);
-	free(hist);
+	free(smp.hist);
 	return 0;
 fail:
-	free(hist);
+	free(smp.hist);
 	return -1;
 }
 

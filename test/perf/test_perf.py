@@ -300,25 +300,39 @@ def bad_args(perf):
         (["-i"], "-i needs two lcores"),
         (["-s"], "-s needs an argument"),
         (["stray"], "unexpected argument 'stray'"),
+        # a peer in another process (test_perf_peer.py runs them)
+        (["--server", "--client", "h"], "--server and --client exclude each other"),
+        (["--server", "--mode", "raw-tx"], "--server: only send, write and lat"),
+        (["--client", "h", "-a"], "--client: one size and -n iterations"),
+        (["--server", "-D", "1"], "--server: one size and -n iterations"),
+        (["-p", "18515"], "--port and --ip need --server or --client"),
+        (["--server", "-p", "0"], "--port 0: out of range"),
+        (["--server", "--ip", "10.1.2"], "--ip '10.1.2': not an IPv4 address"),
+        (["--server", "--ip", "10.1.2.3/33"], "--ip's prefix length 33: out of range"),
     ]
     for opts, want in cases:
         rc, out, err, cmd = run(perf, eal(), opts)
         check(rc == 2, "%s: exit %d, not 2" % (cmd, rc))
         check(want in err, "%s: stderr lacks %r:\n%s" % (cmd, want, err))
-    # one port on the EAL line: a peer in another process is not supported yet
+    # one port on the EAL line needs --server or --client, which need one port
     work = tempfile.mkdtemp(prefix="droce-perf-", dir="/tmp")
     try:
         sock = os.path.join(work, "memif.sock")
         rc, out, err, cmd = run(perf, eal(["net_memif0,role=server,id=0,socket=%s,"
                                            "socket-abstract=no" % sock]), ["--mode", "send"])
-        check(rc == 1 and "give none" in err, "%s: exit %d\n%s" % (cmd, rc, err))
+        check(rc == 1 and "give none" in err and "or one with --server or --client" in err,
+              "%s: exit %d\n%s" % (cmd, rc, err))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    rc, out, err, cmd = run(perf, eal(), ["--server"])
+    check(rc == 1 and "--server: the EAL line gives 0 port(s), not one" in err,
+          "%s: exit %d\n%s" % (cmd, rc, err))
     rc, out, err, cmd = run(perf, eal(), ["--help"])
     check(rc == 0 and all(o in out for o in ("--mode MODE", "--json", "--atomic-type T",
-                                              "--ipv6", "--loss PCT", "--fault-seed N")),
+                                              "--ipv6", "--loss PCT", "--fault-seed N",
+                                              "--client HOST")),
           "--help: exit %d\n%s" % (rc, out))
-    log("ok %d bad arguments refused, --help" % (len(cases) + 1))
+    log("ok %d bad arguments refused, --help" % (len(cases) + 2))
 
 
 def main():
