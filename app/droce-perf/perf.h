@@ -95,6 +95,7 @@ struct perf_opts {
 	double duration_s;		/* 0 when by iterations */
 	uint8_t qp_type;		/* DROCE_SHM_QPT_RC, _UC or _UD */
 	uint8_t mtu;			/* enum ibv_mtu */
+	uint8_t qp_timeout;		/* -u: the local ACK timeout's exponent; 0 the default */
 	bool json;
 	bool atomic_cas;		/* atomic: CMP_AND_SWAP, else FETCH_AND_ADD */
 	bool ipv6;			/* IPv6 GIDs: RoCEv2 over IPv6 */
@@ -169,6 +170,7 @@ struct perf_qp {
 	bool closed;			/* the last send posted was signaled */
 	uint64_t rposted;		/* receives posted so far */
 	uint64_t rdone;			/* receives completed */
+	bool queued;			/* in its host's ready ring */
 };
 
 /*
@@ -217,6 +219,14 @@ struct perf_host {
 	struct perf_cq scq, rcq;
 	struct perf_qp *qps;
 	uint32_t nb_qps;
+	/*
+	 * The sums of the QPs' done and rdone, kept as they change, and the sender's QPs that
+	 * may have room to post, each at most once (perf_traffic.c): with 10,000 QPs, a pass
+	 * over all of them cost more than the engines' work.
+	 */
+	uint64_t done_sum, rdone_sum;
+	uint32_t *ready;
+	uint32_t ready_head, ready_count;
 	uint32_t *qpns;
 	struct perf_qp **by_qpn;	/* max_qps entries */
 	uint32_t max_qps;

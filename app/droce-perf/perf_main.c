@@ -355,7 +355,9 @@ host_qps(struct perf_host *h, const struct perf_opts *o, uint32_t n)
 	h->rcq.cq = droce_engine_region_cq_create(&r, ncqe, -1, CQ_RECV, &cmem, &h->rcq.view);
 	h->qps = calloc(n, sizeof(*h->qps));
 	h->qpns = calloc(n, sizeof(*h->qpns));
-	if (h->scq.cq == NULL || h->rcq.cq == NULL || h->qps == NULL || h->qpns == NULL) {
+	h->ready = calloc(n, sizeof(*h->ready));
+	if (h->scq.cq == NULL || h->rcq.cq == NULL || h->qps == NULL || h->qpns == NULL ||
+	    h->ready == NULL) {
 		fprintf(stderr, "droce-perf: host %s: CQs of %u entries: failed\n", h->name, ncqe);
 		return -1;
 	}
@@ -435,7 +437,8 @@ host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_p
 		path.dest_qpn = p->qpns[i];
 		path.sq_psn = h->psn;
 		path.rq_psn = p->psns != NULL ? p->psns[i] : p->psn;
-		path.timeout = o->fault.on ? PATH_TIMEOUT_LOSS : PATH_TIMEOUT;
+		path.timeout = o->qp_timeout != 0 ? o->qp_timeout :
+			       o->fault.on ? PATH_TIMEOUT_LOSS : PATH_TIMEOUT;
 		path.retry_cnt = PATH_RETRY;
 		path.rnr_retry = PATH_RNR_RETRY;
 		path.min_rnr_timer = PATH_MIN_RNR_TIMER;
@@ -479,6 +482,7 @@ host_close(struct perf_host *h)
 		rte_eth_dev_close(h->port);
 	free(h->qps);
 	free(h->qpns);
+	free(h->ready);
 	free(h->by_qpn);
 	free(h->buf);
 	free(h->region);
@@ -487,8 +491,10 @@ host_close(struct perf_host *h)
 	memset(h->eng, 0, sizeof(h->eng));
 	h->dev = NULL;
 	h->port_started = h->port_ours = false;
+	h->fault = NULL;
 	h->qps = NULL;
 	h->qpns = NULL;
+	h->ready = NULL;
 	h->by_qpn = NULL;
 	h->buf = NULL;
 	h->region = NULL;

@@ -81,6 +81,8 @@ perf_usage(const char *prog)
 	       "  -c, --connection T  RC or UC, in send and write; UD in send, messages at most\n"
 	       "                      the MTU (default RC)\n"
 	       "  -m, --mtu BYTES     path MTU: 256, 512, 1024, 2048 or 4096 (default 4096)\n"
+	       "  -u, --timeout N     the local ACK timeout, 4.096 us * 2^N, 1..31 (perftest's\n"
+	       "                      -u; default 18, 1.07 s; 14, 67 ms, under the loss options)\n"
 	       "      --atomic-type T atomic: FETCH_AND_ADD or CMP_AND_SWAP (default\n"
 	       "                      FETCH_AND_ADD); size 8\n"
 	       "      --ipv6          IPv6 GIDs fd00:dc::1 and ::2: RoCEv2 over IPv6 (default\n"
@@ -401,6 +403,10 @@ perf_opts_check(const struct perf_opts *o)
 			"link\n");
 		return -1;
 	}
+	if (o->qp_timeout != 0 && (perf_mode_is_raw(o->mode) || o->qp_type != DROCE_SHM_QPT_RC)) {
+		fprintf(stderr, "droce-perf: --timeout: the local ACK timer is RC's\n");
+		return -1;
+	}
 	if (o->rate > 0 && o->mode == PERF_MODE_LAT) {
 		fprintf(stderr, "droce-perf: --rate: lat sends one ping at a time, it has no "
 			"rate to limit\n");
@@ -427,6 +433,7 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "connection", required_argument, NULL, 'c' },
 		{ "mtu", required_argument, NULL, 'm' },
+		{ "timeout", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "server", no_argument, NULL, 'S' },
 		{ "client", required_argument, NULL, 'C' },
@@ -464,7 +471,7 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	o->tcp_port = PERF_OOB_DEFAULT_PORT;
 	optind = 1;
 	opterr = 0;	/* our own messages, which name the option */
-	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:p:ih", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:aq:n:D:c:m:u:p:ih", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M':
 			if (perf_opt_mode(optarg, &o->mode) != 0)
@@ -517,6 +524,12 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 			break;
 		case 'J':
 			o->json = true;
+			break;
+		case 'u':
+			/* 0 would mean an infinite timer (IB 9.7.6.1.3): not offered */
+			if (parse_u64("--timeout", optarg, 1, 31, &v) != 0)
+				return -1;
+			o->qp_timeout = (uint8_t)v;
 			break;
 		case OPT_ATOMIC_TYPE:
 			/* perftest's -A names */

@@ -195,6 +195,7 @@ receiver_pass(struct perf_run *r, uint32_t size)
 			return -1;
 		}
 		q->rdone++;
+		b->rdone_sum++;
 		if (post_recvs(b, q, 1) != 1) {
 			fprintf(stderr, "droce-perf: host b: receive ring full\n");
 			return -1;
@@ -203,7 +204,31 @@ receiver_pass(struct perf_run *r, uint32_t size)
 	return got;
 }
 
-/* Host a's send completions: every signaled one retires all sends up to it. Or -1. */
+/* a's QP q may post again: into the ready ring, unless it is there. */
+static void
+ready_push(struct perf_host *h, struct perf_qp *q)
+{
+	if (q->queued)
+		return;
+	q->queued = true;
+	h->ready[(h->ready_head + h->ready_count++) % h->nb_qps] = (uint32_t)(q - h->qps);
+}
+
+static struct perf_qp *
+ready_pop(struct perf_host *h)
+{
+	struct perf_qp *q = &h->qps[h->ready[h->ready_head]];
+
+	h->ready_head = h->ready_head + 1 == h->nb_qps ? 0 : h->ready_head + 1;
+	h->ready_count--;
+	q->queued = false;
+	return q;
+}
+
+/*
+ * Host a's send completions: every signaled one retires all sends up to it, and its QP
+ * has room again. Or -1.
+ */
 static int
 sender_poll(struct perf_run *r)
 {
@@ -221,31 +246,11 @@ sender_poll(struct perf_run *r)
 
 		if (!wc_ok(&wc[i], "sender") || q == NULL)
 			return -1;
+		a->done_sum += wc[i].wr_id + 1 - q->done;
 		q->done = wc[i].wr_id + 1;
+		ready_push(a, q);
 	}
 	return 0;
-}
-
-static uint64_t
-sum_done(const struct perf_host *h)
-{
-	uint64_t s = 0;
-	uint32_t i;
-
-	for (i = 0; i < h->nb_qps; i++)
-		s += h->qps[i].done;
-	return s;
-}
-
-static uint64_t
-sum_rdone(const struct perf_host *h)
-{
-	uint64_t s = 0;
-	uint32_t i;
-
-	for (i = 0; i < h->nb_qps; i++)
-		s += h->qps[i].rdone;
-	return s;
 }
 
 /*
@@ -261,6 +266,7 @@ struct stream {
 	bool stopping;		/* time is up (-D), or the prompt's stop, or a signal */
 	/* host a */
 	uint64_t done0, done, sent;
+	uint32_t finished;	/* QPs that posted their -n sends */
 	bool all;		/* every QP posted its last send */
 	/* host b */
 	uint64_t recv0, received;
@@ -268,43 +274,82 @@ struct stream {
 	bool peer_done;		/* host b alone in write: the client's end barrier came */
 };
 
-/* Host a: completions, then every QP's send ring topped up. Or -1. */
+/* Sends q has left in this round, ring room aside. */
+static uint64_t
+sender_todo(const struct perf_run *r, const struct stream *s, const struct perf_qp *q)
+{
+	if (r->o->iters != 0 && !s->stopping)
+		return r->o->iters - q->round_posted;
+	if (!s->stopping)
+		return UINT64_MAX;
+	/* time is up: one more, signaled, if the last was not */
+	return q->closed ? 0 : 1;
+}
+
+/* Sends q may post now: room in its ring and sends left. */
+static uint64_t
+sender_left(const struct perf_run *r, const struct stream *s, const struct perf_qp *q)
+{
+	return RTE_MIN(q->view.sq_size - (q->posted - q->done), sender_todo(r, s, q));
+}
+
+/* q's send ring topped up, at most a burst, as --rate allows. */
+static void
+sender_post_qp(struct perf_run *r, struct stream *s, struct perf_qp *q, uint64_t now)
+{
+	const struct perf_opts *o = r->o;
+	uint64_t todo = sender_todo(r, s, q);
+	uint32_t k, n;
+
+	k = (uint32_t)RTE_MIN(sender_left(r, s, q), (uint64_t)o->burst);
+	k = (uint32_t)RTE_MIN((uint64_t)k, pace_allowed(q, s->per_tick, s->t0, now));
+	if (k == 0)
+		return;
+	/* the round's last send is signaled: its completion says all are done */
+	n = post_sends(r, q, k, s->size, todo <= k, &r->peer_b);
+	s->sent += n;
+	if (o->iters != 0 && !s->stopping && q->round_posted == o->iters)
+		s->finished++;
+}
+
+/*
+ * Host a: completions, then the send rings topped up. A QP gets a turn when a completion
+ * made room in its ring (the ready ring), so a pass costs what the completions do, not
+ * the number of QPs; with --rate, and once time is up, every QP is looked at. Or -1.
+ */
 static int
 sender_step(struct perf_run *r, struct stream *s, uint64_t now)
 {
 	const struct perf_opts *o = r->o;
 	struct perf_host *a = &r->a;
-	uint32_t i;
+	uint32_t i, n;
 
 	perf_host_poll(a);
 	if (sender_poll(r) != 0)
 		return -1;
 	if (now >= s->t_end || perf_run_stopping(r))
 		s->stopping = true;
-	s->sent = 0;
-	s->all = true;
-	for (i = 0; i < a->nb_qps; i++) {
-		struct perf_qp *q = &a->qps[i];
-		uint64_t room = q->view.sq_size - (q->posted - q->done);
-		uint64_t left;
-		uint32_t k;
+	if (s->per_tick != 0 || s->stopping) {
+		s->all = true;
+		for (i = 0; i < a->nb_qps; i++) {
+			struct perf_qp *q = &a->qps[i];
 
-		if (o->iters != 0 && !s->stopping)
-			left = o->iters - q->round_posted;
-		else if (!s->stopping)
-			left = UINT64_MAX;
-		else
-			/* time is up: one more, signaled, if the last was not */
-			left = q->closed ? 0 : 1;
-		k = (uint32_t)RTE_MIN(RTE_MIN(room, left), (uint64_t)o->burst);
-		k = (uint32_t)RTE_MIN((uint64_t)k, pace_allowed(q, s->per_tick, s->t0, now));
-		if (k != 0)
-			post_sends(r, q, k, s->size, left <= k, &r->peer_b);
-		s->sent += q->round_posted;
-		s->all = s->all && q->closed &&
-			 (s->stopping || (o->iters != 0 && q->round_posted == o->iters));
+			sender_post_qp(r, s, q, now);
+			s->all = s->all && q->closed &&
+				 (s->stopping || (o->iters != 0 && q->round_posted == o->iters));
+		}
+	} else {
+		for (n = a->ready_count; n > 0; n--) {
+			struct perf_qp *q = ready_pop(a);
+
+			sender_post_qp(r, s, q, now);
+			/* a burst short of its room: its turn again in the next pass */
+			if (sender_left(r, s, q) != 0)
+				ready_push(a, q);
+		}
+		s->all = o->iters != 0 && s->finished == a->nb_qps;
 	}
-	s->done = sum_done(a);
+	s->done = a->done_sum;
 	return 0;
 }
 
@@ -331,7 +376,7 @@ delivered(struct perf_run *r, const struct stream *s)
 	struct droce_engine_stats st;
 
 	if (!s->one_sided)
-		return sum_rdone(&r->b) - s->recv0;
+		return r->b.rdone_sum - s->recv0;
 	perf_host_stats(&r->b, &st);
 	return perf_rdma_delivered(r, &s->sb0, &st, s->size, s->sent);
 }
@@ -410,17 +455,20 @@ stream_run(struct perf_run *r, uint32_t size)
 	for (i = 0; i < b->nb_qps; i++)
 		if (!s.one_sided)
 			fill_recvs(b, &b->qps[i]);
+	a->ready_head = a->ready_count = 0;
 	for (i = 0; i < a->nb_qps; i++) {
 		a->qps[i].round_posted = 0;
 		a->qps[i].closed = true;	/* nothing to complete yet */
+		a->qps[i].queued = false;
+		ready_push(a, &a->qps[i]);
 	}
 	perf_host_stats(b, &s.sb0);
 	/* the counters the round's figures and checks are differences of */
 	perf_host_stats(a, &r->a0);
 	perf_fault_stats(b, &r->fb0);
 	perf_rdma_prepare(r);
-	s.done0 = sum_done(a);
-	s.recv0 = sum_rdone(b);
+	s.done0 = a->done_sum;
+	s.recv0 = b->rdone_sum;
 	/* a peer process: after its receives are posted */
 	if (perf_peer_run_start(r) != 0)
 		return -1;
@@ -562,6 +610,7 @@ lat_step(struct lat_end *e, uint32_t size)
 		if (!wc_ok(&wc[0], who) || post_recvs(e->h, e->q, 1) != 1)
 			return -1;
 		e->q->rdone++;
+		e->h->rdone_sum++;
 		e->rcnt++;
 		if (e->smp != NULL && e->scnt > e->skip && e->scnt > 0)
 			/* half the round trip, as perftest's send_lat */

@@ -198,7 +198,8 @@ def lossy(perf, eal_fn, topo):
     # RC: everything delivered, by retransmission
     rc_cases = [["--mode", "send", "-s", "64", "-n", "5000"]]
     if topo == "net_ring":
-        rc_cases += [["--mode", "write", "-s", "65536", "-m", "2048", "-n", "100"],
+        rc_cases += [["--mode", "send", "-s", "64", "-n", "50000", "-u", "6"],
+                     ["--mode", "write", "-s", "65536", "-m", "2048", "-n", "100"],
                      ["--mode", "read", "-s", "16384", "-q", "2", "-n", "100"]]
     for opts in rc_cases:
         name = "%s %s --loss 1" % (topo, " ".join(opts))
@@ -294,6 +295,8 @@ def bad_args(perf):
         (["--dup", "101"], "--dup 101: out of range"),
         (["--corrupt", ""], "--corrupt '': not a percentage"),
         (["--fault-seed", "x"], "--fault-seed 'x': not a number"),
+        (["-u", "0"], "--timeout 0: out of range 1..31"),
+        (["--timeout", "8", "-c", "UC"], "--timeout: the local ACK timer is RC's"),
         (["--mode", "raw-rx", "--dup", "1"], "--dup: the loss options apply to the RoCE modes"),
         (["--mode", "raw-tx", "--ipv6"], "--ipv6: the raw modes send IPv4 frames"),
         (["--delay", "1"], "unknown option '--delay'"),
