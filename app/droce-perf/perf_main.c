@@ -593,6 +593,13 @@ ports_reuse(struct perf_run *r, uint32_t nb_engines)
  * pair. Two ports: host a on port 0, host b on port 1. One port is for --server or
  * --client (host_open_alone).
  */
+/* An engine per DROCE_SHM_DB_SLOTS QPs: its doorbell slots in a client region. */
+static uint32_t
+host_nb_engines(uint32_t nb_qps)
+{
+	return RTE_MAX((nb_qps + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS, 1u);
+}
+
 static int
 hosts_open(struct perf_run *r)
 {
@@ -600,8 +607,7 @@ hosts_open(struct perf_run *r)
 	uint16_t nb_ports = rte_eth_dev_count_avail();
 	bool ring = nb_ports == 0;
 	uint32_t n = perf_mode_is_raw(o->mode) ? 0 : o->qps;
-	/* an engine per DROCE_SHM_DB_SLOTS QPs: its doorbell slots in a client region */
-	uint32_t ne = RTE_MAX((n + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS, 1u);
+	uint32_t ne = host_nb_engines(n);
 	uint64_t region = region_bytes(o, n);
 	struct perf_peer pa, pb;
 
@@ -828,7 +834,7 @@ host_open_alone(struct perf_run *r, struct perf_opts *o)
 			client ? "client" : "server", nb_ports);
 		return -1;
 	}
-	if (host_prepare(h, client ? "a" : "b", client ? 1 : 2, false, 1) != 0)
+	if (host_prepare(h, client ? "a" : "b", client ? 1 : 2, false, host_nb_engines(o->qps)) != 0)
 		return -1;
 	h->port = 0;
 	if (port_start(h) != 0 || port_wait_up(h) != 0 || perf_fault_attach(r) != 0 ||
