@@ -539,6 +539,9 @@ struct droce_engine {
 	 * complete (the control thread's, or one refused by the port and kept).
 	 */
 	uint8_t tx_icrc_l3[ENGINE_TX_MAX];
+	/* mbufs taken from the pool a burst at a time, for engine_pkt_start (engine_tx.c) */
+	struct rte_mbuf *mb_stash[ENGINE_BURST];
+	uint16_t nb_mb_stash;
 	struct droce_engine_stats st;
 };
 

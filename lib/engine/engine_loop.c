@@ -39,7 +39,12 @@ droce_engine_poll(struct droce_engine *e)
 	e->st.loops++;
 	if (work != 0)
 		e->st.busy_loops++;
-	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+	/*
+	 * The pass's end: a release store, not a locked add, as this thread is the epoch's only
+	 * writer; only the start needs the full fence (seq_cst, above).
+	 */
+	atomic_store_explicit(&e->epoch, atomic_load_explicit(&e->epoch, memory_order_relaxed) + 1,
+			      memory_order_release);
 	return work;
 }
 

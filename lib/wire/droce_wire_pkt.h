@@ -152,7 +152,8 @@ droce_wire_pad(uint32_t payload_len)
  * payload. Returns the header length, or -EINVAL for an unknown opcode or a payload
  * the opcode does not allow (any on an opcode without payload, over 4096 bytes, not a
  * multiple of 4 on a FIRST or MIDDLE packet, not 8 on an ATOMIC WRITE), or -ENOSPC
- * when cap is too small.
+ * when cap is too small. It may write any of the first DROCE_WIRE_TMPL_MAX bytes of hdr
+ * within cap: place the payload after the call.
  */
 int droce_wire_build_hdrs(const struct droce_wire_tmpl *tmpl, const struct droce_wire_hdrs *h,
 			  uint32_t payload_len, void *hdr, uint32_t cap);

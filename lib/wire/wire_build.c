@@ -151,7 +151,16 @@ droce_wire_build_hdrs(const struct droce_wire_tmpl *tmpl, const struct droce_wir
 	if (cap < hdr_len)
 		return -ENOSPC;
 
-	memcpy(out, tmpl->bytes, tmpl->len);
+	/*
+	 * The template in one fixed-size copy when the buffer has room: vector moves, where a
+	 * copy of tmpl->len bytes is a rep movs whose start-up costs more than its 42..66
+	 * bytes. What lies past the template is overwritten below, or by the payload, or is
+	 * past the packet (droce_wire_build_hdrs' contract).
+	 */
+	if (cap >= DROCE_WIRE_TMPL_MAX)
+		memcpy(out, tmpl->bytes, DROCE_WIRE_TMPL_MAX);
+	else
+		memcpy(out, tmpl->bytes, tmpl->len);
 	udp_len = DROCE_UDP_HLEN + oi->hdr_len + payload_len + pad + DROCE_ICRC_LEN;
 	droce_udp_set_len((void *)(out + tmpl->l4_off), udp_len);
 	if (tmpl->ip_version == 4) {
