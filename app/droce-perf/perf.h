@@ -239,7 +239,7 @@ struct perf_host {
 	/* Alone (perf_peer.c): ARP and ICMP through the engines' slow path; else NULL. */
 	struct droce_net *net;
 	struct rte_ring *slow_rx, *slow_tx;
-	uint64_t net_tick;
+	uint64_t net_tick, net_tick_cycles;	/* lib/net's timer: last run, period */
 };
 
 struct perf_run {

@@ -222,6 +222,7 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
 	ec.nb_gids = 1;
 	ec.idle_sleep_us = 0;	/* polled by the main lcore, which never sleeps */
+	ec.early_retransmit = true;	/* goodput under loss is what it measures */
 	ec.slow_rx = h->slow_rx;	/* ARP for a peer process (perf_peer.c), else NULL */
 	for (i = 0; i < h->nb_engines; i++) {
 		ec.rx_queue = (uint16_t)i;
@@ -501,12 +502,14 @@ host_close(struct perf_host *h)
 }
 
 /*
- * The end of a run with a peer process. The two ports must not close at once: DPDK
- * 22.11's net_memif frees its regions twice when a peer's disconnect arrives while the
- * port closes, and unmaps them under a polling engine. So the client closes its host
- * before the last barrier, which the server answers without polling its engines, and the
- * server closes its own once the link went down (or after LINK_DOWN_WAIT_MS, a peer that
- * stays, such as droced).
+ * The end of a run with a peer process. The two ports must not close at once, nor one
+ * while the other's engine transmits: DPDK 22.11's net_memif frees its regions twice when
+ * a peer's disconnect arrives while the port closes, and unmaps them under a polling
+ * engine. So the client closes its host only after the closing exchange, which the
+ * server enters once its own run is over and without polling its engines again (the
+ * client's run can end first: its last ACK precedes the server's count), and the server
+ * closes its own once the link went down (or after LINK_DOWN_WAIT_MS, a peer that stays,
+ * such as droced).
  */
 static int
 peer_close(struct perf_run *r)
@@ -515,9 +518,9 @@ peer_close(struct perf_run *r)
 	struct rte_eth_link link;
 	int i, rc;
 
+	rc = perf_peer_close(r);
 	if (r->o->role == PERF_ROLE_CLIENT)
 		host_close(h);
-	rc = perf_peer_close(r);
 	for (i = 0; r->o->role == PERF_ROLE_SERVER && i < LINK_DOWN_WAIT_MS; i++) {
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&

@@ -108,14 +108,14 @@ perf_peer_slow_poll(struct perf_host *h)
 	uint64_t now;
 	unsigned int n, i;
 
-	if (rte_ring_empty(h->slow_rx) && rte_rdtsc() - h->net_tick < rte_get_tsc_hz() /
-	    1000000 * NET_TICK_US)
+	/* called every pass of the traffic loops: the common case is two loads and a compare */
+	if (rte_ring_empty(h->slow_rx) && rte_rdtsc() < h->net_tick + h->net_tick_cycles)
 		return;
 	now = rte_rdtsc();
 	n = rte_ring_sc_dequeue_burst(h->slow_rx, (void **)pkts, SLOW_BURST, NULL);
 	for (i = 0; i < n; i++)
 		droce_net_rx(h->net, pkts[i], now);
-	if (now - h->net_tick >= rte_get_tsc_hz() / 1000000 * NET_TICK_US) {
+	if (now - h->net_tick >= h->net_tick_cycles) {
 		droce_net_timer(h->net, now);
 		h->net_tick = now;
 	}
@@ -154,6 +154,7 @@ host_net(struct perf_host *h, const struct perf_opts *o)
 		return -1;
 	}
 	h->net_tick = rte_rdtsc();
+	h->net_tick_cycles = rte_get_tsc_hz() / 1000000 * NET_TICK_US;
 	return 0;
 }
 

@@ -54,7 +54,7 @@ static const char *const sec_names[SEC_NB_KINDS] = {
 static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_EAL] = { "args", NULL },
 	[SEC_PORT] = { "device", "ipv4", "ipv6", "mtu", "neighbour", "rx_no_icrc", NULL },
-	[SEC_ENGINES] = { "lcores", "idle_sleep_us", NULL },
+	[SEC_ENGINES] = { "lcores", "idle_sleep_us", "early_retransmit", NULL },
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
 	[SEC_LIMITS] = { "max_qps", "max_cqs", "max_srqs", "max_mrs", "max_mr_bytes",
 			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
@@ -407,6 +407,24 @@ prefix(struct scan *s, unsigned int line, const char *key, const char *str, int 
 	return 0;
 }
 
+/* An optional true/false key (also yes/no, 1/0); *v keeps its default when absent. */
+static int
+boolean(struct scan *s, const struct scan_sec *sec, const char *key, bool *v)
+{
+	unsigned int line;
+	const char *str = get(s, sec, key, &line);
+
+	if (str == NULL)
+		return 0;
+	if (strcmp(str, "true") == 0 || strcmp(str, "yes") == 0 || strcmp(str, "1") == 0)
+		*v = true;
+	else if (strcmp(str, "false") == 0 || strcmp(str, "no") == 0 || strcmp(str, "0") == 0)
+		*v = false;
+	else
+		return fail(s, line, "%s: '%s' is not true or false", key, str);
+	return 0;
+}
+
 static int
 port_neighbours(struct scan *s, const struct scan_sec *sec, struct droced_port_config *p)
 {
@@ -500,13 +518,8 @@ load_port(struct scan *s, const struct scan_sec *sec, struct droced_config *cfg)
 	p->mtu = (uint32_t)mtu;
 	if (port_neighbours(s, sec, p) < 0)
 		return -1;
-	v = get(s, sec, "rx_no_icrc", &line);
-	if (v != NULL) {
-		if (strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "1") == 0)
-			p->rx_no_icrc = true;
-		else if (strcmp(v, "false") != 0 && strcmp(v, "no") != 0 && strcmp(v, "0") != 0)
-			return fail(s, line, "rx_no_icrc: '%s' is not true or false", v);
-	}
+	if (boolean(s, sec, "rx_no_icrc", &p->rx_no_icrc) < 0)
+		return -1;
 	cfg->nb_ports++;
 	return 0;
 }
@@ -555,6 +568,8 @@ load_engines(struct scan *s, struct droced_config *cfg)
 	if (sec == NULL)
 		return fail(s, 0, "no [engines] section (its 'lcores' is required)");
 	if (load_lcores(s, sec, cfg) < 0)
+		return -1;
+	if (boolean(s, sec, "early_retransmit", &cfg->early_retransmit) < 0)
 		return -1;
 	return num32(s, sec, "idle_sleep_us", 0, DROCED_CONFIG_IDLE_SLEEP_MAX,
 		     &cfg->idle_sleep_us);
@@ -666,6 +681,7 @@ set_defaults(struct droced_config *cfg)
 	snprintf(cfg->socket, sizeof(cfg->socket), "%s", DROCED_CONFIG_SOCKET_DEFAULT);
 	cfg->allowed_uid = -1;
 	cfg->allowed_gid = -1;
+	cfg->early_retransmit = true;
 	cfg->limits = (struct droced_limits){
 		.max_qps = DROCED_LIMIT_QPS_DEFAULT,
 		.max_cqs = DROCED_LIMIT_CQS_DEFAULT,

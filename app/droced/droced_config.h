@@ -105,6 +105,7 @@ struct droced_config {
 	uint32_t lcores[DROCED_CONFIG_MAX_LCORES];	/* engine i runs on lcores[i] */
 	uint32_t nb_lcores;
 	uint32_t idle_sleep_us;
+	bool early_retransmit;	/* [engines] early_retransmit, default true */
 	char socket[DROCED_CONFIG_SOCKET_MAX];
 	int64_t allowed_uid;	/* -1: any */
 	int64_t allowed_gid;	/* -1: any */

@@ -285,6 +285,7 @@ droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine
 	memcpy(ec->gids, p->gids, sizeof(ec->gids));
 	ec->nb_gids = p->nb_gids;
 	ec->idle_sleep_us = d->cfg.idle_sleep_us;
+	ec->early_retransmit = d->cfg.early_retransmit;
 	ec->rx_no_icrc = p->cfg->rx_no_icrc;
 	ec->slow_rx = p->slow_rx;
 	ec->slow_rx_wake_fd = d->wake_fd;

@@ -93,6 +93,13 @@ struct droce_engine_conf {
 	uint32_t idle_sleep_us;
 	bool rx_no_icrc;	/* the NIC verified the ICRC */
 	/*
+	 * RC requesters go back to the oldest unacknowledged PSN a few round trips into a
+	 * silence, before the local ACK timeout and without spending a retry (doc/engine.md,
+	 * "Early retransmission"): a lost NAK costs that, not the QP's timeout. Off: only the
+	 * timeout recovers, as IBTA 9.7.6.1.3 reads.
+	 */
+	bool early_retransmit;
+	/*
 	 * Frames that are not RoCEv2 (ARP, ICMP, ...) and RoCEv2 packets to QP1 (the GSI: CM
 	 * MADs, which droced's control thread answers) are enqueued here for droced's control
 	 * thread instead of being dropped; NULL: dropped. Multi-producer: engines of one port
@@ -169,6 +176,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(req_retransmit, "request packets sent again after a go-back") \
 	X(req_timeout, "local ACK timeouts") \
 	X(req_go_back, "go-back-N rewinds") \
+	X(req_early_retransmit, "go-backs before the local ACK timeout, no retry spent") \
 	X(rd_retry, "READs asked again from the first response packet missing") \
 	X(req_ud_too_long, "UD sends longer than the path MTU (completed, not sent)") \
 	X(ack_rcvd, "ACKs received") \

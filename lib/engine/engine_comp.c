@@ -84,6 +84,7 @@ comp_retire(struct droce_engine_qp *qp, uint32_t ack)
 		qp->req.una = una;
 		qp->req.retry_left = qp->attr.retry_cnt;
 		qp->req.rnr_left = qp->attr.rnr_retry;
+		engine_rtt_acked(qp, droce_psn_lt(qp->req.psn, una));
 	}
 	/* Acknowledged beyond where a rewind left us: do not send those again. */
 	if (droce_psn_lt(qp->req.psn, una))
@@ -100,11 +101,12 @@ comp_retire(struct droce_engine_qp *qp, uint32_t ack)
 		return;
 	}
 	if (qp->req.una == qp->req.psn_max) {
-		qp->req.ack_deadline = 0;
+		qp->req.ack_deadline = qp->req.early_deadline = 0;
 		qp_sqd_check(qp);
 	} else if (qp->ack_timeout_tsc != 0) {
 		qp->req.ack_deadline = e->now + qp->ack_timeout_tsc;
 		qp_timer_arm(qp, qp->req.ack_deadline);
+		req_early_arm(qp);
 	}
 	if (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait)
 		qp_list_add(qp, QP_ON_ACTIVE);
@@ -360,7 +362,7 @@ comp_rnr_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 	/* Wait the responder's timer, then resend from the refused PSN (9.7.5.2.8). */
 	qp->req.rnr_wait = true;
 	qp->req.rnr_deadline = e->now + engine_rnr_timer_tsc(e, c->code);
-	qp->req.ack_deadline = 0;
+	qp->req.ack_deadline = qp->req.early_deadline = 0;
 	qp_list_del(qp, QP_ON_ACTIVE);
 	/* From una, which is behind psn when a READ before it lost its response. */
 	req_seek(qp, qp->req.una);

@@ -29,6 +29,14 @@ extern int droce_engine_logtype;
 #define ENGINE_TX_MAX		256	/* packets an engine holds for the port */
 #define ENGINE_REQ_QUANTUM	16	/* packets one QP sends before the next QP's turn */
 #define ENGINE_WINDOW		256	/* request packets in flight per QP */
+/*
+ * Early retransmission (engine_timer.c): an ACK may be this late without one; at most
+ * this many per una, each after twice the wait of the one before.
+ */
+#define ENGINE_EARLY_RTO_MIN_US	250
+#define ENGINE_EARLY_MAX	6
+#define ENGINE_EARLY_RTO_INIT_US	2000
+#define ENGINE_EARLY_SHIFT_MAX	6	/* the wait backs off to 64x at most */
 #define ENGINE_ACKREQ_EVERY	16	/* AckReq at least this often in a long message */
 #define ENGINE_CMD_RING		64
 #define ENGINE_HANDOFF_RING	4096
@@ -324,6 +332,19 @@ struct droce_engine_qp {
 		uint8_t comp_failed_in;
 		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
 		uint64_t rnr_deadline;
+		/*
+		 * Early retransmission (doc/engine.md): the round trip, smoothed as RFC 6298
+		 * does, from one packet at a time (rtt_sent: when the sampled PSN rtt_psn left;
+		 * 0: none in flight); and the deadline before the local ACK timeout at which
+		 * the requester goes back to una once for that una, without spending a retry.
+		 */
+		uint64_t rtt_sent;
+		uint32_t rtt_psn;
+		uint8_t early_count;	/* early go-backs since una last moved */
+		uint8_t early_shift;	/* the early wait x 2^shift: spurious ones seen */
+		uint64_t early_at;	/* TSC of the last early go-back; 0: none pending */
+		uint64_t srtt, rttvar;	/* TSC ticks; srtt 0: no sample yet */
+		uint64_t early_deadline;	/* TSC; 0: none */
 	} req;
 
 	/* Responder (engine_resp.c). */
@@ -396,6 +417,8 @@ unsigned int rx_stage(struct droce_engine *e);
 
 /* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
 void req_seek(struct droce_engine_qp *qp, uint32_t psn);
+/* The early retransmission deadline armed from now, if there is one (engine_timer.c). */
+void req_early_arm(struct droce_engine_qp *qp);
 /* Stages: doorbells, the requester's round robin, the timers. */
 unsigned int req_stage_doorbells(struct droce_engine *e);
 unsigned int req_stage_send(struct droce_engine *e);
@@ -499,6 +522,7 @@ struct droce_engine {
 	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];
 	uint32_t nb_gids;
 	uint32_t idle_sleep_us;
+	bool early_retransmit;		/* droce_engine_conf's */
 	uint32_t parse_flags;
 	struct rte_ring *cmds;		/* control -> engine */
 	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */
@@ -608,5 +632,16 @@ uint64_t engine_rnr_timer_tsc(const struct droce_engine *e, unsigned int code);
 bool engine_timers_due(const struct droce_engine *e);
 /* The earlier of next and qp's running timers' deadlines. */
 uint64_t engine_timer_earliest(const struct droce_engine_qp *qp, uint64_t next);
+/* A request packet left: the next round-trip sample starts with it if none runs. */
+void engine_rtt_sent(struct droce_engine_qp *qp);
+/*
+ * una moved on at e->now: the sample ends if it passed the sampled PSN; no early go-back
+ * yet. beyond: una passed the requester's next PSN (what a rewind has resent so far).
+ */
+void engine_rtt_acked(struct droce_engine_qp *qp, bool beyond);
+/* A go-back: the sample is void (Karn: a resent packet's ACK is ambiguous). */
+void engine_rtt_void(struct droce_engine_qp *qp);
+/* With the local ACK timer armed: the early deadline from e->now, or 0 for none. */
+uint64_t engine_early_deadline(const struct droce_engine_qp *qp);
 
 #endif /* ENGINE_LOC_H */

@@ -723,6 +723,7 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 	memcpy(e->gids, conf->gids, sizeof(e->gids));
 	e->nb_gids = conf->nb_gids;
 	e->idle_sleep_us = conf->idle_sleep_us;
+	e->early_retransmit = conf->early_retransmit;
 	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
 	e->slow_rx = conf->slow_rx;
 	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;

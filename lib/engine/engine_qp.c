@@ -231,7 +231,7 @@ qp_to_error(struct droce_engine_qp *qp)
 		   qp->resp.have_wqe ? " (receive WQE held)" : "", resp_step_name(qp->resp.step),
 		   qp->resp.epsn, qp->req.psn, qp->req.una, qp->req.fetch - qp->req.cons);
 	qp_list_del(qp, QP_ON_ACTIVE | QP_ON_READ | QP_ON_TIMER | QP_ON_ACK);
-	qp->req.ack_deadline = 0;
+	qp->req.ack_deadline = qp->req.early_deadline = 0;
 	qp->req.rnr_wait = false;
 	qp_list_add(qp, QP_ON_ERR);
 	qp_flush(qp);
@@ -253,7 +253,10 @@ qp_reset(struct droce_engine_qp *qp)
 	qp->req.fetch = qp->req.cons = qp->req.cur = sq_prod;
 	qp->req.cur_off = 0;
 	qp->req.psn = qp->req.psn_max = qp->req.una = qp->req.next_psn = 0;
-	qp->req.ack_deadline = qp->req.rnr_deadline = 0;
+	qp->req.ack_deadline = qp->req.rnr_deadline = qp->req.early_deadline = 0;
+	qp->req.rtt_sent = qp->req.srtt = qp->req.rttvar = 0;
+	qp->req.early_count = qp->req.early_shift = 0;
+	qp->req.early_at = 0;
 	qp->req.rnr_wait = false;
 	qp->req.kick = false;
 	qp->req.rd_resume = false;

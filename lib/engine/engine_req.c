@@ -190,6 +190,7 @@ req_seek(struct droce_engine_qp *qp, uint32_t psn)
 			  droce_psn_dist(qp_swqe(qp, i)->first_psn, psn) * qp->mtu;
 	qp->req.psn = psn;
 	qp->req.since_ackreq = 0;
+	engine_rtt_void(qp);
 	if (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait)
 		qp_list_add(qp, QP_ON_ACTIVE);
 }
@@ -452,6 +453,14 @@ req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	return 0;
 }
 
+void
+req_early_arm(struct droce_engine_qp *qp)
+{
+	qp->req.early_deadline = engine_early_deadline(qp);
+	if (qp->req.early_deadline != 0)
+		qp_timer_arm(qp, qp->req.early_deadline);
+}
+
 /* Sends up to budget packets of qp; returns how many. */
 static unsigned int
 req_send(struct droce_engine_qp *qp, unsigned int budget)
@@ -493,9 +502,11 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 			     req_atomic_packet(qp, w)) != 0)
 				break;
 			n++;
+			engine_rtt_sent(qp);
 			if (qp->ack_timeout_tsc != 0 && qp->req.ack_deadline == 0) {
 				qp->req.ack_deadline = e->now + qp->ack_timeout_tsc;
 				qp_timer_arm(qp, qp->req.ack_deadline);
+				req_early_arm(qp);
 			}
 			continue;
 		}
@@ -520,9 +531,11 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 				req_complete_unreliable(qp, w);
 			continue;
 		}
+		engine_rtt_sent(qp);
 		if (qp->ack_timeout_tsc != 0 && qp->req.ack_deadline == 0) {
 			qp->req.ack_deadline = e->now + qp->ack_timeout_tsc;
 			qp_timer_arm(qp, qp->req.ack_deadline);
+			req_early_arm(qp);
 		}
 	}
 	if (qp->req.cur != qp->req.fetch && qp->state != DROCE_SHM_QPS_ERR)
@@ -540,6 +553,18 @@ req_timer(struct droce_engine_qp *qp, uint64_t now)
 		qp->req.rnr_wait = false;
 		if (qp->req.cur != qp->req.fetch)
 			qp_list_add(qp, QP_ON_ACTIVE);
+	}
+	if (qp->req.early_deadline != 0 && now >= qp->req.early_deadline) {
+		qp->req.early_deadline = 0;
+		/* a few times per una, never while an RNR NAK holds the QP (engine_timer.c) */
+		if (qp->req.una != qp->req.psn_max && !qp->req.rnr_wait &&
+		    qp->req.early_count < ENGINE_EARLY_MAX) {
+			qp->req.early_count++;
+			qp->req.early_at = now;
+			ENGINE_STAT(e, req_early_retransmit);
+			req_seek(qp, qp->req.una);
+			req_early_arm(qp);
+		}
 	}
 	if (qp->req.ack_deadline != 0 && now >= qp->req.ack_deadline) {
 		if (qp->req.una == qp->req.psn_max) {
@@ -562,7 +587,7 @@ req_timer(struct droce_engine_qp *qp, uint64_t now)
 			qp->req.ack_deadline = now + qp->ack_timeout_tsc;
 		}
 	}
-	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0)
+	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0 && qp->req.early_deadline == 0)
 		qp_list_del(qp, QP_ON_TIMER);
 }
 

@@ -102,6 +102,7 @@ check_ready(const struct droced_config *cfg, const char *prefix, const char *por
 	CHECK_EQ_U64(cfg->nb_lcores, 1);
 	CHECK_EQ_U64(cfg->lcores[0], lcore);
 	CHECK_EQ_U64(cfg->idle_sleep_us, idle_sleep_us);
+	CHECK(cfg->early_retransmit);	/* on unless the file says otherwise */
 	CHECK_EQ_STR(cfg->socket, socket);
 	CHECK_EQ_I64(cfg->allowed_uid, -1);
 	CHECK_EQ_I64(cfg->allowed_gid, -1);
@@ -203,6 +204,7 @@ DROCE_TEST(every_key)
 		"[engines]\n"
 		"lcores = 1-3, 5\n"
 		"idle_sleep_us = 100\n"
+		"early_retransmit = no\n"
 		"[control]\n"
 		"socket = /tmp/d.sock\n"
 		"allowed_uid = 1000\n"
@@ -266,6 +268,7 @@ DROCE_TEST(every_key)
 	CHECK_EQ_U64(cfg->lcores[2], 3);
 	CHECK_EQ_U64(cfg->lcores[3], 5);
 	CHECK_EQ_U64(cfg->idle_sleep_us, 100);
+	CHECK(!cfg->early_retransmit);
 	CHECK_EQ_STR(cfg->socket, "/tmp/d.sock");
 	CHECK_EQ_I64(cfg->allowed_uid, 1000);
 	CHECK_EQ_I64(cfg->allowed_gid, -1);
@@ -318,6 +321,8 @@ static const struct {
 	{ "duplicate_key", BASE "lcores = 2\n", 6, "duplicate key 'lcores' (first at line 5)" },
 	{ "no_equals", BASE "idle_sleep_us 5\n", 6, "expected '[section]' or 'key = value'" },
 	{ "no_key", BASE "= 5\n", 6, "no key before '='" },
+	{ "bad_early", BASE "early_retransmit = often\n", 6,
+	  "early_retransmit: 'often' is not true or false" },
 	{ "empty_value", BASE "idle_sleep_us =   ; none\n", 6, "key 'idle_sleep_us' has no value" },
 	{ "key_before_section", "lcores = 1\n" BASE, 1, "key 'lcores' before any section" },
 	{ "no_bracket", BASE "[limits\n", 6, "section header without ']'" },
