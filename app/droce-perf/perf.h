@@ -54,7 +54,7 @@
 /*
  * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
  * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
- * i % engines; the main lcore polls them all.
+ * i % engines; the host's lcore polls them all.
  */
 #define PERF_MAX_ENGINES	((PERF_MAX_QPS + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS)
 /*

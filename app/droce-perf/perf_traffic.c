@@ -328,16 +328,19 @@ receiver_step(struct perf_run *r, struct stream *s)
 	return 0;
 }
 
-/* What b's responder delivered: receive completions (send), perf_rdma_delivered. */
+/*
+ * What b's responder delivered of sent: receive completions (send), perf_rdma_delivered.
+ * sent is a's count as the caller's lcore may read it (s->sent_final on b's own).
+ */
 static uint64_t
-delivered(struct perf_run *r, const struct stream *s)
+delivered(struct perf_run *r, const struct stream *s, uint64_t sent)
 {
 	struct droce_engine_stats st;
 
 	if (!s->one_sided)
 		return sum_rdone(&r->b) - s->recv0;
 	perf_host_stats(&r->b, &st);
-	return perf_rdma_delivered(r, &s->sb0, &st, s->size, s->sent);
+	return perf_rdma_delivered(r, &s->sb0, &st, s->size, sent);
 }
 
 /* UC and UD under loss end when every packet sent is accounted for, not delivered. */
@@ -358,7 +361,7 @@ sender_over(const struct stream *s)
 static uint64_t
 stream_count(struct perf_run *r, const struct stream *s)
 {
-	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s);
+	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s, s->sent);
 }
 
 /*
@@ -380,7 +383,7 @@ stream_over(struct perf_run *r, struct stream *s)
 		return s->one_sided ? s->peer_done : s->received == r->o->iters * r->b.nb_qps;
 	if (loses_messages(r))
 		return perf_fault_settled(r, &s->sb0, s->received);
-	return delivered(r, s) == s->sent;
+	return delivered(r, s, s->sent) == s->sent;
 }
 
 /*
@@ -399,7 +402,7 @@ stream_b_main(void *arg)
 			return -1;
 		}
 		__atomic_store_n(&r->split.b_count, s->received, __ATOMIC_RELAXED);
-		if (perf_split_flag(&r->split.a_done) && delivered(r, s) == s->sent_final) {
+		if (perf_split_flag(&r->split.a_done) && delivered(r, s, s->sent_final) == s->sent_final) {
 			perf_split_set(&r->split.b_done);
 			break;
 		}
@@ -521,7 +524,7 @@ stream_run(struct perf_run *r, uint32_t size)
 	f.size = size;
 	f.sent = s.sent;
 	f.sent_known = has_a;
-	f.received = has_b ? delivered(r, &s) : 0;
+	f.received = has_b ? delivered(r, &s, s.sent) : 0;
 	f.received_known = has_b;
 	f.iters = has_a ? f.sent : f.received;
 	f.secs = secs;
