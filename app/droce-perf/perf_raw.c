@@ -45,7 +45,7 @@ struct raw_b {
 	struct rte_mbuf *held[RAW_BURST];
 	uint16_t nb_held;
 	uint64_t tx_final;	/* split: what a sent, written before a_done */
-	double peak;		/* the server: its best window of frames received */
+	double peak;		/* the server: its best window of what it counts */
 };
 
 /*
@@ -192,6 +192,7 @@ static int
 raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
 {
 	uint64_t hz = rte_get_tsc_hz(), win = hz / 1000000 * WINDOW_US, now, win_t, win_n = 0;
+	uint64_t cnt;
 	struct perf_raw_report client, mine;
 	uint64_t drain_end;
 
@@ -203,10 +204,12 @@ raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
 		now = rte_rdtsc();
 		if (now - win_t < win)
 			continue;
-		b->peak = RTE_MAX(b->peak, gbps(b->rx - win_n, len,
+		/* what the server counts: frames received (raw-io: sent back) */
+		cnt = r->o->mode == PERF_MODE_RAW_IO ? b->fwd : b->rx;
+		b->peak = RTE_MAX(b->peak, gbps(cnt - win_n, len,
 						(double)(now - win_t) / (double)hz));
 		win_t = now;
-		win_n = b->rx;
+		win_n = cnt;
 		if (perf_peer_end_ready(r) || perf_run_stopping(r))
 			break;
 	}
@@ -336,8 +339,10 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 		if (io)
 			raw_a_rx(r, &a);
 		if (now - win_t >= hz / 1000000 * WINDOW_US) {
-			rx_b = split ? __atomic_load_n(&r->split.b_count, __ATOMIC_RELAXED) : b.rx;
-			fwd_b = split ? __atomic_load_n(&r->split.b_count2, __ATOMIC_RELAXED) : b.fwd;
+			rx_b = split ? __atomic_load_n(&r->split.b_count, __ATOMIC_RELAXED) :
+				       b.rx;
+			fwd_b = split ? __atomic_load_n(&r->split.b_count2, __ATOMIC_RELAXED) :
+					b.fwd;
 			/* a alone counts what it sent: the server has its own peak of the rest */
 			counted = has_b ? raw_counted(o, a.tx, rx_b, fwd_b) : a.tx;
 			peak = RTE_MAX(peak, gbps(counted - win_n, len,

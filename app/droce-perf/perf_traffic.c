@@ -402,7 +402,8 @@ stream_b_main(void *arg)
 			return -1;
 		}
 		__atomic_store_n(&r->split.b_count, s->received, __ATOMIC_RELAXED);
-		if (perf_split_flag(&r->split.a_done) && delivered(r, s, s->sent_final) == s->sent_final) {
+		if (perf_split_flag(&r->split.a_done) &&
+		    delivered(r, s, s->sent_final) == s->sent_final) {
 			perf_split_set(&r->split.b_done);
 			break;
 		}
@@ -491,7 +492,8 @@ stream_run(struct perf_run *r, uint32_t size)
 			goto fail;
 		if (split && perf_split_flag(&r->split.b_failed))
 			goto fail;
-		received = split ? __atomic_load_n(&r->split.b_count, __ATOMIC_RELAXED) : s.received;
+		received = split ? __atomic_load_n(&r->split.b_count, __ATOMIC_RELAXED) :
+				   s.received;
 		/* posts count too: under --rate a signaled completion can be far off */
 		if (s.done + received + s.sent != progress) {
 			progress = s.done + received + s.sent;
