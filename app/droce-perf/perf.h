@@ -9,7 +9,10 @@
  * and 1 of whatever the EAL line gives (net_memif server and client, net_af_packet on a
  * veth pair, a NIC pair). The main lcore runs both hosts' applications and polls both
  * engines (droce_engine_poll()), as an application linking the engine in-process does;
- * with -i or --stats-period the first worker lcore does, the main lcore in control.
+ * with -i or --stats-period the first worker lcore does, the main lcore in control. With
+ * two lcores and neither, host b runs on the first worker lcore (its application and its
+ * engines), host a on the main lcore (perf_lcores.c): in RC send, write, read, atomic,
+ * lat and the raw modes.
  * With --server or --client and one port on the EAL line, this process is one host and
  * its peer another process (droce-perf or an unmodified perftest) met over perftest's
  * out-of-band TCP exchange: the client is host a, which sends, the server host b.
@@ -30,6 +33,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <rte_common.h>
+#include <rte_launch.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
@@ -49,7 +54,7 @@
 /*
  * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
  * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
- * i % engines; the main lcore polls them all.
+ * i % engines; the host's lcore polls them all.
  */
 #define PERF_MAX_ENGINES	((PERF_MAX_QPS + DROCE_SHM_DB_SLOTS - 1) / DROCE_SHM_DB_SLOTS)
 /*
@@ -242,6 +247,21 @@ struct perf_host {
 	uint64_t net_tick, net_tick_cycles;	/* lib/net's timer: last run, period */
 };
 
+/*
+ * Host b on its own lcore (perf_lcores.c): what the main lcore (host a) and the worker
+ * (host b) tell each other during a round. Each field has one writer; the flags are
+ * release stores read with acquire loads, so what was written before a flag is seen
+ * after it. b's fields are on their own cache line: a's lcore reads them, never writes.
+ */
+struct perf_split {
+	bool a_done;		/* main: host a's part of the round is over, its counts final */
+	bool quit;		/* main: the round ends (or failed): the worker returns */
+	uint64_t b_count __rte_cache_aligned;	/* worker: b's progress (messages, frames) */
+	uint64_t b_count2;	/* worker, raw-io: frames b sent back */
+	bool b_done;		/* worker: host b's part is over, its counts final */
+	bool b_failed;		/* worker: its part failed (after printing why) */
+};
+
 struct perf_run {
 	const struct perf_opts *o;
 	struct perf_host a, b;
@@ -262,12 +282,41 @@ struct perf_run {
 	struct perf_opts opened;	/* the options the hosts were set up for */
 	bool broken;			/* a run failed: the hosts are set up again */
 	struct perf_remote *remote;	/* the peer process (perf_peer.c); NULL: both here */
+	/*
+	 * The lcores that run host a and host b: the main lcore; with -i or --stats-period
+	 * the first worker for both; with two lcores and neither, b on the first worker.
+	 */
+	unsigned int a_lcore, b_lcore;
+	struct perf_split split;
+	uint8_t peer_mac[6];		/* raw modes with a peer process: its MAC */
 };
 
 static inline bool
 perf_run_stopping(const struct perf_run *r)
 {
 	return __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
+}
+
+/*
+ * perf_lcores.c: whether this round runs host b on b_lcore, its own: RC (UC and UD lose
+ * what a port refuses while the other lcore is off its CPU, and their round ends on both
+ * hosts' counters at once) and no loss options, or a raw mode.
+ */
+bool perf_run_splits(const struct perf_run *r);
+/* The worker of a split round launched on b_lcore (the flags cleared), and joined. */
+int perf_split_launch(struct perf_run *r, lcore_function_t *fn, void *arg);
+int perf_split_join(struct perf_run *r);
+
+static inline bool
+perf_split_flag(const bool *f)
+{
+	return __atomic_load_n(f, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+perf_split_set(bool *f)
+{
+	__atomic_store_n(f, true, __ATOMIC_RELEASE);
 }
 
 /* Port counts at a moment: testpmd's "since last show" rates start there. */
@@ -296,6 +345,11 @@ struct perf_bw {
 	uint64_t lost;			/* UC, UD under loss: sent - received */
 	uint64_t retransmits;		/* host a's request packets sent again */
 	bool sent_known, received_known;	/* false: the other process's, not told */
+	/*
+	 * Raw modes with a peer process: sent is the client's frames, received the server's
+	 * (raw-io: those back at the client); the server's own counts besides.
+	 */
+	uint64_t server_rx, server_fwd;
 	double secs;
 };
 
@@ -351,6 +405,23 @@ int perf_peer_connected(struct perf_run *r);
 int perf_peer_run_start(struct perf_run *r);
 int perf_peer_run_end(struct perf_run *r, struct perf_bw *f);
 bool perf_peer_end_ready(struct perf_run *r);
+/*
+ * The raw modes with a peer process: droce-perf's own exchange on perftest's connection
+ * (a perftest peer has no raw mode). After perf_peer_open: a hello each way (mode, size,
+ * MAC) in open; the start barrier; then reports, the client's first, each answered.
+ */
+struct perf_raw_report {
+	uint64_t tx;		/* the client: frames sent */
+	uint64_t back;		/* the client, raw-io: frames that came back */
+	uint64_t rx, fwd;	/* the server: frames received, sent back (raw-io) */
+	uint64_t ns;		/* the client: its time transmitting */
+	double peak_gbps;	/* the sender's best window of what it counts */
+};
+int perf_peer_raw_start(struct perf_run *r);
+int perf_peer_raw_send(struct perf_run *r, const struct perf_raw_report *m);
+/* The peer's next report; idle (NULL: none) runs while it waits. */
+int perf_peer_raw_recv(struct perf_run *r, struct perf_raw_report *m, void (*idle)(void *),
+		       void *arg);
 int perf_peer_close(struct perf_run *r);
 void perf_peer_free(struct perf_run *r);
 void perf_peer_host_release(struct perf_host *h);

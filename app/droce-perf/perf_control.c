@@ -66,6 +66,8 @@ perf_control_launch(struct perf_control *c)
 	if (perf_hosts_fit(r) != 0)
 		return -1;
 	__atomic_store_n(&r->stop, false, __ATOMIC_RELAXED);
+	/* the worker runs both hosts; the main lcore stays in control */
+	r->a_lcore = r->b_lcore = c->worker;
 	c->finished = false;
 	ports_mark(r, c->mark);
 	perf_report_header(r);

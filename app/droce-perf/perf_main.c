@@ -843,6 +843,9 @@ host_open_alone(struct perf_run *r, struct perf_opts *o)
 	if (port_start(h) != 0 || port_wait_up(h) != 0 || perf_fault_attach(r) != 0 ||
 	    perf_peer_open(r, h, o) != 0)
 		return -1;
+	/* the raw modes: the port alone, polled by perf_raw.c */
+	if (perf_mode_is_raw(o->mode))
+		return 0;
 	if (host_engine(h, o->qps, r->max_size, region_bytes(o, o->qps)) != 0) {
 		fprintf(stderr, "droce-perf: engine: set-up failed: %s\n", rte_strerror(rte_errno));
 		return -1;
@@ -896,6 +899,11 @@ main(int argc, char **argv)
 	r->o = &o;
 	r->opened = o;
 	r->max_size = perf_largest_size(&o);
+	/* two lcores, neither -i nor --stats-period: host b on the worker (perf_lcores.c) */
+	r->a_lcore = r->b_lcore = rte_get_main_lcore();
+	if (o.role == PERF_ROLE_BOTH && !o.interactive && o.stats_period == 0 &&
+	    rte_lcore_count() >= 2)
+		r->b_lcore = rte_get_next_lcore(-1, 1, 0);
 	if ((o.role == PERF_ROLE_BOTH ? hosts_open(r) : host_open_alone(r, &o)) != 0)
 		goto close;
 	signals_catch(r);

@@ -212,6 +212,18 @@ perf_oob_conn_close(struct perf_oob_conn *c)
 }
 
 int
+perf_oob_send(struct perf_oob_conn *c, const void *buf, size_t n)
+{
+	return send_all(c, buf, n);
+}
+
+int
+perf_oob_recv(struct perf_oob_conn *c, void *buf, size_t n)
+{
+	return recv_all(c, buf, n);
+}
+
+int
 perf_oob_xchg(struct perf_oob_conn *c, const void *mine, void *theirs, size_t n)
 {
 	if (c->is_client)

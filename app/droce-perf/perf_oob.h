@@ -93,6 +93,9 @@ int perf_oob_listen(uint16_t port, char *err, size_t errlen);
 int perf_oob_accept(struct perf_oob_conn *c, int lfd, int timeout_ms);
 void perf_oob_conn_close(struct perf_oob_conn *c);
 
+/* One message of n bytes each way, alone (droce-perf's own exchanges). */
+int perf_oob_send(struct perf_oob_conn *c, const void *buf, size_t n);
+int perf_oob_recv(struct perf_oob_conn *c, void *buf, size_t n);
 /* Exchanges n bytes: client writes then reads, server reads then writes (ctx_xchg_data). */
 int perf_oob_xchg(struct perf_oob_conn *c, const void *mine, void *theirs, size_t n);
 /* Versions, cycle buffer and cache line size, MTU; rejects a peer older than 5.70. */

@@ -102,6 +102,8 @@ perf_usage(const char *prog)
 	       "                      frames) a second; R a decimal with an optional k, M or G\n"
 	       "                      (10^3, 10^6, 10^9): 20000, 2.5k, 10Mbps, 1.5Gbps; off\n"
 	       "                      for none (default off)\n"
+	       "  (EAL -l 0,1 without -i and --stats-period: host a on the main lcore, host b\n"
+	       "  on the worker, in RC and the raw modes)\n"
 	       "  -i, --interactive   the prompt (help lists its commands): the run goes on a\n"
 	       "                      worker lcore, so the EAL line needs two (-l 0,1); start\n"
 	       "                      runs by -n or -D, or until stop when neither is given\n"
@@ -112,11 +114,13 @@ perf_usage(const char *prog)
 	       "                      without -n and -D, until SIGINT or SIGTERM\n"
 	       "      --server        one host, on the EAL line's one port: host b, which\n"
 	       "                      receives (lat: answers); waits on TCP --port for the\n"
-	       "                      peer, droce-perf --client or a perftest client\n"
+	       "                      peer, droce-perf --client or a perftest client; raw\n"
+	       "                      modes: until the client's end (its -n or -D)\n"
 	       "      --client HOST   one host, on the EAL line's one port: host a, which sends\n"
 	       "                      (lat: pings); connects to HOST's --port, droce-perf\n"
 	       "                      --server or a perftest server (ib_send_bw, ib_write_bw,\n"
 	       "                      ib_send_lat); both sides need the same -s, -n, -q, -c\n"
+	       "                      (raw modes: the same --mode and -s, both droce-perf)\n"
 	       "  -p, --port PORT     the out-of-band TCP port (default %u, perftest's)\n"
 	       "      --ip ADDR[/LEN] this host's IPv4 address and subnet with --server or\n"
 	       "                      --client, its GID ::ffff:ADDR; the peer's MAC is learnt\n"
@@ -198,16 +202,24 @@ parse_ipv4(const char *s, uint32_t *ip, uint8_t *len)
 /*
  * What a peer in another process cannot run: perftest exchanges no test settings, so both
  * ends stop after the -n they were each given, at one size (its -a runs other sizes than
- * ours), and the raw modes have no peer protocol.
+ * ours). The raw modes have droce-perf's own exchange (perf_peer.c), which tells the
+ * server when the client is done: the client's -n or -D ends the run.
  */
 static int
 perf_opts_check_peer(const struct perf_opts *o)
 {
 	const char *role = o->role == PERF_ROLE_SERVER ? "server" : "client";
+	bool raw = perf_mode_is_raw(o->mode);
 
-	if (o->mode != PERF_MODE_SEND && o->mode != PERF_MODE_WRITE && o->mode != PERF_MODE_LAT) {
-		fprintf(stderr, "droce-perf: --%s: only send, write and lat have a peer in "
-			"another process\n", role);
+	if (o->mode != PERF_MODE_SEND && o->mode != PERF_MODE_WRITE && o->mode != PERF_MODE_LAT &&
+	    !raw) {
+		fprintf(stderr, "droce-perf: --%s: only send, write, lat and the raw modes have a "
+			"peer in another process\n", role);
+		return -1;
+	}
+	if (raw && o->role == PERF_ROLE_SERVER && (o->iters != 0 || o->duration_s > 0)) {
+		fprintf(stderr, "droce-perf: --server: in the raw modes the client's -n or -D ends "
+			"the run: give them to the client\n");
 		return -1;
 	}
 	if (o->qp_type == DROCE_SHM_QPT_UD || o->ipv6) {
@@ -226,9 +238,9 @@ perf_opts_check_peer(const struct perf_opts *o)
 			"process\n", role);
 		return -1;
 	}
-	if (o->all_sizes || o->duration_s > 0) {
-		fprintf(stderr, "droce-perf: --%s: one size and -n iterations (no --all, no "
-			"--duration): both ends must agree on them\n", role);
+	if (o->all_sizes || (o->duration_s > 0 && !raw)) {
+		fprintf(stderr, "droce-perf: --%s: one size and -n iterations (no --all; "
+			"--duration in the raw modes only): both ends must agree on them\n", role);
 		return -1;
 	}
 	return 0;

@@ -18,8 +18,16 @@
  * its engines handing ARP frames to slow_rx and sending lib/net's from slow_tx, and it
  * answers the peer's ARP requests (droced resolves droce-perf's address before the peer's
  * QP can reach RTR). Every wait on the TCP connection polls the engines meanwhile.
+ *
+ * The raw modes are droce-perf's own (perftest has none), on the same connection after
+ * perftest's set-up: a hello each way (mode, size, the MAC the frames go to), a start
+ * barrier, and at the end reports of the counts, the client's first, each answered:
+ * the client's frames sent and its time, the server's received (and sent back), and in
+ * the end what came back to the client. No ARP, no engine: the ports are polled directly.
  */
+#include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +54,12 @@
 #define ARP_WAIT_S		10
 /* What perftest's destination says of its reads in flight (ib_write_bw sends 1). */
 #define OUT_READS		1
+/*
+ * The raw hello: text, as long as perftest's destination, which a peer in a RoCE mode
+ * sends in its place: both ends then read one message and tell the user what differs.
+ */
+#define RAW_HELLO_LEN		PERF_OOB_DEST_GID_LEN
+#define RAW_HELLO		"droce-perf raw"
 
 struct perf_remote {
 	struct perf_oob_conn conn;
@@ -175,6 +189,48 @@ perf_peer_host_release(struct perf_host *h)
 }
 
 /*
+ * The raw modes' hello, each way: "droce-perf raw MODE SIZE MAC". Both ends must run the
+ * same mode and size; the peer's MAC is where the frames go. One destination (zeros) for
+ * the start and close barriers.
+ */
+static int
+raw_hello(struct perf_run *r, const struct perf_host *h)
+{
+	struct perf_remote *rm = r->remote;
+	const struct perf_opts *o = r->o;
+	char mine[RAW_HELLO_LEN], theirs[RAW_HELLO_LEN + 1], mode[16];
+	unsigned int size, m[6];
+	int i;
+
+	rm->mine = calloc(1, sizeof(*rm->mine));
+	rm->theirs = calloc(1, sizeof(*rm->theirs));
+	if (rm->mine == NULL || rm->theirs == NULL)
+		return -1;
+	memset(mine, 0, sizeof(mine));
+	snprintf(mine, sizeof(mine), RAW_HELLO " %s %u %02x:%02x:%02x:%02x:%02x:%02x",
+		 perf_mode_names[o->mode], o->size, h->mac[0], h->mac[1], h->mac[2], h->mac[3],
+		 h->mac[4], h->mac[5]);
+	if (perf_oob_xchg(&rm->conn, mine, theirs, RAW_HELLO_LEN) != 0)
+		return oob_fail(r, "the raw hello");
+	theirs[RAW_HELLO_LEN] = '\0';
+	if (sscanf(theirs, RAW_HELLO " %15s %u %x:%x:%x:%x:%x:%x", mode, &size, &m[0], &m[1],
+		   &m[2], &m[3], &m[4], &m[5]) != 8) {
+		fprintf(stderr, "droce-perf: %s is not droce-perf in a raw mode (it sent "
+			"\"%.40s\"): give both ends the same --mode\n", perf_peer_name(r), theirs);
+		return -1;
+	}
+	if (strcmp(mode, perf_mode_names[o->mode]) != 0 || size != o->size) {
+		fprintf(stderr, "droce-perf: %s runs %s with -s %u, this side %s with -s %u: "
+			"give both ends the same --mode and -s\n", perf_peer_name(r), mode, size,
+			perf_mode_names[o->mode], o->size);
+		return -1;
+	}
+	for (i = 0; i < 6; i++)
+		r->peer_mac[i] = (uint8_t)m[i];
+	return 0;
+}
+
+/*
  * The TCP connection and perftest's first messages (versions, page size and cache line,
  * MTU), which come before any resource: the MTU is the smaller of both ends', and the
  * peer WRITEs within max(size, the larger page size) of our buffer (perftest's cycle
@@ -195,7 +251,8 @@ perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o)
 	rm->conn.fd = -1;
 	rm->h = h;
 	r->remote = rm;
-	if (host_net(h, o) != 0)
+	/* raw: frames to the MAC the hello gives, no ARP */
+	if (!perf_mode_is_raw(o->mode) && host_net(h, o) != 0)
 		return -1;
 	if (o->role == PERF_ROLE_CLIENT) {
 		if (perf_oob_connect(&rm->conn, o->peer, o->tcp_port, OOB_TIMEOUT_MS) != 0)
@@ -226,7 +283,7 @@ perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o)
 		return oob_fail(r, "set-up");
 	o->mtu = (uint8_t)rm->conn.mtu;
 	h->buf_min = RTE_MAX((uint64_t)o->size, (uint64_t)rm->conn.cycle_buffer);
-	return 0;
+	return perf_mode_is_raw(o->mode) ? raw_hello(r, h) : 0;
 }
 
 /* All destinations, QP by QP (perftest's loop of ctx_hand_shake). */
@@ -422,4 +479,46 @@ perf_peer_free(struct perf_run *r)
 	free(rm->vaddrs);
 	free(rm);
 	r->remote = NULL;
+}
+
+int
+perf_peer_raw_start(struct perf_run *r)
+{
+	return barrier(r, "the start barrier");
+}
+
+int
+perf_peer_raw_send(struct perf_run *r, const struct perf_raw_report *m)
+{
+	uint64_t v[6] = { htobe64(m->tx), htobe64(m->back), htobe64(m->rx), htobe64(m->fwd),
+			  htobe64(m->ns), 0 };
+
+	memcpy(&v[5], &m->peak_gbps, sizeof(v[5]));
+	v[5] = htobe64(v[5]);
+	return perf_oob_send(&r->remote->conn, v, sizeof(v)) != 0 ?
+	       oob_fail(r, "the raw counts") : 0;
+}
+
+int
+perf_peer_raw_recv(struct perf_run *r, struct perf_raw_report *m, void (*idle)(void *),
+		   void *arg)
+{
+	struct perf_oob_conn *c = &r->remote->conn;
+	uint64_t v[6];
+	int rc;
+
+	c->idle = idle;
+	c->idle_arg = arg;
+	rc = perf_oob_recv(c, v, sizeof(v));
+	c->idle = NULL;
+	if (rc != 0)
+		return oob_fail(r, "the raw counts");
+	m->tx = be64toh(v[0]);
+	m->back = be64toh(v[1]);
+	m->rx = be64toh(v[2]);
+	m->fwd = be64toh(v[3]);
+	m->ns = be64toh(v[4]);
+	v[5] = be64toh(v[5]);
+	memcpy(&m->peak_gbps, &v[5], sizeof(v[5]));
+	return 0;
 }

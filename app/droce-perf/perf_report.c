@@ -10,6 +10,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 
 #include "perf.h"
 
@@ -44,10 +45,16 @@ perf_report_header(const struct perf_run *r)
 		       r->a.port, r->b.port);
 	else
 		printf(" droce-perf %s, %s, %u QP(s), MTU %u, port 0: host %s, the %s, peer %s "
-		       "(TCP port %u)\n", perf_mode_names[o->mode], conn_name(r), o->qps,
+		       "(TCP port %u)\n", perf_mode_names[o->mode], conn_name(r),
+		       perf_mode_is_raw(o->mode) ? 0 : o->qps,
 		       128u << o->mtu, o->role == PERF_ROLE_CLIENT ? "a" : "b",
 		       o->role == PERF_ROLE_CLIENT ? "client" : "server", perf_peer_name(r),
 		       o->tcp_port);
+	if (o->role == PERF_ROLE_BOTH && perf_run_splits(r))
+		printf(" host a on lcore %u (main), host b on lcore %u\n", r->a_lcore, r->b_lcore);
+	else if (o->role == PERF_ROLE_BOTH)
+		printf(" both hosts on lcore %u%s\n", r->a_lcore,
+		       r->a_lcore == rte_get_main_lcore() ? "" : ", the main lcore in control");
 	if (o->ipv6 || o->fault.on)
 		printf(" RoCEv2 over %s; fault driver on both ports: loss %u, reorder %u, dup %u, "
 		       "corrupt %u ppm, seed %" PRIu64 "\n", o->ipv6 ? "IPv6" : "IPv4",
@@ -80,20 +87,37 @@ perf_report_bw(const struct perf_run *r, const struct perf_bw *f)
 	const struct perf_opts *o = r->o;
 	char sent[24], received[24];
 
-	if (o->json)
+	if (o->json) {
 		printf("{\"figure\": \"bw\", \"mode\": \"%s\", \"connection\": \"%s\", "
 		       "\"qps\": %u, \"mtu\": %u, \"bytes\": %u, \"iterations\": %" PRIu64 ", "
 		       "\"seconds\": %.6f, \"bw_peak_gbps\": %.6f, \"bw_average_gbps\": %.6f, "
 		       "\"msg_rate_mpps\": %.6f, \"sent\": %s, \"received\": %s, "
-		       "\"lost\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"ip\": \"%s\"}\n",
+		       "\"lost\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"ip\": \"%s\"",
 		       perf_mode_names[o->mode], conn_name(r), perf_mode_is_raw(o->mode) ? 0 : o->qps,
 		       128u << o->mtu, f->size, f->iters, f->secs, f->peak_gbps, f->avg_gbps,
 		       f->mpps, count_json(f->sent, f->sent_known, sent),
 		       count_json(f->received, f->received_known, received), f->lost,
 		       f->retransmits, o->ipv6 ? "ipv6" : "ipv4");
-	else
+		if (perf_mode_is_raw(o->mode) && r->remote != NULL)
+			printf(", \"server_received\": %" PRIu64 ", \"server_sent_back\": %" PRIu64,
+			       f->server_rx, f->server_fwd);
+		printf("}\n");
+	} else {
 		printf(REPORT_FMT, (unsigned long)f->size, f->iters, f->peak_gbps, f->avg_gbps,
 		       f->mpps);
+	}
+	/*
+	 * raw with a peer process: a link between processes drops what arrives while the
+	 * receiver is off its CPU; both ends print what was lost where.
+	 */
+	if (!o->json && perf_mode_is_raw(o->mode) && r->remote != NULL)
+		printf(" # client sent %" PRIu64 ", server received %" PRIu64 ", lost %" PRIu64
+		       "%s", f->sent, f->server_rx,
+		       f->sent > f->server_rx ? f->sent - f->server_rx : 0,
+		       o->mode == PERF_MODE_RAW_IO ? "" : "\n");
+	if (!o->json && o->mode == PERF_MODE_RAW_IO && r->remote != NULL)
+		printf("; server sent back %" PRIu64 ", client received %" PRIu64 "\n",
+		       f->server_fwd, f->received);
 	/* under loss the figures are goodput: what was delivered, and what it cost */
 	if (!o->json && o->fault.on)
 		printf(" # sent %" PRIu64 ", received %" PRIu64 ", lost %" PRIu64 ", packets "

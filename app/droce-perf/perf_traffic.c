@@ -5,7 +5,8 @@
  * words: perf_rdma.c), every SIGNAL_EVERY-th signaled, as perftest's bandwidth tests post
  * (its --cq-mod); host b reposts each receive as it completes. lat: RC SEND ping-pong on
  * one QP, perftest's send_lat. The main lcore runs both hosts' applications and both
- * engines in turn; a process that is one host (--client, --server) runs its own.
+ * engines in turn, or host a only while host b runs on its own lcore (perf_lcores.c); a
+ * process that is one host (--client, --server) runs its own.
  */
 #include <math.h>
 #include <stdio.h>
@@ -264,6 +265,7 @@ sender_poll(struct perf_run *r)
  * is one host (--client, --server) runs its own.
  */
 struct stream {
+	struct perf_run *r;
 	uint32_t size;
 	bool one_sided;		/* write, read, atomic: no receives at b */
 	uint64_t t0, t_end;
@@ -273,8 +275,10 @@ struct stream {
 	uint64_t done0, done, sent;
 	uint32_t finished;	/* QPs that posted their -n sends */
 	bool all;		/* every QP posted its last send */
-	/* host b */
-	uint64_t recv0, received;
+	uint64_t sent_final;	/* host b on its own lcore: what a sent, read after a_done */
+	/* host b: its own cache line, which its lcore writes when it has one */
+	uint64_t recv0 __rte_cache_aligned;
+	uint64_t received;
 	struct droce_engine_stats sb0;
 	bool peer_done;		/* host b alone in write: the client's end barrier came */
 };
@@ -374,16 +378,19 @@ receiver_step(struct perf_run *r, struct stream *s)
 	return 0;
 }
 
-/* What b's responder delivered: receive completions (send), perf_rdma_delivered. */
+/*
+ * What b's responder delivered of sent: receive completions (send), perf_rdma_delivered.
+ * sent is a's count as the caller's lcore may read it (s->sent_final on b's own).
+ */
 static uint64_t
-delivered(struct perf_run *r, const struct stream *s)
+delivered(struct perf_run *r, const struct stream *s, uint64_t sent)
 {
 	struct droce_engine_stats st;
 
 	if (!s->one_sided)
 		return r->b.rdone_sum - s->recv0;
 	perf_host_stats(&r->b, &st);
-	return perf_rdma_delivered(r, &s->sb0, &st, s->size, s->sent);
+	return perf_rdma_delivered(r, &s->sb0, &st, s->size, sent);
 }
 
 /* UC and UD under loss end when every packet sent is accounted for, not delivered. */
@@ -393,11 +400,18 @@ loses_messages(const struct perf_run *r)
 	return perf_fault_lossy(r) && r->o->qp_type != DROCE_SHM_QPT_RC;
 }
 
+/* Host a's part of the round is over: every send posted is complete. */
+static bool
+sender_over(const struct stream *s)
+{
+	return s->all && s->done - s->done0 == s->sent;
+}
+
 /* What the peak window counts: a's completions, or what b alone was delivered. */
 static uint64_t
 stream_count(struct perf_run *r, const struct stream *s)
 {
-	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s);
+	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s, s->sent);
 }
 
 /*
@@ -411,7 +425,7 @@ stream_over(struct perf_run *r, struct stream *s)
 {
 	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
 
-	if (has_a && !(s->all && s->done - s->done0 == s->sent))
+	if (has_a && !sender_over(s))
 		return false;
 	if (!has_b)
 		return true;
@@ -419,7 +433,46 @@ stream_over(struct perf_run *r, struct stream *s)
 		return s->one_sided ? s->peer_done : s->received == r->o->iters * r->b.nb_qps;
 	if (loses_messages(r))
 		return perf_fault_settled(r, &s->sb0, s->received);
-	return delivered(r, s) == s->sent;
+	return delivered(r, s, s->sent) == s->sent;
+}
+
+/*
+ * Host b on its own lcore (perf_lcores.c): its engines and application until a's part is
+ * over and b has what a sent, its progress published for the main lcore's stall check.
+ */
+static int
+stream_b_main(void *arg)
+{
+	struct stream *s = arg;
+	struct perf_run *r = s->r;
+
+	while (!perf_split_flag(&r->split.quit)) {
+		if (receiver_step(r, s) != 0) {
+			perf_split_set(&r->split.b_failed);
+			return -1;
+		}
+		__atomic_store_n(&r->split.b_count, s->received, __ATOMIC_RELAXED);
+		if (perf_split_flag(&r->split.a_done) &&
+		    delivered(r, s, s->sent_final) == s->sent_final) {
+			perf_split_set(&r->split.b_done);
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The main lcore's end of a split round: a's part over, its count handed over once; then
+ * the round is over when b says it has all.
+ */
+static bool
+split_over(struct perf_run *r, struct stream *s)
+{
+	if (!r->split.a_done && sender_over(s)) {
+		s->sent_final = s->sent;
+		perf_split_set(&r->split.a_done);
+	}
+	return r->split.a_done && perf_split_flag(&r->split.b_done);
 }
 
 /* A round's checks beyond sent = received (both hosts here). 0, or -1 after printing why. */
@@ -447,13 +500,15 @@ stream_run(struct perf_run *r, uint32_t size)
 	struct perf_host *a = &r->a, *b = &r->b;
 	uint64_t hz = rte_get_tsc_hz(), win = hz / 1000000 * PEAK_WINDOW_US;
 	uint64_t t0, now, last_progress, win_t, win_cnt = 0, progress = 0, cnt;
-	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
+	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r), split = perf_run_splits(r);
 	double peak = 0, secs;
 	struct stream s;
 	struct perf_bw f;
+	uint64_t received;
 	uint32_t i;
 
 	memset(&s, 0, sizeof(s));
+	s.r = r;
 	s.size = size;
 	s.one_sided = o->mode != PERF_MODE_SEND;
 	s.per_tick = perf_rate_msgs(o, size) / (double)hz;
@@ -480,19 +535,25 @@ stream_run(struct perf_run *r, uint32_t size)
 	t0 = s.t0 = rte_rdtsc();
 	s.t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
 	last_progress = win_t = t0;
+	if (split && perf_split_launch(r, stream_b_main, &s) != 0)
+		return -1;
 	for (;;) {
 		now = rte_rdtsc();
 		if (has_a && sender_step(r, &s, now) != 0)
-			return -1;
-		if (has_b && receiver_step(r, &s) != 0)
-			return -1;
+			goto fail;
+		if (has_b && !split && receiver_step(r, &s) != 0)
+			goto fail;
+		if (split && perf_split_flag(&r->split.b_failed))
+			goto fail;
+		received = split ? __atomic_load_n(&r->split.b_count, __ATOMIC_RELAXED) :
+				   s.received;
 		/* posts count too: under --rate a signaled completion can be far off */
-		if (s.done + s.received + s.sent != progress) {
-			progress = s.done + s.received + s.sent;
+		if (s.done + received + s.sent != progress) {
+			progress = s.done + received + s.sent;
 			last_progress = now;
 		} else if (now - last_progress > STALL_S * hz) {
 			fprintf(stderr, "droce-perf: no completion for %d s\n", STALL_S);
-			return -1;
+			goto fail;
 		}
 		if (now - win_t >= win) {
 			cnt = stream_count(r, &s);
@@ -506,16 +567,19 @@ stream_run(struct perf_run *r, uint32_t size)
 			win_t = now;
 			win_cnt = cnt;
 		}
-		if (stream_over(r, &s))
+		if (split ? split_over(r, &s) : stream_over(r, &s))
 			break;
 	}
 	now = rte_rdtsc();
+	/* b's lcore returned: its state is this lcore's to read */
+	if (split && perf_split_join(r) != 0)
+		return -1;
 	secs = (double)(now - t0) / (double)hz;
 	memset(&f, 0, sizeof(f));
 	f.size = size;
 	f.sent = s.sent;
 	f.sent_known = has_a;
-	f.received = has_b ? delivered(r, &s) : 0;
+	f.received = has_b ? delivered(r, &s, s.sent) : 0;
 	f.received_known = has_b;
 	f.iters = has_a ? f.sent : f.received;
 	f.secs = secs;
@@ -538,6 +602,10 @@ stream_run(struct perf_run *r, uint32_t size)
 	if (f.sent_known && f.received_known)
 		return round_check(r, &s, &f);
 	return 0;
+fail:
+	if (split)
+		perf_split_join(r);
+	return -1;
 }
 
 /* Half round trips, as a histogram and sums (ns). */
@@ -553,7 +621,8 @@ struct lat_samples {
  * takes the time from its send to the next message it receives: a round trip.
  */
 struct lat_end {
-	struct perf_host *h;
+	/* its own cache line: host b's end may run on its own lcore */
+	struct perf_host *h __rte_cache_aligned;
 	struct perf_qp *q;
 	bool pinger;
 	uint64_t total;		/* messages each way; UINT64_MAX: until told */
@@ -562,6 +631,8 @@ struct lat_end {
 	uint64_t scomp;		/* sends complete */
 	uint64_t t_sent;
 	struct lat_samples *smp;	/* NULL: not measured */
+	struct perf_run *r;
+	uint32_t size;
 };
 
 static void
@@ -637,6 +708,22 @@ lat_step(struct lat_end *e, uint32_t size)
 	return got < 0 ? -1 : 0;
 }
 
+/* The ponger on host b's own lcore (perf_lcores.c): it answers until the round ends. */
+static int
+lat_b_main(void *arg)
+{
+	struct lat_end *e = arg;
+	struct perf_run *r = e->r;
+
+	while (!perf_split_flag(&r->split.quit)) {
+		if (lat_step(e, e->size) != 0) {
+			perf_split_set(&r->split.b_failed);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Done: every message sent and received, and the last answer complete (acknowledged),
  * since a peer process stops polling us after it: the engine sends only when polled.
@@ -677,6 +764,7 @@ lat_run(struct perf_run *r, uint32_t size)
 {
 	const struct perf_opts *o = r->o;
 	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r), alone = r->remote != NULL;
+	bool split = perf_run_splits(r);
 	uint64_t hz = rte_get_tsc_hz(), t_end, t_last, progress = 0;
 	struct lat_end ea, eb, *m;
 	struct lat_samples smp;
@@ -695,6 +783,8 @@ lat_run(struct perf_run *r, uint32_t size)
 	ea.total = o->iters != 0 ? o->iters + ea.skip : UINT64_MAX;
 	eb.h = &r->b;
 	eb.total = alone ? o->iters : UINT64_MAX;
+	eb.r = r;
+	eb.size = size;
 	m = has_a ? &ea : &eb;
 	m->smp = &smp;
 	if (has_a) {
@@ -706,13 +796,17 @@ lat_run(struct perf_run *r, uint32_t size)
 		fill_recvs(&r->b, eb.q);
 	}
 	if (perf_peer_run_start(r) != 0)
-		goto fail;
+		goto fail_launch;
 	t_last = rte_rdtsc();
 	t_end = o->duration_s > 0 ? t_last + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	if (split && perf_split_launch(r, lat_b_main, &eb) != 0)
+		goto fail_launch;
 	while (!lat_end_done(m)) {
 		if (has_a && lat_step(&ea, size) != 0)
 			goto fail;
-		if (has_b && lat_step(&eb, size) != 0)
+		if (has_b && !split && lat_step(&eb, size) != 0)
+			goto fail;
+		if (split && perf_split_flag(&r->split.b_failed))
 			goto fail;
 		/* time is up, or the prompt's stop: the ping out is the last */
 		if (has_a && ea.total != ea.scnt && (perf_run_stopping(r) ||
@@ -726,9 +820,11 @@ lat_run(struct perf_run *r, uint32_t size)
 			goto fail;
 		}
 	}
+	if (split && perf_split_join(r) != 0)
+		goto fail_launch;
 	if (smp.n == 0) {
 		fprintf(stderr, "droce-perf: no ping completed in the time given\n");
-		goto fail;
+		goto fail_launch;
 	}
 	mean = smp.sum / (double)smp.n;
 	memset(&f, 0, sizeof(f));
@@ -746,6 +842,9 @@ lat_run(struct perf_run *r, uint32_t size)
 	free(smp.hist);
 	return 0;
 fail:
+	if (split)
+		perf_split_join(r);
+fail_launch:
 	free(smp.hist);
 	return -1;
 }

@@ -7,9 +7,11 @@ received, raw frames sent = received: both links are lossless); port statistics 
 agree with them. read, atomic (droce-perf checks host b's words itself), UD, IPv6 (on
 the wire: memif's byte counts) and the loss options: RC delivers everything with
 retransmissions, UD loses exactly what the fault driver drops (sent = received + lost).
-Bad arguments must give a message naming the option and exit status 2.
+Bad arguments must give a message naming the option and exit status 2. With -l 0,1 host b
+runs on its own lcore: the same counts must hold, and the header must say so.
 
-As test/integration's harness: a unique --file-prefix per run, --no-pci, one lcore,
+As test/integration's harness: a unique --file-prefix per run, --no-pci, one lcore (two
+for the split runs),
 --no-huge with --no-shconf (nothing left in hugetlbfs; droce-perf removes its runtime
 directory), a hard timeout on every process.
 
@@ -40,10 +42,10 @@ def log(msg):
     print(msg, flush=True)
 
 
-def eal(vdevs=()):
+def eal(vdevs=(), lcores="0"):
     global RUNS
     RUNS += 1
-    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", "-l", "0", "-m", "1024",
+    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", "-l", lcores, "-m", "1024",
             "--file-prefix=droce-perf-test-%d-%d" % (os.getpid(), RUNS),
             "--log-level=lib.eal:warning"]
     return args + ["--vdev=%s" % v for v in vdevs]
@@ -137,6 +139,46 @@ def modes(perf, eal_fn, topo):
                 check(f["iterations"] == 100000, "%s: %d frames" % (name, f["iterations"]))
             check_bw(name, f, ports, raw_io=mode == "raw-io")
             log("ok %s: %.3f Mpps" % (name, f["msg_rate_mpps"]))
+
+
+def split(perf, eal_fn, topo):
+    """Two lcores, neither -i nor --stats-period: host a on the main lcore, host b on the
+    worker, each polling its own engines (or port). The counts must stay exact across the
+    two: sent = received, port a's TX = port b's RX, as on one lcore."""
+    for opts in (["--mode", "send", "-s", "64", "-n", "20000"],
+                 ["--mode", "write", "-s", "65536", "-q", "4", "-n", "200"],
+                 ["--mode", "read", "-s", "4096", "-n", "2000"],
+                 ["--mode", "atomic", "-n", "2000"],
+                 ["--mode", "send", "-s", "1024", "-D", "0.2"],
+                 ["--mode", "raw-tx", "-n", "100000"],
+                 ["--mode", "raw-rx", "-s", "1024", "-D", "0.1"],
+                 ["--mode", "raw-io", "-n", "100000"]):
+        name = "%s -l 0,1 %s" % (topo, " ".join(opts))
+        f, ports = one_fig(perf, eal_fn(lcores="0,1"), opts, name)
+        if "-n" in opts:
+            n = int(opts[opts.index("-n") + 1])
+            q = int(opts[opts.index("-q") + 1]) if "-q" in opts else 1
+            check(f["iterations"] == n * q, "%s: %d iterations" % (name, f["iterations"]))
+        check_bw(name, f, ports, raw_io=opts[1] == "raw-io")
+        log("ok %s: %.3f Mpps" % (name, f["msg_rate_mpps"]))
+    f, ports = one_fig(perf, eal_fn(lcores="0,1"), ["--mode", "lat", "-n", "2000"], topo + " lat")
+    check(f["iterations"] == 2000 and f["t_min_us"] > 0 and f["t_typical_us"] > 0,
+          "%s -l 0,1 lat: %s" % (topo, f))
+    log("ok %s -l 0,1 lat: median %.3f us" % (topo, f["t_typical_us"]))
+    # the header says which lcore runs which host; UC stays on the main lcore
+    for opts, want in ((["--mode", "send", "-n", "100"],
+                        " host a on lcore 0 (main), host b on lcore 1"),
+                       (["--mode", "raw-tx", "-n", "100"],
+                        " host a on lcore 0 (main), host b on lcore 1"),
+                       (["--mode", "send", "-c", "UC", "-n", "100"], " both hosts on lcore 0"),
+                       (["--mode", "send", "--loss", "1", "-n", "100"],
+                        " both hosts on lcore 0")):
+        rc, out, err, cmd = run(perf, eal_fn(lcores="0,1"), opts)
+        check(rc == 0 and want in out.splitlines(), "%s: exit %d, no %r:\n%s%s" %
+              (cmd, rc, want, out, err))
+    rc, out, err, cmd = run(perf, eal_fn(lcores="0"), ["--mode", "send", "-n", "100"])
+    check(rc == 0 and " both hosts on lcore 0" in out.splitlines(), "%s:\n%s" % (cmd, out))
+    log("ok %s: the header names the lcores" % topo)
 
 
 def one_fig(perf, eal_args, opts, name):
@@ -305,7 +347,10 @@ def bad_args(perf):
         (["stray"], "unexpected argument 'stray'"),
         # a peer in another process (test_perf_peer.py runs them)
         (["--server", "--client", "h"], "--server and --client exclude each other"),
-        (["--server", "--mode", "raw-tx"], "--server: only send, write and lat"),
+        (["--server", "--mode", "read"], "--server: only send, write, lat and the raw modes"),
+        (["--server", "--mode", "raw-tx", "-n", "5"], "--server: in the raw modes the "
+         "client's -n or -D ends the run"),
+        (["--client", "h", "--mode", "raw-rx", "-a"], "--client: one size"),
         (["--client", "h", "-a"], "--client: one size and -n iterations"),
         (["--server", "-D", "1"], "--server: one size and -n iterations"),
         (["-p", "18515"], "--port and --ip need --server or --client"),
@@ -344,17 +389,20 @@ def main():
     try:
         bad_args(perf)
         tables(perf)
+        split(perf, eal, "net_ring")
         modes(perf, eal, "net_ring")
         new_modes(perf, eal, "net_ring")
         lossy(perf, eal, "net_ring")
 
-        def memif_eal():
+        def memif_eal(lcores="0"):
             # bsize 8192: one memif buffer per packet (test/engine/test_engine_memif.c: DPDK
             # 22.11's memif mislabels chained packets' lengths). The server is probed first
             # and listens; the client connects once both are started.
             sock = os.path.join(work, "memif-%d.sock" % (RUNS + 1))
             common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
-            return eal(["net_memif0,role=server," + common, "net_memif1,role=client," + common])
+            return eal(["net_memif0,role=server," + common, "net_memif1,role=client," + common],
+                       lcores)
+        split(perf, memif_eal, "memif")
         modes(perf, memif_eal, "memif")
         new_modes(perf, memif_eal, "memif")
         lossy(perf, memif_eal, "memif")

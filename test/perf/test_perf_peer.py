@@ -8,7 +8,10 @@ exchange (doc/tools/droce-perf-oob.md):
   refuses while the receiving process is off its CPU) and lat. Both exit 0, both print a
   non-zero figure, the client sent -n times -q messages and the server received as many
   (write: the server also checks the count the client reports over the exchange against
-  what its responder placed).
+  what its responder placed). raw-tx, raw-rx (by -D) and raw-io: both print the same
+  counts, exchanged at the end; the server received at most what the client sent (a memif
+  link between processes may drop), raw-io got back at most what the server sent back;
+  a client in a RoCE mode against a raw server is refused.
 - perftest_*: droce-perf against Debian's unmodified perftest (ib_write_bw, ib_send_bw,
   ib_send_lat) running over droced (LD_LIBRARY_PATH at droce's libibverbs.so.1), droced's
   port a net_memif server and droce-perf the memif client, in both roles. perftest's
@@ -196,6 +199,92 @@ def memif_pair(mode, opts, size, iters, qps=1):
     return "%.3f Gb/s" % fc["bw_average_gbps"]
 
 
+def memif_raw(mode, opts, iters=None):
+    """The raw modes between two droce-perf processes: the client transmits (-n or -D,
+    its alone), the server counts until the client's end message; both print the same
+    figure from the counts they exchanged. A memif link between processes may drop what
+    arrives while the receiver is off its CPU: the server's count may fall short of the
+    client's, never exceed it."""
+    work = Workdir("perf-peer")
+    try:
+        port = tcp_port()
+        sock = work.file("memif.sock")
+        common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
+        o = ["--mode", mode, "-p", str(port)]
+        srv = perf_argv(work, "s", 0, "net_memif0,role=server," + common, ["--server"] + o)
+        cli = perf_argv(work, "c", 1, "net_memif0,role=client," + common,
+                        ["--client", "localhost"] + o + opts)
+        out_s, out_c = run_both((srv, "server"), (cli, "client"), work)
+    finally:
+        work.close()
+    fs, fc = figure(out_s, "server"), figure(out_c, "client")
+    name = "%s %s" % (mode, " ".join(opts))
+    check_bw(fs, name + " server", 64)
+    check_bw(fc, name + " client", 64)
+    # the exchange of counts: both ends print the same counts and figure
+    for k in ("iterations", "sent", "received", "lost", "server_received",
+              "server_sent_back", "seconds", "bw_average_gbps"):
+        check(fs[k] == fc[k], "%s: the server's %s is %s, the client's %s" %
+              (name, k, fs[k], fc[k]))
+    sent, rx = fc["sent"], fc["server_received"]
+    if iters is not None:
+        check(sent == iters, "%s: the client sent %d, not %d" % (name, sent, iters))
+    check(0 < rx <= sent, "%s: the server received %d of %d" % (name, rx, sent))
+    if mode == "raw-io":
+        back, fwd = fc["received"], fc["server_sent_back"]
+        check(0 < back <= fwd <= rx, "%s: %d back of %d sent back of %d received" %
+              (name, back, fwd, rx))
+        check(fc["iterations"] == fwd and fc["lost"] == sent - back,
+              "%s: iterations %d, lost %d" % (name, fc["iterations"], fc["lost"]))
+    else:
+        check(fc["received"] == rx and fc["lost"] == sent - rx,
+              "%s: received %s, lost %s" % (name, fc["received"], fc["lost"]))
+        check(fc["iterations"] == (sent if mode == "raw-tx" else rx),
+              "%s: iterations %d" % (name, fc["iterations"]))
+    # the text line with the counts, which the server prints (--json here: the fields)
+    return "%.3f Mpps, %d sent, %d received" % (fc["msg_rate_mpps"], sent, rx)
+
+
+def t_memif_raw_tx():
+    return memif_raw("raw-tx", ["-n", "1000000"], 1000000)
+
+
+def t_memif_raw_rx():
+    return memif_raw("raw-rx", ["-D", "0.3"])
+
+
+def t_memif_raw_io():
+    return memif_raw("raw-io", ["-n", "200000", "--burst", "16"], 200000)
+
+
+def t_memif_raw_mismatch():
+    """Both ends must run the same raw mode: each refuses the other with a message."""
+    work = Workdir("perf-peer")
+    try:
+        port = tcp_port()
+        sock = work.file("memif.sock")
+        common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
+        srv = Proc(perf_argv(work, "s", 0, "net_memif0,role=server," + common,
+                             ["--server", "--mode", "raw-rx", "-p", str(port)]), work, "server")
+        try:
+            time.sleep(0.5)
+            cli = Proc(perf_argv(work, "c", 1, "net_memif0,role=client," + common,
+                                 ["--client", "localhost", "--mode", "send", "-p", str(port)]),
+                       work, "client")
+            try:
+                rc_c, rc_s = cli.wait(), srv.wait()
+                check(rc_s == 1 and "is not droce-perf in a raw mode" in srv.text(),
+                      "server: exit %s\n%s" % (rc_s, srv.text()))
+                check(rc_c == 1, "client: exit %s\n%s" % (rc_c, cli.text()))
+            finally:
+                cli.kill()
+        finally:
+            srv.kill()
+    finally:
+        work.close()
+    return "refused"
+
+
 # ---- droce-perf against perftest over droced ----
 
 def perftest_rows(out, prog, lat):
@@ -362,6 +451,10 @@ CASES = [
     ("memif_write", t_memif_write),
     ("memif_write_4qps", t_memif_write_4qps),
     ("memif_lat", t_memif_lat),
+    ("memif_raw_tx", t_memif_raw_tx),
+    ("memif_raw_rx", t_memif_raw_rx),
+    ("memif_raw_io", t_memif_raw_io),
+    ("memif_raw_mismatch", t_memif_raw_mismatch),
     ("perftest_write_client", t_perftest_write_client),
     ("perftest_write_server", t_perftest_write_server),
     ("perftest_write_client_2qps", t_perftest_write_client_2qps),
