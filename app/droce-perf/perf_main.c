@@ -35,6 +35,9 @@
 /* Ports kept for the prompt's next start: drained until this long without a packet. */
 #define DRAIN_QUIET_MS		20
 #define LINK_DOWN_WAIT_MS	1000
+/* hosts_settle: the link is quiet after this long without a packet; give up after max */
+#define SETTLE_QUIET_US		2000
+#define SETTLE_MAX_MS		500
 
 /*
  * Sends in flight per QP: deep rings for few QPs; with many, one signaled batch each, as
@@ -763,6 +766,35 @@ perf_hosts_fit(struct perf_run *r)
 	return 0;
 }
 
+/*
+ * After a RoCE round with both hosts here: what is still on the link (a spurious early
+ * go-back's duplicates, the ACKs of those) is received before anyone reads the ports'
+ * counters, so what one port sent the other received. Until the engines have moved no
+ * packet for SETTLE_QUIET_US, SETTLE_MAX_MS at most.
+ */
+static void
+hosts_settle(struct perf_run *r)
+{
+	uint64_t hz = rte_get_tsc_hz(), t = rte_rdtsc(), quiet_since = t, last = UINT64_MAX;
+	uint64_t end = t + hz / 1000 * SETTLE_MAX_MS, quiet = hz / 1000000 * SETTLE_QUIET_US;
+	struct droce_engine_stats sa, sb;
+
+	while ((t = rte_rdtsc()) < end && t - quiet_since < quiet) {
+		uint64_t moved;
+
+		perf_host_poll(&r->a);
+		perf_host_poll(&r->b);
+		perf_host_stats(&r->a, &sa);
+		perf_host_stats(&r->b, &sb);
+		moved = sa.rx_pkts + sa.tx_pkts + sa.rx_handoff_in + sb.rx_pkts + sb.tx_pkts +
+			sb.rx_handoff_in;
+		if (moved != last) {
+			last = moved;
+			quiet_since = t;
+		}
+	}
+}
+
 int
 perf_run_sizes(struct perf_run *r)
 {
@@ -784,6 +816,8 @@ perf_run_sizes(struct perf_run *r)
 			fprintf(stderr, "\n");
 			return -1;
 		}
+		if (o->role == PERF_ROLE_BOTH && !perf_mode_is_raw(o->mode))
+			hosts_settle(r);
 		/* stop and signals end -a's sequence too */
 		if (!o->all_sizes || perf_run_stopping(r))
 			break;

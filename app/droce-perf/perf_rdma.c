@@ -134,9 +134,14 @@ perf_rdma_check(struct perf_run *r, const struct droce_engine_stats *b0,
 	uint32_t i, w;
 
 	if (r->o->mode == PERF_MODE_READ) {
+		struct droce_engine_stats a1;
+
+		/* more only when READs were asked again: loss, or an early go-back */
+		perf_host_stats(&r->a, &a1);
 		resp = b1->rd_resp_sent - b0->rd_resp_sent;
 		want = sent * packets_per_msg(r, size);
-		if (resp == want || (resp > want && perf_fault_lossy(r)))
+		if (resp == want || (resp > want && (perf_fault_lossy(r) ||
+						     a1.req_retransmit != r->a0.req_retransmit)))
 			return 0;
 		fprintf(stderr, "droce-perf: read: host b sent %llu READ response packets for "
 			"%llu READs of %u bytes, not %llu\n", (unsigned long long)resp,
