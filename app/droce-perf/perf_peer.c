@@ -458,7 +458,13 @@ perf_peer_close(struct perf_run *r)
 	struct perf_remote *rm = r->remote;
 	struct perf_oob_dest d;
 
-	rm->conn.idle = NULL;	/* the ports close around it (perf_main.c: peer_close) */
+	/*
+	 * The engines stay polled through the closing exchange: the client's run ends when
+	 * its last ACK came, the server's when its last receive completed, so either may be
+	 * waiting here while the other still needs it (a lost last ACK is resent only if the
+	 * server still answers). Both ports are open until the exchange is over
+	 * (perf_main.c: peer_close).
+	 */
 	if (perf_oob_close(&rm->conn, &rm->mine[0], &d) != 0)
 		return oob_fail(r, "closing");
 	return 0;
