@@ -523,6 +523,12 @@ struct droce_engine {
 	uint32_t nb_gids;
 	uint32_t idle_sleep_us;
 	bool early_retransmit;		/* droce_engine_conf's */
+	/*
+	 * Every QP's round-trip samples, smoothed (TSC ticks; 0: none yet): a QP's first wait
+	 * before it has samples of its own (engine_timer.c). With thousands of QPs a round
+	 * trip is the time the engine takes to come round to a QP again, far above 2 ms.
+	 */
+	uint64_t rtt_all;
 	uint32_t parse_flags;
 	struct rte_ring *cmds;		/* control -> engine */
 	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */

@@ -94,6 +94,7 @@ engine_rtt_acked(struct droce_engine_qp *qp, bool beyond)
 		return;
 	r = qp->engine->now - qp->req.rtt_sent;
 	qp->req.rtt_sent = 0;
+	qp->engine->rtt_all = qp->engine->rtt_all == 0 ? r : (7 * qp->engine->rtt_all + r) / 8;
 	if (qp->req.srtt == 0) {
 		qp->req.srtt = r;
 		qp->req.rttvar = r / 2;
@@ -119,9 +120,12 @@ engine_early_deadline(const struct droce_engine_qp *qp)
 	if (!e->early_retransmit || qp->req.early_count >= ENGINE_EARLY_MAX ||
 	    qp->req.ack_deadline == 0)
 		return 0;
-	/* before the first sample (RFC 6298 2.1 starts at 1 s; a fabric is faster) */
-	rto = qp->req.srtt == 0 ? e->tsc_hz / 1000000 * ENGINE_EARLY_RTO_INIT_US :
-	      qp->req.srtt + 4 * qp->req.rttvar;
+	/*
+	 * Before the QP's first sample (RFC 6298 2.1 starts at 1 s; a fabric is faster): 2 ms,
+	 * or twice what the engine's other QPs see, when that is longer.
+	 */
+	rto = qp->req.srtt != 0 ? qp->req.srtt + 4 * qp->req.rttvar :
+	      RTE_MAX(e->tsc_hz / 1000000 * ENGINE_EARLY_RTO_INIT_US, 2 * e->rtt_all);
 	if (rto < floor)
 		rto = floor;
 	/* the resent packet may be lost too: each further try waits twice as long */
