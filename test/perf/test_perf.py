@@ -25,21 +25,14 @@ import subprocess
 import sys
 import tempfile
 
+# TestFailure, check and log: test/integration's harness, as test_perf_peer.py uses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+from droce_harness import TestFailure, check, log  # noqa: E402
+
+
 TIMEOUT = 60
 RUNS = 0
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def eal(vdevs=(), lcores="0"):

@@ -30,6 +30,12 @@ import tempfile
 import threading
 import time
 
+# TestFailure, check and log: test/integration's harness, as test_perf_peer.py uses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+from droce_harness import TestFailure, check, log  # noqa: E402
+
+
 TIMEOUT = 60
 PROMPT = "droce-perf> "
 RUNS = 0
@@ -37,19 +43,6 @@ RUNS = 0
 COMMANDS = ["help", "start", "stop", "show port stats all", "show port xstats all",
             "show port xstats <port>", "show qp stats", "clear port stats all", "set mode",
             "set size", "set qps", "set burst", "set rate", "quit"]
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def eal(lcores="0,1", vdevs=()):
