@@ -35,6 +35,7 @@
 /* Ports kept for the prompt's next start: drained until this long without a packet. */
 #define DRAIN_QUIET_MS		20
 #define LINK_DOWN_WAIT_MS	1000
+#define LINK_DOWN_SETTLE_MS	20
 /* hosts_settle: the link is quiet after this long without a packet; give up after max */
 #define SETTLE_QUIET_US		2000
 #define SETTLE_MAX_MS		500
@@ -514,23 +515,39 @@ host_close(struct perf_host *h)
  * closes its own once the link went down (or after LINK_DOWN_WAIT_MS, a peer that stays,
  * such as droced).
  */
+/*
+ * Until h's link is down (its peer closed), wait_ms at most; then LINK_DOWN_SETTLE_MS
+ * more: memif marks the link down first and then frees the regions, on its interrupt
+ * thread, and a close meanwhile frees them again.
+ */
+static void
+link_down_wait(const struct perf_host *h, int wait_ms)
+{
+	struct rte_eth_link link;
+	int i;
+
+	for (i = 0; i < wait_ms; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_DOWN) {
+			rte_delay_ms(LINK_DOWN_SETTLE_MS);
+			break;
+		}
+		rte_delay_ms(1);
+	}
+}
+
 static int
 peer_close(struct perf_run *r)
 {
 	struct perf_host *h = r->o->role == PERF_ROLE_CLIENT ? &r->a : &r->b;
-	struct rte_eth_link link;
-	int i, rc;
+	int rc;
 
 	rc = perf_peer_close(r);
 	if (r->o->role == PERF_ROLE_CLIENT)
 		host_close(h);
-	for (i = 0; r->o->role == PERF_ROLE_SERVER && i < LINK_DOWN_WAIT_MS; i++) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_DOWN)
-			break;
-		rte_delay_ms(1);
-	}
+	else
+		link_down_wait(h, LINK_DOWN_WAIT_MS);
 	return rc;
 }
 
@@ -715,6 +732,15 @@ hosts_close(struct perf_run *r, bool for_good)
 		host_close_keep_port(&r->a);
 		host_close_keep_port(&r->b);
 		return;
+	}
+	/*
+	 * Two ports of the EAL line (a memif pair in one process): b's closes first, a's once
+	 * its link saw b go, as between two processes (peer_close): DPDK 22.11's memif frees
+	 * its regions twice when a peer's disconnect arrives while the port closes.
+	 */
+	if (r->a.port_started && r->b.port_started && !r->a.port_ours) {
+		host_close(&r->b);
+		link_down_wait(&r->a, LINK_DOWN_WAIT_MS);
 	}
 	for (i = 0; i < 2; i++) {
 		vdev[i][0] = '\0';
