@@ -285,7 +285,7 @@ struct stream {
 
 /* Sends q has left in this round, ring room aside. */
 static uint64_t
-sender_todo(const struct perf_run *r, const struct stream *s, const struct perf_qp *q)
+sender_remaining(const struct perf_run *r, const struct stream *s, const struct perf_qp *q)
 {
 	if (r->o->iters != 0 && !s->stopping)
 		return r->o->iters - q->round_posted;
@@ -299,7 +299,7 @@ sender_todo(const struct perf_run *r, const struct stream *s, const struct perf_
 static uint64_t
 sender_left(const struct perf_run *r, const struct stream *s, const struct perf_qp *q)
 {
-	return RTE_MIN(q->view.sq_size - (q->posted - q->done), sender_todo(r, s, q));
+	return RTE_MIN(q->view.sq_size - (q->posted - q->done), sender_remaining(r, s, q));
 }
 
 /* q's send ring topped up, at most a burst, as --rate allows. */
@@ -307,7 +307,7 @@ static void
 sender_post_qp(struct perf_run *r, struct stream *s, struct perf_qp *q, uint64_t now)
 {
 	const struct perf_opts *o = r->o;
-	uint64_t todo = sender_todo(r, s, q);
+	uint64_t remaining = sender_remaining(r, s, q);
 	uint32_t k, n;
 
 	k = (uint32_t)RTE_MIN(sender_left(r, s, q), (uint64_t)o->burst);
@@ -315,7 +315,7 @@ sender_post_qp(struct perf_run *r, struct stream *s, struct perf_qp *q, uint64_t
 	if (k == 0)
 		return;
 	/* the round's last send is signaled: its completion says all are done */
-	n = post_sends(r, q, k, s->size, todo <= k, &r->peer_b);
+	n = post_sends(r, q, k, s->size, remaining <= k, &r->peer_b);
 	s->sent += n;
 	if (o->iters != 0 && !s->stopping && q->round_posted == o->iters)
 		s->finished++;
