@@ -983,6 +983,13 @@ main(int argc, char **argv)
 	if (rc == 0 && r->remote != NULL && peer_close(r) != 0)
 		rc = 1;
 close:
+	/*
+	 * A server that failed (the client too, most likely: a refused exchange) closes its
+	 * port after the client's, as peer_close orders a run that went well: both at once
+	 * is memif's double free.
+	 */
+	if (rc != 0 && o.role == PERF_ROLE_SERVER && r->b.port_started)
+		link_down_wait(&r->b, LINK_DOWN_WAIT_MS);
 	perf_peer_free(r);
 	fflush(stdout);
 	signal_run = NULL;
