@@ -354,7 +354,11 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	f.secs = (double)(rte_rdtsc() - t0) / (double)hz;
 	f.peak_gbps = peak;
 	if (!has_b) {
-		if (raw_client_end(r, &a, (uint64_t)(f.secs * 1e9), peak, &f) != 0)
+		uint64_t ns = (uint64_t)(f.secs * 1e9);
+
+		/* the time the server is told, to the ns: both ends print the same figure */
+		f.secs = (double)ns / 1e9;
+		if (raw_client_end(r, &a, ns, peak, &f) != 0)
 			goto fail;
 		goto report;
 	}
