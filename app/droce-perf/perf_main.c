@@ -4,6 +4,7 @@
  * and 1 of the EAL line), their engines, regions and QPs, then one run per size.
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_bus_vdev.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
@@ -35,7 +37,6 @@
 /* Ports kept for the prompt's next start: drained until this long without a packet. */
 #define DRAIN_QUIET_MS		20
 #define LINK_DOWN_WAIT_MS	1000
-#define LINK_DOWN_SETTLE_MS	20
 /* hosts_settle: the link is quiet after this long without a packet; give up after max */
 #define SETTLE_QUIET_US		2000
 #define SETTLE_MAX_MS		500
@@ -465,6 +466,47 @@ host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_p
 	return 0;
 }
 
+struct port_close {
+	uint16_t port;
+	bool stop;
+	bool close;
+	bool done;
+};
+
+static void
+port_close_alarm(void *arg)
+{
+	struct port_close *pc = arg;
+
+	if (pc->stop)
+		rte_eth_dev_stop(pc->port);
+	if (pc->close)
+		rte_eth_dev_close(pc->port);
+	__atomic_store_n(&pc->done, true, __ATOMIC_RELEASE);
+}
+
+/*
+ * Stops and closes a port on the EAL's interrupt thread, the thread on which DPDK 22.11's
+ * memif handles a peer's disconnect: memif_disconnect() run there and here at once frees
+ * the regions twice (a crash under load, when that thread ran late). An alarm runs its
+ * callback on that thread, so the two are one after the other, whatever the timing. As
+ * testpmd at exit, a memif port is closed before the EAL goes: that unmaps its regions.
+ */
+static void
+port_close_serialized(uint16_t port, bool stop, bool close)
+{
+	struct port_close pc = { .port = port, .stop = stop, .close = close };
+
+	if (!stop && !close)
+		return;
+	if (rte_eal_alarm_set(1, port_close_alarm, &pc) != 0) {
+		port_close_alarm(&pc);	/* no alarm: here, as before */
+		return;
+	}
+	while (!__atomic_load_n(&pc.done, __ATOMIC_ACQUIRE))
+		rte_delay_us_sleep(100);
+}
+
 static void
 host_close(struct perf_host *h)
 {
@@ -479,12 +521,8 @@ host_close(struct perf_host *h)
 	if (h->dev != NULL)
 		droce_engine_dev_destroy(h->dev);
 	perf_peer_host_release(h);
-	if (h->port_started)
-		rte_eth_dev_stop(h->port);
+	port_close_serialized(h->port, h->port_started, h->port_started || h->port_ours);
 	droce_fault_detach(h->fault);	/* after the stop: no rx burst runs */
-	/* as testpmd at exit: a memif port closed here unmaps its regions before the EAL goes */
-	if (h->port_started || h->port_ours)
-		rte_eth_dev_close(h->port);
 	free(h->qps);
 	free(h->qpns);
 	free(h->ready);
@@ -506,20 +544,15 @@ host_close(struct perf_host *h)
 }
 
 /*
- * The end of a run with a peer process. The two ports must not close at once, nor one
- * while the other's engine transmits: DPDK 22.11's net_memif frees its regions twice when
- * a peer's disconnect arrives while the port closes, and unmaps them under a polling
- * engine. So the client closes its host only after the closing exchange, which the
+ * The end of a run with a peer process. A port must not close while the other's engine
+ * transmits: DPDK 22.11's net_memif unmaps its regions when the peer disconnects, under a
+ * polling engine. So the client closes its host only after the closing exchange, which the
  * server enters once its own run is over and without polling its engines again (the
  * client's run can end first: its last ACK precedes the server's count), and the server
  * closes its own once the link went down (or after LINK_DOWN_WAIT_MS, a peer that stays,
  * such as droced).
  */
-/*
- * Until h's link is down (its peer closed), wait_ms at most; then LINK_DOWN_SETTLE_MS
- * more: memif marks the link down first and then frees the regions, on its interrupt
- * thread, and a close meanwhile frees them again.
- */
+/* Until h's link is down (its peer closed), wait_ms at most. */
 static void
 link_down_wait(const struct perf_host *h, int wait_ms)
 {
@@ -529,10 +562,8 @@ link_down_wait(const struct perf_host *h, int wait_ms)
 	for (i = 0; i < wait_ms; i++) {
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_DOWN) {
-			rte_delay_ms(LINK_DOWN_SETTLE_MS);
+		    link.link_status == RTE_ETH_LINK_DOWN)
 			break;
-		}
 		rte_delay_ms(1);
 	}
 }
@@ -716,10 +747,8 @@ host_close_keep_port(struct perf_host *h)
 /*
  * Both hosts closed: for good at exit; else (the prompt's start with other settings)
  * ready for hosts_open again. Ports of the EAL line then keep going, with their pools:
- * closed, a port would be gone (a vdev is not probed again), and stopping a memif pair
- * of one process races DPDK 22.11's memif, whose interrupt thread disconnects the peer
- * while the main lcore does (a double rte_free). The internal net_ring pair goes with
- * its vdevs, whose names ring_port() takes again.
+ * closed, a port would be gone (a vdev is not probed again). The internal net_ring pair
+ * goes with its vdevs, whose names ring_port() takes again.
  */
 static void
 hosts_close(struct perf_run *r, bool for_good)
@@ -732,15 +761,6 @@ hosts_close(struct perf_run *r, bool for_good)
 		host_close_keep_port(&r->a);
 		host_close_keep_port(&r->b);
 		return;
-	}
-	/*
-	 * Two ports of the EAL line (a memif pair in one process): b's closes first, a's once
-	 * its link saw b go, as between two processes (peer_close): DPDK 22.11's memif frees
-	 * its regions twice when a peer's disconnect arrives while the port closes.
-	 */
-	if (r->a.port_started && r->b.port_started && !r->a.port_ours) {
-		host_close(&r->b);
-		link_down_wait(&r->a, LINK_DOWN_WAIT_MS);
 	}
 	for (i = 0; i < 2; i++) {
 		vdev[i][0] = '\0';
@@ -864,6 +884,42 @@ on_signal(int sig)
 	}
 }
 
+/*
+ * A crash prints its stack to stderr before the default action: a test that sees exit -11
+ * once in a hundred runs then says where. backtrace() is not async-signal-safe until
+ * libgcc is loaded, so crash_catch calls it once first.
+ */
+static void
+on_crash(int sig)
+{
+	static const char head[] = "droce-perf: fatal signal; stack:\n";
+	void *frames[64];
+	int n;
+
+	if (write(STDERR_FILENO, head, sizeof(head) - 1) < 0)
+		_exit(128 + sig);
+	n = backtrace(frames, RTE_DIM(frames));
+	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+	raise(sig);	/* SA_RESETHAND: the default action now */
+}
+
+static void
+crash_catch(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct sigaction sa;
+	void *frame;
+	size_t i;
+
+	(void)backtrace(&frame, 1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_crash;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND;
+	for (i = 0; i < RTE_DIM(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 /* No SA_RESTART: a read of the prompt's ends with EINTR and the prompt looks at the flag. */
 static void
 signals_catch(struct perf_run *r)
@@ -932,6 +988,7 @@ main(int argc, char **argv)
 	char rundir[PATH_MAX];
 	int n, ret, rc = 1;
 
+	crash_catch();
 	rte_openlog_stream(stderr);
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
@@ -985,8 +1042,8 @@ main(int argc, char **argv)
 close:
 	/*
 	 * A server that failed (the client too, most likely: a refused exchange) closes its
-	 * port after the client's, as peer_close orders a run that went well: both at once
-	 * is memif's double free.
+	 * port after the client's, as peer_close orders a run that went well: the client may
+	 * still poll its engines.
 	 */
 	if (rc != 0 && o.role == PERF_ROLE_SERVER && r->b.port_started)
 		link_down_wait(&r->b, LINK_DOWN_WAIT_MS);
