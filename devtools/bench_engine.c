@@ -286,7 +286,7 @@ host_finish(struct bench_host *h, const struct bench_host *peer, uint32_t size)
 	memcpy(ec.mac, h->mac, sizeof(ec.mac));
 	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
 	ec.nb_gids = 1;
-	ec.idle_sleep_us = 0;	/* polled by the host's thread, which never sleeps */
+	ec.wait = DROCE_ENGINE_WAIT_POLL;	/* polled by the host's thread, which never sleeps */
 	h->eng = droce_engine_create(h->dev, 0, &ec);
 	if (h->eng == NULL)
 		return -1;

@@ -43,6 +43,7 @@ LAYERS = {
     'engine_mr.c': 2,
     'engine_tx.c': 2,
     'engine_timer.c': 2,
+    'engine_wait.c': 2,
     # the inline helpers of the internal header
     'engine_loc.h': 3,
 }

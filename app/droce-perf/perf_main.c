@@ -226,7 +226,7 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	memcpy(ec.mac, h->mac, sizeof(ec.mac));
 	memcpy(ec.gids[0], h->gid, sizeof(h->gid));
 	ec.nb_gids = 1;
-	ec.idle_sleep_us = 0;	/* polled by the main lcore, which never sleeps */
+	ec.wait = DROCE_ENGINE_WAIT_POLL;	/* polled by the main lcore, which never sleeps */
 	ec.early_retransmit = true;	/* goodput under loss is what it measures */
 	ec.slow_rx = h->slow_rx;	/* ARP for a peer process (perf_peer.c), else NULL */
 	for (i = 0; i < h->nb_engines; i++) {

@@ -971,7 +971,7 @@ qp_free_mem(struct droced_client *c, struct droced_qp *qp)
 
 static int
 op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
-	     struct droce_proto_resp *resp)
+	     struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds)
 {
 	const struct droce_proto_cap *cap = &req->create_qp.cap;
 	uint32_t max_wr = droced.cfg.limits.max_wr, handle, sq_size, rq_size = 0;
@@ -1095,6 +1095,9 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	resp->qp.ctl_off = qp->ctl_off;
 	resp->qp.sq_off = qp->sq_off;
 	resp->qp.rq_off = qp->rq_off;
+	/* The engine's wake-up eventfd for this client: its doorbells reach a sleeping engine. */
+	out_fds[0] = droce_engine_domain_wake_fd(c->dom, qp->engine_id);
+	*out_nfds = out_fds[0] >= 0 ? 1 : 0;
 	return 0;
 fail:
 	qp_free_mem(c, qp);
@@ -1364,7 +1367,7 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		rc = op_destroy_srq(c, req->obj.handle);
 		break;
 	case DROCE_PROTO_OP_CREATE_QP:
-		rc = op_create_qp(c, req, resp);
+		rc = op_create_qp(c, req, resp, out_fds, out_nfds);
 		break;
 	case DROCE_PROTO_OP_MODIFY_QP:
 		rc = op_modify_qp(c, req);

@@ -20,6 +20,7 @@
 
 #include <rte_config.h>
 #include <rte_cfgfile.h>
+#include <rte_common.h>
 
 #include "droced_config.h"
 
@@ -54,7 +55,8 @@ static const char *const sec_names[SEC_NB_KINDS] = {
 static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_EAL] = { "args", NULL },
 	[SEC_PORT] = { "device", "ipv4", "ipv6", "mtu", "neighbour", "rx_no_icrc", NULL },
-	[SEC_ENGINES] = { "lcores", "idle_sleep_us", "early_retransmit", NULL },
+	[SEC_ENGINES] = { "lcores", "mode", "idle_spin_us", "idle_sleep_us", "early_retransmit",
+			  NULL },
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
 	[SEC_LIMITS] = { "max_qps", "max_cqs", "max_srqs", "max_mrs", "max_mr_bytes",
 			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
@@ -560,6 +562,35 @@ load_lcores(struct scan *s, const struct scan_sec *sec, struct droced_config *cf
 	return 0;
 }
 
+/*
+ * [engines] mode. Without it, idle_sleep_us alone (the setting before the modes, which
+ * made an idle engine nap) means adaptive.
+ */
+static int
+wait_mode(struct scan *s, const struct scan_sec *sec, struct droced_config *cfg)
+{
+	static const char *const names[] = {
+		[DROCED_CONFIG_WAIT_POLL] = "poll",
+		[DROCED_CONFIG_WAIT_ADAPTIVE] = "adaptive",
+		[DROCED_CONFIG_WAIT_INTERRUPT] = "interrupt",
+	};
+	unsigned int line, i;
+	const char *str = get(s, sec, "mode", &line);
+
+	if (str == NULL) {
+		cfg->wait = cfg->idle_sleep_us != 0 ? DROCED_CONFIG_WAIT_ADAPTIVE :
+			    DROCED_CONFIG_WAIT_POLL;
+		return 0;
+	}
+	for (i = 0; i < RTE_DIM(names); i++) {
+		if (strcmp(str, names[i]) == 0) {
+			cfg->wait = i;
+			return 0;
+		}
+	}
+	return fail(s, line, "mode: '%s' is not poll, adaptive or interrupt", str);
+}
+
 static int
 load_engines(struct scan *s, struct droced_config *cfg)
 {
@@ -571,8 +602,11 @@ load_engines(struct scan *s, struct droced_config *cfg)
 		return -1;
 	if (boolean(s, sec, "early_retransmit", &cfg->early_retransmit) < 0)
 		return -1;
-	return num32(s, sec, "idle_sleep_us", 0, DROCED_CONFIG_IDLE_SLEEP_MAX,
-		     &cfg->idle_sleep_us);
+	if (num32(s, sec, "idle_sleep_us", 0, DROCED_CONFIG_IDLE_SLEEP_MAX,
+		  &cfg->idle_sleep_us) < 0 ||
+	    num32(s, sec, "idle_spin_us", 0, DROCED_CONFIG_IDLE_SPIN_MAX, &cfg->idle_spin_us) < 0)
+		return -1;
+	return wait_mode(s, sec, cfg);
 }
 
 /* -1 (any) or a uid/gid; (uid_t)-1 itself means "no id" to the kernel. */

@@ -33,6 +33,10 @@
 #define DROCED_CONFIG_MTU_DEFAULT	4096
 
 #define DROCED_CONFIG_IDLE_SLEEP_MAX	1000000	/* 1 s */
+#define DROCED_CONFIG_IDLE_SPIN_MAX	1000000	/* 1 s */
+#define DROCED_CONFIG_WAIT_POLL		0
+#define DROCED_CONFIG_WAIT_ADAPTIVE	1
+#define DROCED_CONFIG_WAIT_INTERRUPT	2
 #define DROCED_CONFIG_SOCKET_DEFAULT	"/run/droce/droced.sock"
 
 /* Per-client limits: defaults, and the most the engine and the key formats allow. */
@@ -104,7 +108,13 @@ struct droced_config {
 	uint32_t nb_ports;
 	uint32_t lcores[DROCED_CONFIG_MAX_LCORES];	/* engine i runs on lcores[i] */
 	uint32_t nb_lcores;
-	uint32_t idle_sleep_us;
+	/*
+	 * [engines] mode: how idle engines wait, enum droce_engine_wait's values (poll 0,
+	 * adaptive 1, interrupt 2). Absent: adaptive when idle_sleep_us is set, else poll.
+	 */
+	uint32_t wait;
+	uint32_t idle_spin_us;	/* adaptive's spin before a sleep; 0: the engine's default */
+	uint32_t idle_sleep_us;	/* longest sleep where the port cannot wake an engine */
 	bool early_retransmit;	/* [engines] early_retransmit, default true */
 	char socket[DROCED_CONFIG_SOCKET_MAX];
 	int64_t allowed_uid;	/* -1: any */

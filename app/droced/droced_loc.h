@@ -118,6 +118,7 @@ struct droced_port {
 	uint16_t port_id;
 	bool probed;		/* port_id is ours */
 	bool started;
+	bool rx_intr;		/* configured with rx interrupts (engines that sleep) */
 	struct rte_mempool *mp;
 	struct rte_ring *slow_rx;	/* engines -> control thread (MP/SC) */
 	struct rte_ring *slow_tx;	/* control thread -> the port's first engine (SP/SC) */

@@ -116,7 +116,7 @@ port_probe(struct droced_port *p)
 }
 
 static int
-port_setup(struct droced_port *p)
+port_setup(const struct droced *d, struct droced_port *p)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
@@ -160,7 +160,22 @@ port_setup(struct droced_port *p)
 			   rte_strerror(rte_errno));
 		return -1;
 	}
+	/*
+	 * Engines that may sleep sleep on their rx queue's interrupt where the PMD has them
+	 * (droce_engine_conf.rx_intr); a PMD that refuses the setting is configured without
+	 * it, and its engines sleep idle_sleep_us at a time.
+	 */
+	p->rx_intr = d->cfg.wait != DROCED_CONFIG_WAIT_POLL;
+	conf.intr_conf.rxq = p->rx_intr ? 1 : 0;
 	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
+	if (rc != 0 && p->rx_intr) {
+		DROCED_LOG(NOTICE, "[port %s]: '%s' refuses rx interrupts (%s): its engines sleep "
+			   "%u us at a time", p->cfg->name, p->cfg->device, strerror(-rc),
+			   d->cfg.idle_sleep_us);
+		p->rx_intr = false;
+		conf.intr_conf.rxq = 0;
+		rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
+	}
 	if (rc != 0) {
 		DROCED_LOG(ERR, "[port %s]: cannot configure '%s': %s", p->cfg->name,
 			   p->cfg->device, strerror(-rc));
@@ -264,7 +279,7 @@ droced_ports_init(struct droced *d)
 	for (i = 0; i < d->nb_ports; i++) {
 		struct droced_port *p = &d->ports[i];
 
-		if (port_probe(p) != 0 || port_setup(p) != 0 || port_net(p) != 0)
+		if (port_probe(p) != 0 || port_setup(d, p) != 0 || port_net(p) != 0)
 			return -1;
 	}
 	return 0;
@@ -284,7 +299,10 @@ droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine
 	memcpy(ec->mac, p->mac, 6);
 	memcpy(ec->gids, p->gids, sizeof(ec->gids));
 	ec->nb_gids = p->nb_gids;
+	ec->wait = (enum droce_engine_wait)d->cfg.wait;
+	ec->idle_spin_us = d->cfg.idle_spin_us;
 	ec->idle_sleep_us = d->cfg.idle_sleep_us;
+	ec->rx_intr = p->rx_intr;
 	ec->early_retransmit = d->cfg.early_retransmit;
 	ec->rx_no_icrc = p->cfg->rx_no_icrc;
 	ec->slow_rx = p->slow_rx;

@@ -77,6 +77,18 @@ void droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct dro
 /* A static neighbour: which MAC a GID is reached at (ARP comes with droced). */
 int droce_engine_dev_neigh_add(struct droce_engine_dev *dev, const uint8_t gid[16], const uint8_t mac[6]);
 
+enum droce_engine_wait {
+	DROCE_ENGINE_WAIT_POLL,		/* never sleeps */
+	DROCE_ENGINE_WAIT_ADAPTIVE,	/* spins idle_spin_us, then sleeps until woken */
+	DROCE_ENGINE_WAIT_INTERRUPT,	/* sleeps as soon as a pass finds nothing to do */
+};
+
+#define DROCE_ENGINE_IDLE_SPIN_US	20
+#define DROCE_ENGINE_IDLE_SLEEP_US	20
+
+/* "poll", "adaptive", "interrupt"; NULL out of range. */
+const char *droce_engine_wait_name(enum droce_engine_wait w);
+
 struct droce_engine_conf {
 	uint16_t port_id;	/* started ethdev port */
 	uint16_t rx_queue;
@@ -86,11 +98,27 @@ struct droce_engine_conf {
 	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];	/* the port's GID table */
 	uint32_t nb_gids;
 	/*
-	 * Sleep this long at a time once idle for ENGINE_IDLE_NAP_US (0: never, for a dedicated
-	 * core); the control thread applies commands to a sleeping engine itself.
-	 * Lets tests run several engines on two CPUs; timers still fire, later by up to it.
+	 * How an idle engine waits (doc/engine.md, "Sleeping engines"). POLL spins: a core of
+	 * its own. ADAPTIVE spins idle_spin_us of empty passes, then sleeps in the kernel until
+	 * something wakes it: a doorbell of a client (droce_shm_doorbell.sleeping), a command,
+	 * a handoff, a frame on slow_tx, the rx interrupt of its queue (rx_intr) or its next
+	 * timer. INTERRUPT sleeps at the first empty pass. The control thread applies commands
+	 * to a sleeping engine itself.
+	 */
+	enum droce_engine_wait wait;
+	uint32_t idle_spin_us;	/* ADAPTIVE's spin; 0: DROCE_ENGINE_IDLE_SPIN_US */
+	/*
+	 * The longest sleep when the port cannot wake the engine (no rx_intr, or a PMD without
+	 * rx interrupts, as net_memif and net_ring): packets then wait up to this long.
+	 * 0: DROCE_ENGINE_IDLE_SLEEP_US.
 	 */
 	uint32_t idle_sleep_us;
+	/*
+	 * The port was configured with intr_conf.rxq = 1: the engine sleeps on its rx queue's
+	 * interrupt (rte_eth_dev_rx_intr_ctl_q_get_fd); if the PMD gives none, it says so and
+	 * sleeps idle_sleep_us at a time.
+	 */
+	bool rx_intr;
 	bool rx_no_icrc;	/* the NIC verified the ICRC */
 	/*
 	 * RC requesters go back to the oldest unacknowledged PSN a few round trips into a
@@ -126,10 +154,15 @@ struct droce_engine *droce_engine_create(struct droce_engine_dev *dev, uint32_t 
 					 const struct droce_engine_conf *conf);
 void droce_engine_destroy(struct droce_engine *e);
 /*
- * Ends e's idle nap (conf.idle_sleep_us) now: after queuing work it finds only by polling,
- * such as a frame on its slow_tx ring. Any thread; a write to an eventfd.
+ * Ends e's sleep now: after queuing work it finds only by polling, such as a frame on its
+ * slow_tx ring. Any thread; a write to an eventfd when e may sleep.
  */
 void droce_engine_wake(struct droce_engine *e);
+/*
+ * Whether e's port queue can wake it (conf.rx_intr and the PMD gave an interrupt fd);
+ * false: a sleep lasts idle_sleep_us at most.
+ */
+bool droce_engine_rx_intr(const struct droce_engine *e);
 /*
  * Sends the frames queued on e's slow_tx: on the calling thread, at once, if the engine
  * naps (which it goes on doing), else by ending its nap. The control thread's one caller
@@ -159,9 +192,14 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_no_qp, "packets for a QPN with no QP") \
 	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
 	X(wake_fail, "eventfd wake-ups of the control thread that failed") \
-	X(cmd_wakeups, "idle naps a control command ended early") \
-	X(cmds_in_nap, "commands the control thread applied while the engine napped") \
-	X(slow_tx_in_nap, "slow_tx frames the control thread sent while the engine napped") \
+	X(sleeps, "times the idle engine slept in the kernel") \
+	X(sleeps_skipped, "sleeps given up: work came in while the engine published it sleeps") \
+	X(cmd_wakeups, "sleeps a command, handoff or slow_tx frame ended") \
+	X(doorbell_wakeups, "sleeps an application's doorbell ended") \
+	X(rx_intr_wakeups, "sleeps the port's rx interrupt ended") \
+	X(timeout_wakeups, "sleeps that ended at their timeout (a timer, or idle_sleep_us)") \
+	X(cmds_in_nap, "commands the control thread applied while the engine slept") \
+	X(slow_tx_in_nap, "slow_tx frames the control thread sent while the engine slept") \
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \
@@ -272,6 +310,12 @@ struct droce_engine_domain *droce_engine_domain_create(struct droce_engine_dev *
 void droce_engine_domain_destroy(struct droce_engine_domain *dom);
 /* Next asynchronous event: 1, or 0 when there is none. Any thread. */
 int droce_engine_domain_event_get(struct droce_engine_domain *dom, struct droce_engine_event *ev);
+/*
+ * The eventfd that wakes engine engine_id for dom's doorbells (droce_shm_doorbell.sleeping),
+ * once dom has a QP there; -1 before. The domain owns it: droced passes a copy to the
+ * client, and an in-process user sets it in its QP views (droce_shm_client_db.wake_fd).
+ */
+int droce_engine_domain_wake_fd(const struct droce_engine_domain *dom, uint32_t engine_id);
 
 /*
  * Memory regions: key = (index << 8) | variant; the engine resolves it to base + offset

@@ -28,10 +28,14 @@ engine_cmd_apply(struct droce_engine *e, struct engine_cmd *c)
 		qp_list_del(c->qp, QP_ON_ACTIVE | QP_ON_READ | QP_ON_TIMER | QP_ON_ACK | QP_ON_ERR);
 		break;
 	case ENGINE_CMD_DOMAIN_ADD:
-		if (e->nb_doms == RTE_DIM(e->doms))
+		if (e->nb_doms == RTE_DIM(e->doms)) {
 			rc = -ENOSPC;
-		else
-			e->doms[e->nb_doms++] = c->dom;
+			break;
+		}
+		e->doms[e->nb_doms++] = c->dom;
+		/* Applied during a sleep (engine_cmd_apply_napping): its clients wake us too. */
+		if (atomic_load_explicit(&e->asleep, memory_order_relaxed) != 0)
+			__atomic_store_n(&c->dom->db[e->id]->sleeping, 1, __ATOMIC_RELAXED);
 		break;
 	case ENGINE_CMD_DOMAIN_DEL:
 		for (d = 0; d < e->nb_doms; d++) {
@@ -97,8 +101,8 @@ droce_engine_wake(struct droce_engine *e)
 {
 	uint64_t one = 1;
 
-	/* Only a napping engine needs it; a full counter wakes it as well. */
-	if (e->idle_sleep_us != 0 && write(e->cmd_wake_fd, &one, sizeof(one)) < 0 &&
+	/* Only an engine that may sleep needs it; a full counter wakes it as well. */
+	if (e->wait != DROCE_ENGINE_WAIT_POLL && write(e->cmd_wake_fd, &one, sizeof(one)) < 0 &&
 	    errno != EAGAIN)
 		ENGINE_LOG(DEBUG, "engine %u: wake-up: %s\n", e->id, strerror(errno));
 }
@@ -127,7 +131,7 @@ engine_cmd_apply_napping(struct droce_engine *e, struct engine_cmd *cmd)
 	engine_cmds_apply_queued(e);
 	engine_cmd_apply(e, cmd);
 	work = !TAILQ_EMPTY(&e->active) || !TAILQ_EMPTY(&e->reads) ||
-	       !TAILQ_EMPTY(&e->acks);
+	       !TAILQ_EMPTY(&e->acks) || !rte_ring_empty(e->handoff);
 	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
 	e->st.cmds_in_nap++;
 	if (work)
@@ -150,7 +154,7 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 		return cmd->result;
 	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0)
 		usleep(10);
-	droce_engine_wake(e);	/* ends its idle nap (engine_idle_sleep) */
+	droce_engine_wake(e);	/* ends its sleep (engine_wait.c) */
 	start = rte_rdtsc();
 	while (!atomic_load_explicit(&cmd->done, memory_order_acquire)) {
 		if (!atomic_load_explicit(&e->running, memory_order_acquire)) {
@@ -219,7 +223,7 @@ droce_engine_slow_tx_push(struct droce_engine *e)
 	unsigned int n;
 	bool left;
 
-	if (e->idle_sleep_us == 0)
+	if (e->wait == DROCE_ENGINE_WAIT_POLL)
 		return;		/* a polling engine finds them in its next pass */
 	if (!atomic_compare_exchange_strong_explicit(&e->own, &nap, ENGINE_OWN_CTL,
 						     memory_order_acquire, memory_order_relaxed)) {

@@ -40,7 +40,6 @@ extern int droce_engine_logtype;
 #define ENGINE_ACKREQ_EVERY	16	/* AckReq at least this often in a long message */
 #define ENGINE_CMD_RING		64
 #define ENGINE_HANDOFF_RING	4096
-#define ENGINE_IDLE_NAP_US	20	/* idle this long before an engine with idle_sleep_us naps */
 #define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
 #define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
 #define ENGINE_ATOMIC_LEN	8	/* an atomic's operands, target and local buffer (9.4.5) */
@@ -86,6 +85,7 @@ struct droce_engine_domain {
 	/* Per engine: its doorbell block in the region and the QP behind each slot. */
 	struct droce_shm_doorbell *db[DROCE_ENGINE_MAX];
 	struct droce_engine_qp **db_qp[DROCE_ENGINE_MAX];
+	int wake_fd[DROCE_ENGINE_MAX];	/* eventfd the client writes to wake engine i, or -1 */
 	LIST_ENTRY(droce_engine_domain) next;	/* in the device */
 	uint32_t nb_qps;		/* control thread */
 };
@@ -507,6 +507,21 @@ unsigned int engine_cmd_stage(struct droce_engine *e);
 /* Returns once every running engine has finished the loop pass it was in. */
 void engine_quiesce(struct droce_engine_dev *dev);
 
+/* ---- Sleeping (engine_wait.c) ---- */
+
+/* The epoll set and the rx interrupt of a new engine: 0, or -errno. */
+int engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf);
+void engine_wait_fini(struct droce_engine *e);
+/* A domain's wake-up eventfd for e joins (add) or leaves e's epoll set. 0 or -errno. */
+int engine_wait_fd_add(struct droce_engine *e, int fd);
+void engine_wait_fd_del(struct droce_engine *e, int fd);
+/* The thread that runs e: its timer slack, so that short sleeps end when asked. */
+void engine_wait_thread_init(const struct droce_engine *e);
+/* The run loop's idle step: spin, or sleep until woken (e->wait). */
+void engine_idle(struct droce_engine *e);
+/* After putting a packet on target's handoff ring: wakes target if it sleeps. */
+void engine_handoff_wake(struct droce_engine *target);
+
 TAILQ_HEAD(engine_qp_list_head, droce_engine_qp);
 
 enum { ENGINE_OWN_RUN, ENGINE_OWN_NAP, ENGINE_OWN_CTL };
@@ -521,8 +536,9 @@ struct droce_engine {
 	uint8_t mac[6];
 	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];
 	uint32_t nb_gids;
+	enum droce_engine_wait wait;	/* droce_engine_conf's */
 	uint32_t idle_sleep_us;
-	bool early_retransmit;		/* droce_engine_conf's */
+	bool early_retransmit;
 	/*
 	 * Every QP's round-trip samples, smoothed (TSC ticks; 0: none yet): a QP's first wait
 	 * before it has samples of its own (engine_timer.c). With thousands of QPs a round
@@ -542,7 +558,15 @@ struct droce_engine {
 	uint64_t now;			/* TSC at the start of this loop pass */
 	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */
 	uint64_t idle_since;		/* TSC of the first idle pass of this idle spell, or 0 */
-	uint64_t idle_nap_tsc;		/* ENGINE_IDLE_NAP_US in TSC ticks */
+	uint64_t idle_spin_tsc;		/* idle this long before sleeping (engine_wait.c) */
+	int epfd;			/* what wakes it: cmd_wake_fd, domains' fds, rx interrupt */
+	int rx_intr_fd;			/* its rx queue's interrupt fd, or -1 */
+	/*
+	 * Non-zero while the engine sleeps or is about to (engine_wait.c): another engine that
+	 * hands it a packet then writes cmd_wake_fd. Its store and the check of the handoff
+	 * ring are Dekker's pair, as with the doorbells' sleeping word.
+	 */
+	_Atomic uint32_t asleep;
 	/*
 	 * Who may touch the engine's state: its thread (ENGINE_OWN_RUN), nobody while it
 	 * naps (ENGINE_OWN_NAP), or the control thread applying a command during the nap

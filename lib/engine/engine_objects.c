@@ -156,6 +156,8 @@ droce_engine_domain_create(struct droce_engine_dev *dev, const struct droce_engi
 	}
 	for (i = 0; i < hdr->nb_engines && i < DROCE_ENGINE_MAX; i++)
 		dom->db[i] = (struct droce_shm_doorbell *)(dom->region + hdr->doorbell_off[i]);
+	for (i = 0; i < DROCE_ENGINE_MAX; i++)
+		dom->wake_fd[i] = -1;
 	dom->mr_next = 1;
 	LIST_INSERT_HEAD(&dev->doms, dom, next);
 	dev->objs.domains++;
@@ -185,9 +187,12 @@ droce_engine_domain_destroy(struct droce_engine_domain *dom)
 		memset(&cmd, 0, sizeof(cmd));
 		cmd.type = ENGINE_CMD_DOMAIN_DEL;
 		cmd.dom = dom;
-		if (dev->engines[i] != NULL)
+		if (dev->engines[i] != NULL) {
 			engine_cmd_run(dev->engines[i], &cmd);
+			engine_wait_fd_del(dev->engines[i], dom->wake_fd[i]);
+		}
 		rte_free(dom->db_qp[i]);
+		close(dom->wake_fd[i]);
 	}
 	LIST_REMOVE(dom, next);
 	engine_quiesce(dev);
@@ -199,6 +204,12 @@ droce_engine_domain_destroy(struct droce_engine_domain *dom)
 	rte_free(dom->ahs);
 	rte_free(dom->mrs);
 	rte_free(dom);
+}
+
+int
+droce_engine_domain_wake_fd(const struct droce_engine_domain *dom, uint32_t engine_id)
+{
+	return engine_id < DROCE_ENGINE_MAX ? dom->wake_fd[engine_id] : -1;
 }
 
 int
@@ -493,12 +504,46 @@ qpn_alloc(struct droce_engine_dev *dev)
 	return 0;
 }
 
+/*
+ * dom's first QP on engine e: its doorbell slots' table, the eventfd its client writes to
+ * wake e (in e's epoll set before e looks at dom), then e's list of domains.
+ */
+static int
+domain_engine_add(struct droce_engine_domain *dom, struct droce_engine *e)
+{
+	struct engine_cmd cmd;
+	int rc;
+
+	dom->db_qp[e->id] = rte_zmalloc("droce_db_qp",
+					sizeof(struct droce_engine_qp *) * DROCE_SHM_DB_SLOTS, 0);
+	dom->wake_fd[e->id] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (dom->db_qp[e->id] == NULL || dom->wake_fd[e->id] < 0)
+		rc = -ENOMEM;
+	else
+		rc = engine_wait_fd_add(e, dom->wake_fd[e->id]);
+	if (rc == 0) {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.type = ENGINE_CMD_DOMAIN_ADD;
+		cmd.dom = dom;
+		rc = engine_cmd_run(e, &cmd);
+		if (rc != 0)
+			engine_wait_fd_del(e, dom->wake_fd[e->id]);
+	}
+	if (rc != 0) {
+		rte_free(dom->db_qp[e->id]);
+		dom->db_qp[e->id] = NULL;
+		if (dom->wake_fd[e->id] >= 0)
+			close(dom->wake_fd[e->id]);
+		dom->wake_fd[e->id] = -1;
+	}
+	return rc;
+}
+
 struct droce_engine_qp *
 droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engine_qp_conf *c)
 {
 	struct droce_engine_dev *dev = dom->dev;
 	struct droce_engine *e;
-	struct engine_cmd cmd;
 	struct droce_engine_qp *qp;
 	uint32_t qpn;
 	int rc;
@@ -515,19 +560,8 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 		return NULL;
 	}
 	if (dom->db_qp[e->id] == NULL) {
-		dom->db_qp[e->id] = rte_zmalloc("droce_db_qp",
-						sizeof(struct droce_engine_qp *) * DROCE_SHM_DB_SLOTS, 0);
-		if (dom->db_qp[e->id] == NULL) {
-			rte_errno = ENOMEM;
-			return NULL;
-		}
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.type = ENGINE_CMD_DOMAIN_ADD;
-		cmd.dom = dom;
-		rc = engine_cmd_run(e, &cmd);
+		rc = domain_engine_add(dom, e);
 		if (rc != 0) {
-			rte_free(dom->db_qp[e->id]);
-			dom->db_qp[e->id] = NULL;
 			rte_errno = -rc;
 			return NULL;
 		}
@@ -704,7 +738,8 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 	struct droce_engine *e;
 
 	if (id >= DROCE_ENGINE_MAX || dev->engines[id] != NULL || conf->mp == NULL ||
-	    conf->nb_gids > DROCE_ENGINE_MAX_GIDS || !rte_eth_dev_is_valid_port(conf->port_id)) {
+	    conf->nb_gids > DROCE_ENGINE_MAX_GIDS || !rte_eth_dev_is_valid_port(conf->port_id) ||
+	    droce_engine_wait_name(conf->wait) == NULL) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -722,14 +757,12 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 	memcpy(e->mac, conf->mac, sizeof(e->mac));
 	memcpy(e->gids, conf->gids, sizeof(e->gids));
 	e->nb_gids = conf->nb_gids;
-	e->idle_sleep_us = conf->idle_sleep_us;
 	e->early_retransmit = conf->early_retransmit;
 	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
 	e->slow_rx = conf->slow_rx;
 	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;
 	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
-	e->idle_nap_tsc = e->tsc_hz / 1000000 * ENGINE_IDLE_NAP_US;
 	e->timer_next = UINT64_MAX;
 	TAILQ_INIT(&e->active);
 	TAILQ_INIT(&e->timers);
@@ -743,7 +776,10 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 	/* Non-blocking: a command's write never waits, the idle engine's read never blocks. */
 	e->cmd_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	e->cmd_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0 || e->cmd_done_fd < 0) {
+	e->epfd = -1;
+	if (e->cmds == NULL || e->handoff == NULL || e->cmd_wake_fd < 0 || e->cmd_done_fd < 0 ||
+	    engine_wait_init(e, conf) != 0) {
+		engine_wait_fini(e);
 		rte_ring_free(e->cmds);
 		rte_ring_free(e->handoff);
 		if (e->cmd_wake_fd >= 0)
@@ -772,6 +808,7 @@ droce_engine_destroy(struct droce_engine *e)
 		rte_pktmbuf_free(m);
 	rte_ring_free(e->handoff);
 	rte_ring_free(e->cmds);
+	engine_wait_fini(e);
 	close(e->cmd_wake_fd);
 	close(e->cmd_done_fd);
 	e->dev->engines[e->id] = NULL;

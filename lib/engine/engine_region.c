@@ -96,6 +96,7 @@ droce_engine_region_qp_create(const struct droce_engine_region *r, struct droce_
 	view->db.block = (struct droce_shm_doorbell *)((uint8_t *)r->base +
 						       hdr->doorbell_off[conf->engine_id]);
 	view->db.slot = conf->db_slot;
+	view->db.wake_fd = droce_engine_domain_wake_fd(r->dom, conf->engine_id);
 	return qp;
 }
 

@@ -110,6 +110,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 			ENGINE_STAT(e, rx_handoff_drop);
 			goto drop;
 		}
+		engine_handoff_wake(qp->engine);
 		ENGINE_STAT(e, rx_handoff_out);
 		return;
 	}

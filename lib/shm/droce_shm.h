@@ -270,9 +270,17 @@ struct droce_shm_srq {
  * doorbell slot s"; bit w of summary says words[w] may have bits set. The application
  * sets the word bit, then the summary bit (both fetch-or, release); the engine exchanges
  * the summary with 0, then each flagged word with 0 (acquire), and then reads the rings.
+ *
+ * sleeping is non-zero while the engine sleeps in the kernel (doc/engine.md, "Sleeping
+ * engines"): after its summary bit the application then writes the engine's wake-up
+ * eventfd for this client (CREATE_QP's fd). The engine stores sleeping before its last
+ * look at summary, the application its summary bit before its look at sleeping, each with
+ * a full fence between (Dekker): one of the two sees the other's store, so no doorbell
+ * is left for an engine that sleeps on.
  */
 struct droce_shm_doorbell {
 	alignas(DROCE_SHM_CACHE_LINE) uint64_t summary;
+	uint32_t sleeping;	/* the engine writes; 0 or 1 */
 	alignas(DROCE_SHM_CACHE_LINE) uint64_t words[DROCE_SHM_DB_WORDS];
 };
 

@@ -32,6 +32,7 @@ typedef bool droce_shm_ah_check_fn(void *arg, uint32_t ah);
 struct droce_shm_client_db {
 	struct droce_shm_doorbell *block;
 	uint32_t slot;		/* < DROCE_SHM_DB_SLOTS */
+	int wake_fd;		/* the engine's wake-up eventfd for this client; -1: none */
 };
 
 struct droce_shm_client_qp {

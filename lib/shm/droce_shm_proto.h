@@ -38,7 +38,7 @@
 #include "droce_shm.h"
 #include "droce_shm_qp_attr.h"
 
-#define DROCE_PROTO_VERSION		2u
+#define DROCE_PROTO_VERSION		3u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8
@@ -61,7 +61,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_MODIFY_SRQ,
 	DROCE_PROTO_OP_QUERY_SRQ,
 	DROCE_PROTO_OP_DESTROY_SRQ,
-	DROCE_PROTO_OP_CREATE_QP,
+	DROCE_PROTO_OP_CREATE_QP,	/* -> fd: its engine's wake-up eventfd (droce_shm_doorbell) */
 	DROCE_PROTO_OP_MODIFY_QP,
 	DROCE_PROTO_OP_QUERY_QP,
 	DROCE_PROTO_OP_DESTROY_QP,

@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "droce_shm_client.h"
 
@@ -205,14 +206,25 @@ swqe_write(uint8_t *slot, const struct droce_shm_client_qp *qp, const struct ibv
 	memcpy(slot, &h, sizeof(h));
 }
 
-/* Bit slot of the engine's doorbell block: the word first, then the summary (release). */
+/*
+ * Bit slot of the engine's doorbell block: the word first, then the summary (release);
+ * then, if the engine sleeps, its eventfd. The fence orders the summary's store before
+ * the load of sleeping, which the engine stores before its last look at the summary
+ * (droce_shm_doorbell): without it the load could pass the store and both sides miss.
+ */
 static inline void
 doorbell_ring(const struct droce_shm_client_db *db)
 {
 	uint32_t w = db->slot >> 6;
+	uint64_t one = 1;
 
 	__atomic_fetch_or(&db->block->words[w], 1ull << (db->slot & 63), __ATOMIC_RELEASE);
 	__atomic_fetch_or(&db->block->summary, 1ull << w, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&db->block->sleeping, __ATOMIC_RELAXED) != 0 && db->wake_fd >= 0 &&
+	    write(db->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, so the engine wakes anyway */
+	}
 }
 
 /*

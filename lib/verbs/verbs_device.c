@@ -177,7 +177,7 @@ ibv_open_device(struct ibv_device *device)
 	struct droce_proto_resp resp;
 	struct verbs_ddev *d;
 	struct verbs_dctx *c;
-	unsigned int nfds = 0;
+	unsigned int nfds = 0, i;
 	int fds[2] = { -1, -1 };
 	void *region;
 	int sock, err = 0;
@@ -241,6 +241,8 @@ ibv_open_device(struct ibv_device *device)
 	c->region_size = resp.hello.region_size;
 	c->evring = (struct droce_shm_event_ring *)(c->region + resp.hello.event_ring_off);
 	c->nb_engines = resp.hello.nb_engines;
+	for (i = 0; i < DROCE_SHM_MAX_ENGINES; i++)
+		c->wake_fd[i] = -1;
 	c->port = resp.hello.port;
 	c->limits = resp.hello.limits;
 	/*
@@ -305,12 +307,17 @@ VERBS_EXPORT int
 ibv_close_device(struct ibv_context *context)
 {
 	struct verbs_dctx *c;
+	unsigned int i;
 
 	if (context == NULL)
 		return verbs_err(EINVAL);
 	c = to_dctx(context);
 	verbs_watch_stop(c);
 	close(c->sock);
+	for (i = 0; i < DROCE_SHM_MAX_ENGINES; i++) {
+		if (c->wake_fd[i] >= 0)
+			close(c->wake_fd[i]);
+	}
 	close(c->ev_pipe);
 	close(context->async_fd);
 	munmap(c->region, c->region_size);

@@ -128,6 +128,12 @@ struct verbs_dctx {
 	int dead;				/* atomic: droced is gone, posts refused */
 	int fatal_done;				/* atomic: flushed, DEVICE_FATAL queued */
 	uint32_t nb_engines;
+	/*
+	 * Per engine: the eventfd that wakes it when it sleeps (droce_shm_doorbell.sleeping),
+	 * from the first CREATE_QP on it; -1 before. Set once (compare-and-swap), closed with
+	 * the context.
+	 */
+	int wake_fd[DROCE_SHM_MAX_ENGINES];
 	struct droce_proto_port_info port;
 	struct droce_proto_limits limits;
 	uint32_t poll_yield;			/* empty polls before a yield; 0: never */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "droce_verbs.h"
 #include "verbs_loc.h"
@@ -482,6 +483,22 @@ qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 	return 0;
 }
 
+/*
+ * The engine's wake-up eventfd that came with CREATE_QP: the context keeps the first for
+ * each engine (its QPs' doorbells write it, droce_shm_doorbell.sleeping) and closes the
+ * copies that later QPs bring.
+ */
+static void
+qp_wake_fd_keep(struct verbs_dctx *c, uint32_t engine_id, int fd)
+{
+	int none = -1;
+
+	if (engine_id >= DROCE_SHM_MAX_ENGINES ||
+	    !__atomic_compare_exchange_n(&c->wake_fd[engine_id], &none, fd, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		close(fd);
+}
+
 /* init_port not 0: droced moves the QP to INIT on that port before it answers. */
 static struct ibv_qp *
 qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t init_port)
@@ -491,7 +508,8 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	struct verbs_dctx *c;
 	struct ibv_qp *ib;
 	struct verbs_dqp *qp;
-	int ret;
+	unsigned int nfds = 0;
+	int ret, wake_fd = -1;
 
 	if (context == NULL || a == NULL)
 		return verbs_err_null(EINVAL);
@@ -516,7 +534,9 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		req.create_qp.cap.max_recv_wr = a->cap.max_recv_wr;
 		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
 	}
-	ret = verbs_request(c, &req, NULL, 0, &resp);
+	ret = verbs_request_fds(c, &req, &resp, &wake_fd, 1, &nfds);
+	if (ret == 0 && nfds == 1)
+		qp_wake_fd_keep(c, resp.qp.engine_id, wake_fd);
 	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
 			 !send_ops_supported(a, resp.qp.supported_wr))) {
 		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
@@ -552,6 +572,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		(c->region + ((const struct droce_shm_region_hdr *)(void *)c->region)->
 		 doorbell_off[resp.qp.engine_id]);
 	qp->view.db.slot = resp.qp.db_slot;
+	qp->view.db.wake_fd = __atomic_load_n(&c->wake_fd[resp.qp.engine_id], __ATOMIC_ACQUIRE);
 	qp->view.lkey_check = verbs_lkey_check;
 	qp->view.ah_check = verbs_ah_check;
 	qp->view.check_arg = c;

@@ -118,11 +118,21 @@ host_addr(struct tc_host *h, uint8_t id)
 static uint32_t tc_idle_next[2];	/* tc_next_pair_idle: hosts a and b (pd 0 and 1) */
 static bool tc_idle_next_set;
 static bool tc_early_next;		/* tc_next_pair_early */
+static enum droce_engine_wait tc_wait_next[2];	/* tc_next_pair_wait */
+static bool tc_wait_next_set;
 
 void
 tc_next_pair_early(void)
 {
 	tc_early_next = true;
+}
+
+void
+tc_next_pair_wait(enum droce_engine_wait a, enum droce_engine_wait b)
+{
+	tc_wait_next[0] = a;
+	tc_wait_next[1] = b;
+	tc_wait_next_set = true;
 }
 
 void
@@ -185,6 +195,11 @@ host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t pee
 		memcpy(ec.gids[1], h->gid6, 16);
 		ec.nb_gids = 2;
 		ec.idle_sleep_us = tc_idle_next_set && h->pd < 2 ? tc_idle_next[h->pd] : TC_IDLE_US;
+		if (tc_wait_next_set && h->pd < 2)
+			ec.wait = tc_wait_next[h->pd];
+		else
+			ec.wait = ec.idle_sleep_us != 0 ? DROCE_ENGINE_WAIT_ADAPTIVE :
+				  DROCE_ENGINE_WAIT_POLL;
 		ec.early_retransmit = tc_early_next;
 		if (slow != NULL) {
 			ec.slow_rx = slow->rx;
@@ -351,6 +366,7 @@ tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 	host_finish(a, tc_ring_port(a, ba, ab), 2, b->mac, NULL);
 	host_finish(b, tc_ring_port(b, ab, ba), 1, a->mac, NULL);
 	tc_idle_next_set = false;
+	tc_wait_next_set = false;
 	tc_early_next = false;
 	tc_fault_attach(a, fault_a);
 	tc_fault_attach(b, fault_b);

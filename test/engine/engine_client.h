@@ -120,6 +120,11 @@ void tc_pair_open(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
  */
 void tc_next_pair_idle(uint32_t a_us, uint32_t b_us);
 /*
+ * How the next tc_pair_open*'s engines wait on hosts a and b (droce_engine_conf.wait);
+ * without it, ADAPTIVE where they nap, POLL where they never do.
+ */
+void tc_next_pair_wait(enum droce_engine_wait a, enum droce_engine_wait b);
+/*
  * The next tc_pair_open*'s engines go back early (droce_engine_conf.early_retransmit);
  * others only at the local ACK timeout, so tests that count packets on a slow shared
  * machine see no early go-back.

@@ -176,6 +176,7 @@ xfer(struct conn *c, const void *msg, size_t len, const int *fds, unsigned int n
      struct droce_proto_resp *resp, int *rfds, unsigned int max_rfds, unsigned int *nrfds)
 {
 	struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
+	int all[DROCE_PROTO_MAX_FDS];
 	unsigned int got = 0;
 	ssize_t n;
 	int ret;
@@ -198,7 +199,12 @@ xfer(struct conn *c, const void *msg, size_t len, const int *fds, unsigned int n
 		return -1;
 	}
 	memset(resp, 0, sizeof(*resp));
-	n = droce_proto_recv(c->sock, resp, sizeof(*resp), rfds, max_rfds, &got);
+	/* Every fd an answer brings (CREATE_QP's wake-up eventfd too); the caller's first. */
+	n = droce_proto_recv(c->sock, resp, sizeof(*resp), all, DROCE_PROTO_MAX_FDS, &got);
+	while (got > max_rfds)
+		close(all[--got]);
+	if (got > 0)
+		memcpy(rfds, all, got * sizeof(int));
 	if (n == 0 || n == -ECONNRESET) {
 		c->closed = true;
 		return 0;

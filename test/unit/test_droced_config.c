@@ -204,6 +204,8 @@ DROCE_TEST(every_key)
 		"[engines]\n"
 		"lcores = 1-3, 5\n"
 		"idle_sleep_us = 100\n"
+		"mode = interrupt\n"
+		"idle_spin_us = 30\n"
 		"early_retransmit = no\n"
 		"[control]\n"
 		"socket = /tmp/d.sock\n"
@@ -268,6 +270,8 @@ DROCE_TEST(every_key)
 	CHECK_EQ_U64(cfg->lcores[2], 3);
 	CHECK_EQ_U64(cfg->lcores[3], 5);
 	CHECK_EQ_U64(cfg->idle_sleep_us, 100);
+	CHECK_EQ_U64(cfg->wait, DROCED_CONFIG_WAIT_INTERRUPT);
+	CHECK_EQ_U64(cfg->idle_spin_us, 30);
 	CHECK(!cfg->early_retransmit);
 	CHECK_EQ_STR(cfg->socket, "/tmp/d.sock");
 	CHECK_EQ_I64(cfg->allowed_uid, 1000);
@@ -392,6 +396,9 @@ static const struct {
 	{ "bad_bool", PORT1 "rx_no_icrc = maybe\n", 9, "rx_no_icrc: 'maybe' is not true or false" },
 	{ "idle_too_long", BASE "idle_sleep_us = 1000001\n", 6,
 	  "idle_sleep_us: 1000001 out of range 0..1000000" },
+	{ "bad_mode", BASE "mode = sleepy\n", 6, "mode: 'sleepy' is not poll, adaptive or interrupt" },
+	{ "spin_too_long", BASE "idle_spin_us = 2000000\n", 6,
+	  "idle_spin_us: 2000000 out of range 0..1000000" },
 	{ "relative_socket", BASE "[control]\nsocket = run/d.sock\n", 7,
 	  "socket: 'run/d.sock' is not an absolute path" },
 	{ "bad_uid", BASE "[control]\nallowed_uid = -2\n", 7,
@@ -431,6 +438,26 @@ DROCE_TEST(bad_files_name_the_line)
 			snprintf(want, sizeof(want), "%s: %s", path, bad_files[i].msg);
 		CHECK_EQ_STR(err, want);
 	}
+	CHECK_EQ_U64(rmdir(tmpdir), 0);
+	tmpdir[0] = '\0';
+}
+
+/* Without mode: poll, or adaptive where idle_sleep_us asks the engines to sleep (as before modes). */
+DROCE_TEST(mode_follows_idle_sleep)
+{
+	struct droced_config *cfg = new_cfg();
+	char path[PATH_LEN], err[ERR_LEN];
+
+	CHECK_EQ_I64(load_text("poll", BASE, cfg, path, err), 0);
+	CHECK_EQ_U64(cfg->wait, DROCED_CONFIG_WAIT_POLL);
+	CHECK_EQ_I64(load_text("napping", BASE "idle_sleep_us = 20\n", cfg, path, err), 0);
+	CHECK_EQ_U64(cfg->wait, DROCED_CONFIG_WAIT_ADAPTIVE);
+	CHECK_EQ_I64(load_text("adaptive", BASE "mode = adaptive\n", cfg, path, err), 0);
+	CHECK_EQ_U64(cfg->wait, DROCED_CONFIG_WAIT_ADAPTIVE);
+	CHECK_EQ_U64(cfg->idle_sleep_us, 0);
+	CHECK_EQ_I64(load_text("forced_poll", BASE "idle_sleep_us = 20\nmode = poll\n", cfg, path,
+			       err), 0);
+	CHECK_EQ_U64(cfg->wait, DROCED_CONFIG_WAIT_POLL);
 	CHECK_EQ_U64(rmdir(tmpdir), 0);
 	tmpdir[0] = '\0';
 }

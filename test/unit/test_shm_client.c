@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "droce_shm_client.h"
 #include "droce_test.h"
@@ -158,7 +160,7 @@ fake_init(struct fake *f, uint8_t qp_type, uint32_t state, bool with_srq)
 		.qp_num = 0x123,
 		.qp_type = qp_type,
 		.supported_wr = ALL_OPS,
-		.db = { .block = f->db, .slot = DB_SLOT },
+		.db = { .block = f->db, .slot = DB_SLOT, .wake_fd = -1 },
 		.lkey_check = fake_lkey_check,
 		.ah_check = fake_ah_check,
 		.check_arg = &f->chk,
@@ -929,6 +931,37 @@ DROCE_TEST(send_publishes_once_per_call)
 	CHECK_EQ_U64(f.db->summary, (1ull << 63) | (1ull << DB_WORD));
 	CHECK_EQ_U64(f.db->words[DROCE_SHM_DB_WORDS - 1], 1ull << 63);
 	CHECK_EQ_U64(f.db->words[DB_WORD], 1ull << DB_BIT);
+}
+
+/*
+ * A sleeping engine (droce_shm_doorbell.sleeping) gets its eventfd written after the
+ * doorbell, once per call; an awake one gets no system call.
+ */
+DROCE_TEST(send_wakes_only_a_sleeping_engine)
+{
+	struct ibv_send_wr wr[2], *bad = NULL;
+	uint64_t n = 0;
+	struct fake f;
+	int efd, k;
+
+	efd = eventfd(0, EFD_NONBLOCK);
+	CHECK(efd >= 0);
+	fake_init(&f, DROCE_SHM_QPT_RC, DROCE_SHM_QPS_RTS, false);
+	f.qp.db.wake_fd = efd;
+	for (k = 0; k < 2; k++)
+		base_wr(&f, &wr[k], k);
+	chain_send(wr, 2);
+	CHECK_EQ_I64(droce_shm_post_send(&f.qp, wr, &bad), 0);
+	CHECK(read(efd, &n, sizeof(n)) < 0 && errno == EAGAIN);	/* awake: not written */
+
+	doorbell_clear(&f);
+	f.db->sleeping = 1;
+	f.ctl->sq.cons = 2;
+	CHECK_EQ_I64(droce_shm_post_send(&f.qp, wr, &bad), 0);
+	CHECK_EQ_I64(read(efd, &n, sizeof(n)), (int64_t)sizeof(n));
+	CHECK_EQ_U64(n, 1);
+	check_doorbell(&f, true);
+	close(efd);
 }
 
 /* ---- post_recv and post_srq_recv ---- */

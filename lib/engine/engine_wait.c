@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * How an idle engine waits (doc/engine.md, "Sleeping engines"): it spins, or it sleeps in
+ * the kernel on one epoll set holding everything that can give it work: its command
+ * eventfd (commands, handoffs, slow_tx frames), one eventfd per client domain (doorbells),
+ * and its rx queue's interrupt. The timeout is its nearest timer, or idle_sleep_us when
+ * the port cannot wake it.
+ *
+ * A lost wake-up is the bug this file can have. Every producer of work publishes its work
+ * and then looks whether the engine sleeps; the engine publishes that it sleeps and then
+ * looks for work, with a full fence between on both sides. One of the two sees the other,
+ * so either the engine finds the work or the producer writes the eventfd, whose count
+ * stays set until the engine reads it after its sleep.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_pause.h>
+
+#include "engine_loc.h"
+
+/* What an epoll entry is: the tag in the low bits of its data, the fd above them. */
+enum { WAIT_CMD, WAIT_DOORBELL, WAIT_RX };
+#define WAIT_TAG_BITS	2
+#define WAIT_EVENTS	16
+/* The sleeping thread's timer slack: short sleeps end when asked, not 50 us later. */
+#define WAIT_TIMER_SLACK_NS	1000
+
+static const char *const wait_names[] = {
+	[DROCE_ENGINE_WAIT_POLL] = "poll",
+	[DROCE_ENGINE_WAIT_ADAPTIVE] = "adaptive",
+	[DROCE_ENGINE_WAIT_INTERRUPT] = "interrupt",
+};
+
+const char *
+droce_engine_wait_name(enum droce_engine_wait w)
+{
+	return (unsigned int)w < RTE_DIM(wait_names) ? wait_names[w] : NULL;
+}
+
+static int
+wait_ctl(struct droce_engine *e, int op, int fd, unsigned int tag)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN,
+		.data.u64 = ((uint64_t)(uint32_t)fd << WAIT_TAG_BITS) | tag,
+	};
+
+	return epoll_ctl(e->epfd, op, fd, &ev) == 0 ? 0 : -errno;
+}
+
+int
+engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf)
+{
+	uint32_t spin_us = conf->idle_spin_us != 0 ? conf->idle_spin_us : DROCE_ENGINE_IDLE_SPIN_US;
+	int rc;
+
+	e->wait = conf->wait;
+	e->idle_sleep_us = conf->idle_sleep_us != 0 ? conf->idle_sleep_us :
+			   DROCE_ENGINE_IDLE_SLEEP_US;
+	e->idle_spin_tsc = conf->wait == DROCE_ENGINE_WAIT_ADAPTIVE ?
+			   e->tsc_hz / 1000000 * spin_us : 0;
+	e->rx_intr_fd = -1;
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0)
+		return -errno;
+	rc = wait_ctl(e, EPOLL_CTL_ADD, e->cmd_wake_fd, WAIT_CMD);
+	if (rc != 0)
+		return rc;
+	if (conf->wait == DROCE_ENGINE_WAIT_POLL || !conf->rx_intr)
+		return 0;
+	/*
+	 * rte_eth_dev_rx_intr_ctl_q_get_fd() gives the queue's fd when the PMD supports rx
+	 * interrupts and the port was configured with intr_conf.rxq (net_tap, net_af_xdp, most
+	 * NICs); net_memif and net_ring give none (DPDK 22.11).
+	 */
+	e->rx_intr_fd = rte_eth_dev_rx_intr_ctl_q_get_fd(e->port_id, e->rx_queue);
+	if (e->rx_intr_fd < 0 || wait_ctl(e, EPOLL_CTL_ADD, e->rx_intr_fd, WAIT_RX) != 0) {
+		e->rx_intr_fd = -1;
+		ENGINE_LOG(NOTICE, "engine %u: port %u queue %u has no rx interrupt: the idle "
+			   "engine sleeps %u us at a time\n", e->id, e->port_id, e->rx_queue,
+			   e->idle_sleep_us);
+	}
+	return 0;
+}
+
+void
+engine_wait_fini(struct droce_engine *e)
+{
+	if (e->epfd >= 0)
+		close(e->epfd);
+	e->epfd = -1;
+}
+
+bool
+droce_engine_rx_intr(const struct droce_engine *e)
+{
+	return e->rx_intr_fd >= 0;
+}
+
+int
+engine_wait_fd_add(struct droce_engine *e, int fd)
+{
+	return wait_ctl(e, EPOLL_CTL_ADD, fd, WAIT_DOORBELL);
+}
+
+void
+engine_wait_fd_del(struct droce_engine *e, int fd)
+{
+	(void)wait_ctl(e, EPOLL_CTL_DEL, fd, WAIT_DOORBELL);
+}
+
+/* The sleeping word of e's doorbell block in each domain, and e's own (handoffs). */
+static void
+sleeping_publish(struct droce_engine *e, uint32_t v)
+{
+	uint32_t d;
+
+	atomic_store_explicit(&e->asleep, v, memory_order_relaxed);
+	for (d = 0; d < e->nb_doms; d++)
+		__atomic_store_n(&e->doms[d]->db[e->id]->sleeping, v, __ATOMIC_RELAXED);
+}
+
+/*
+ * Work that arrived since the last pass, looked for after sleeping was published: a
+ * doorbell, a command, a handoff, a slow_tx frame; or work the lists still hold.
+ */
+static bool
+wait_work_pending(const struct droce_engine *e)
+{
+	uint32_t d;
+
+	for (d = 0; d < e->nb_doms; d++) {
+		if (__atomic_load_n(&e->doms[d]->db[e->id]->summary, __ATOMIC_RELAXED) != 0)
+			return true;
+	}
+	return !rte_ring_empty(e->cmds) || !rte_ring_empty(e->handoff) ||
+	       (e->slow_tx != NULL && !rte_ring_empty(e->slow_tx)) || e->nb_tx != 0 ||
+	       !TAILQ_EMPTY(&e->acks) || !TAILQ_EMPTY(&e->reads) || !TAILQ_EMPTY(&e->errs);
+}
+
+/*
+ * The sleep's timeout: the nearest timer (retransmission, RNR, early retransmission), and
+ * idle_sleep_us at most when the port cannot wake the engine. NULL: none (sleep until
+ * woken).
+ */
+static const struct timespec *
+wait_timeout(const struct droce_engine *e, struct timespec *ts)
+{
+	uint64_t ns = UINT64_MAX;
+
+	if (!TAILQ_EMPTY(&e->timers)) {
+		uint64_t now = rte_rdtsc();
+
+		ns = e->timer_next <= now ? 0 :
+		     (uint64_t)((double)(e->timer_next - now) * 1e9 / (double)e->tsc_hz);
+	}
+	if (e->rx_intr_fd < 0 && ns > (uint64_t)e->idle_sleep_us * 1000)
+		ns = (uint64_t)e->idle_sleep_us * 1000;
+	if (ns == UINT64_MAX)
+		return NULL;
+	ts->tv_sec = (time_t)(ns / 1000000000);
+	ts->tv_nsec = (long)(ns % 1000000000);
+	return ts;
+}
+
+/* Reads what woke the engine: the eventfds' counts, and counts the causes. */
+static void
+wait_drain(struct droce_engine *e)
+{
+	struct epoll_event evs[WAIT_EVENTS];
+	uint64_t n;
+	int i, got;
+
+	got = epoll_wait(e->epfd, evs, WAIT_EVENTS, 0);
+	if (got <= 0) {
+		ENGINE_STAT(e, timeout_wakeups);
+		return;
+	}
+	for (i = 0; i < got; i++) {
+		unsigned int tag = evs[i].data.u64 & ((1u << WAIT_TAG_BITS) - 1);
+		int fd = (int)(evs[i].data.u64 >> WAIT_TAG_BITS);
+
+		switch (tag) {
+		case WAIT_CMD:
+			ENGINE_STAT(e, cmd_wakeups);
+			break;
+		case WAIT_DOORBELL:
+			ENGINE_STAT(e, doorbell_wakeups);
+			break;
+		default:
+			ENGINE_STAT(e, rx_intr_wakeups);
+			continue;	/* the PMD's fd: its rx burst takes what it holds */
+		}
+		if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+			ENGINE_LOG(DEBUG, "engine %u: wake-up fd: %s\n", e->id, strerror(errno));
+	}
+}
+
+/*
+ * The sleep. The state word goes NAP first, so the control thread may apply commands and
+ * send slow_tx frames itself meanwhile (engine_cmd.c); it comes back NAP -> RUN once such
+ * a command is done.
+ */
+static void
+engine_sleep(struct droce_engine *e)
+{
+	struct pollfd pfd = { .fd = e->epfd, .events = POLLIN };
+	struct timespec ts;
+	uint32_t nap;
+
+	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
+	sleeping_publish(e, 1);
+	if (e->rx_intr_fd >= 0)
+		rte_eth_dev_rx_intr_enable(e->port_id, e->rx_queue);
+	/* Dekker: sleeping (and the interrupt) before the last look at the work. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (wait_work_pending(e) || atomic_load_explicit(&e->stop, memory_order_acquire)) {
+		ENGINE_STAT(e, sleeps_skipped);
+	} else {
+		ENGINE_STAT(e, sleeps);
+		/* ppoll on the epoll fd: a timeout in nanoseconds, where epoll_wait has ms */
+		if (ppoll(&pfd, 1, wait_timeout(e, &ts), NULL) > 0)
+			wait_drain(e);
+		else
+			ENGINE_STAT(e, timeout_wakeups);
+	}
+	if (e->rx_intr_fd >= 0)
+		rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
+	for (;;) {
+		nap = ENGINE_OWN_NAP;
+		if (atomic_compare_exchange_weak_explicit(&e->own, &nap, ENGINE_OWN_RUN,
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			break;
+		rte_pause();
+	}
+	/* After RUN: a domain a command added meanwhile was published sleeping too. */
+	sleeping_publish(e, 0);
+}
+
+void
+engine_idle(struct droce_engine *e)
+{
+	if (e->wait == DROCE_ENGINE_WAIT_POLL) {
+		rte_pause();
+		return;
+	}
+	if (e->idle_since == 0)
+		e->idle_since = e->now;
+	if (e->now - e->idle_since >= e->idle_spin_tsc)
+		engine_sleep(e);
+	else
+		rte_pause();
+}
+
+void
+engine_wait_thread_init(const struct droce_engine *e)
+{
+	if (e->wait != DROCE_ENGINE_WAIT_POLL)
+		prctl(PR_SET_TIMERSLACK, WAIT_TIMER_SLACK_NS, 0, 0, 0);
+}
+
+void
+engine_handoff_wake(struct droce_engine *target)
+{
+	if (target->wait == DROCE_ENGINE_WAIT_POLL)
+		return;
+	/* Dekker: the enqueue before the look at asleep (engine_sleep's fence pairs). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&target->asleep, memory_order_relaxed) != 0)
+		droce_engine_wake(target);
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Engines that sleep (droce_engine_conf.wait, doc/engine.md "Sleeping engines"). net_ring
+ * gives no rx interrupt, so a sleeping engine here wakes only for what the tests aim at:
+ * a doorbell's eventfd, a command, or its nearest timer; its idle_sleep_us bound is 5 s,
+ * far beyond any wait below, so a wake-up that did not come shows as a stall of seconds.
+ * Host a sleeps; host b polls (it must see a's packets as they come).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+
+#include "droce_test.h"
+#include "engine_client.h"
+
+#define SLEEP_BOUND_US	5000000	/* a's longest sleep without a wake-up */
+#define ROUND_BOUND_MS	1000	/* a round that took this long lost a wake-up */
+
+static struct tc_qp *
+rc_qp(struct tc_host *h, struct tc_cq *cq)
+{
+	struct tc_qp_init in = {
+		.type = DROCE_SHM_QPT_RC, .engine = 0, .scq = cq, .rcq = cq,
+		.sq_size = 64, .rq_size = 64, .max_sge = 1, .max_inline = 0,
+	};
+
+	return tc_qp_create(h, &in);
+}
+
+static void
+spin_us(uint32_t us)
+{
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 * us;
+
+	while (rte_get_timer_cycles() < end)
+		;
+}
+
+/*
+ * Doorbells against the sleep: sends posted after random gaps of 0 to 60 us, around the
+ * 20 us an adaptive engine spins before it sleeps, so that posts land before, during and
+ * just after the engine publishes that it sleeps. Every message arrives, intact and in
+ * order, and no round stalls. A waits for its ACKs on its ACK timer (1 ms): the ring
+ * cannot wake it.
+ */
+static void
+doorbells_race_sleep(enum droce_engine_wait wait, unsigned int rounds)
+{
+	struct tc_host a, b;
+	struct tc_path path = { .mtu = IBV_MTU_1024, .timeout = 8, .retry_cnt = 7,
+				.rnr_retry = 7, .min_rnr_timer = 1, .psn_a = 10, .psn_b = 20 };
+	struct ibv_wc wc[4];
+	struct tc_cq *ca, *cb;
+	struct tc_qp *qa, *qb;
+	struct tc_mr *ma, *mb;
+	uint64_t t0, worst = 0, hz;
+	unsigned int i, burst;
+	unsigned int seed = 12345;
+
+	tc_next_pair_idle(SLEEP_BOUND_US, 0);
+	tc_next_pair_wait(wait, DROCE_ENGINE_WAIT_POLL);
+	tc_pair_open(&a, &b, 1, 1);
+	hz = rte_get_timer_hz();
+	ca = tc_cq_create(&a, 64);
+	cb = tc_cq_create(&b, 64);
+	qa = rc_qp(&a, ca);
+	qb = rc_qp(&b, cb);
+	ma = tc_mr_reg(&a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	mb = tc_mr_reg(&b, 4096 * 4, IBV_ACCESS_LOCAL_WRITE);
+	tc_connect(qa, qb, &path);
+	usleep(20000);	/* a is asleep */
+	for (i = 0; i < rounds; i++) {
+		unsigned int k;
+
+		burst = 1 + rand_r(&seed) % 3;
+		spin_us(rand_r(&seed) % 61);
+		for (k = 0; k < burst; k++) {
+			ma->buf[k] = (uint8_t)(i + k);
+			CHECK_EQ_I64(tc_recv(qb, k, mb, 4096 * k, 4096), 0);
+		}
+		t0 = rte_get_timer_cycles();
+		for (k = 0; k < burst; k++)
+			CHECK_EQ_I64(tc_send(qa, k, ma, k, 1, IBV_SEND_SIGNALED), 0);
+		CHECK_EQ_I64(tc_wait(cb, (int)burst, wc, ROUND_BOUND_MS), (int64_t)burst);
+		for (k = 0; k < burst; k++) {
+			CHECK_EQ_U64(wc[k].status, IBV_WC_SUCCESS);
+			CHECK_EQ_U64(wc[k].wr_id, k);
+			CHECK_EQ_U64(mb->buf[4096 * k], (uint8_t)(i + k));
+		}
+		CHECK_EQ_I64(tc_wait(ca, (int)burst, wc, ROUND_BOUND_MS), (int64_t)burst);
+		for (k = 0; k < burst; k++)
+			CHECK_EQ_U64(wc[k].status, IBV_WC_SUCCESS);
+		if (rte_get_timer_cycles() - t0 > worst)
+			worst = rte_get_timer_cycles() - t0;
+	}
+	printf("# %s: %u rounds, slowest %.3f ms; a slept %" PRIu64 " times, woken by "
+	       "doorbells %" PRIu64 ", timers %" PRIu64 ", sleeps given up %" PRIu64 "\n",
+	       droce_engine_wait_name(wait), rounds, (double)worst * 1000 / (double)hz,
+	       tc_counter(&a, "sleeps"), tc_counter(&a, "doorbell_wakeups"),
+	       tc_counter(&a, "timeout_wakeups"), tc_counter(&a, "sleeps_skipped"));
+	/* The engine did sleep, and doorbells, not only timers, ended its sleeps. */
+	CHECK(tc_counter(&a, "sleeps") >= rounds / 2);
+	CHECK(tc_counter(&a, "doorbell_wakeups") >= rounds / 4);
+	CHECK_EQ_U64(tc_counter(&b, "sleeps"), 0);
+	tc_pair_close(&a, &b);
+}
+
+DROCE_TEST(adaptive_doorbells_race_sleep)
+{
+	doorbells_race_sleep(DROCE_ENGINE_WAIT_ADAPTIVE, 400);
+}
+
+DROCE_TEST(interrupt_doorbells_race_sleep)
+{
+	doorbells_race_sleep(DROCE_ENGINE_WAIT_INTERRUPT, 400);
+}
+
+/*
+ * The retransmission timer fires while the engine sleeps: b's QP stays in RESET, which
+ * drops a's SEND, so only a's ACK timer (4 ms) can bring a back to send it again; once b's
+ * QP is ready, a retransmission gets through and the SEND completes, long before a's
+ * 5 s bound.
+ */
+DROCE_TEST(timer_fires_while_asleep)
+{
+	struct tc_host a, b;
+	struct tc_path pa = { .mtu = IBV_MTU_1024, .timeout = 10, .retry_cnt = 7,
+			      .rnr_retry = 7, .min_rnr_timer = 1, .psn_a = 10, .psn_b = 20 };
+	struct tc_path pb = pa;
+	struct ibv_wc wc[2];
+	struct tc_cq *ca, *cb;
+	struct tc_qp *qa, *qb;
+	struct tc_mr *ma, *mb;
+	uint64_t timeouts;
+
+	tc_next_pair_idle(SLEEP_BOUND_US, 0);
+	tc_next_pair_wait(DROCE_ENGINE_WAIT_INTERRUPT, DROCE_ENGINE_WAIT_POLL);
+	tc_pair_open(&a, &b, 1, 1);
+	ca = tc_cq_create(&a, 64);
+	cb = tc_cq_create(&b, 64);
+	qa = rc_qp(&a, ca);
+	qb = rc_qp(&b, cb);
+	ma = tc_mr_reg(&a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	mb = tc_mr_reg(&b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	tc_connect_remote(qa, qb->qpn, 2, &pa);
+	memset(ma->buf, 0x3c, 64);
+	CHECK_EQ_I64(tc_send(qa, 7, ma, 0, 64, IBV_SEND_SIGNALED), 0);
+	usleep(14000);		/* about three ACK timeouts */
+	timeouts = tc_counter(&a, "req_timeout");
+	CHECK(timeouts >= 1);
+	CHECK(tc_counter(&a, "timeout_wakeups") >= 1);
+	CHECK_EQ_I64(tc_poll(ca, 1, wc), 0);
+	pb.psn_a = pa.psn_b;
+	pb.psn_b = pa.psn_a;
+	tc_connect_remote(qb, qa->qpn, 1, &pb);
+	CHECK_EQ_I64(tc_recv(qb, 8, mb, 0, 4096), 0);	/* before it: RNR NAK, retried */
+	CHECK_EQ_I64(tc_wait(cb, 1, wc, ROUND_BOUND_MS), 1);
+	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ_U64(wc[0].byte_len, 64);
+	CHECK_MEM(mb->buf, ma->buf, 64);
+	CHECK_EQ_I64(tc_wait(ca, 1, wc, ROUND_BOUND_MS), 1);
+	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ_U64(wc[0].wr_id, 7);
+	tc_pair_close(&a, &b);
+}
