@@ -30,6 +30,8 @@ LAYERS = {
     'engine_objects.c': 0,
     # CQs and QPs in a client region for programs that embed engines, over the object API
     'engine_region.c': 0,
+    # the end of a port, for the programs that drive ports
+    'engine_port.c': 0,
     # stages: what one pass runs, in the loop's order
     'engine_rx.c': 1,
     'engine_req.c': 1,

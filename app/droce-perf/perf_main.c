@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rte_alarm.h>
 #include <rte_bus_vdev.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
@@ -466,47 +465,6 @@ host_connect(struct perf_host *h, const struct perf_opts *o, const struct perf_p
 	return 0;
 }
 
-struct port_close {
-	uint16_t port;
-	bool stop;
-	bool close;
-	bool done;
-};
-
-static void
-port_close_alarm(void *arg)
-{
-	struct port_close *pc = arg;
-
-	if (pc->stop)
-		rte_eth_dev_stop(pc->port);
-	if (pc->close)
-		rte_eth_dev_close(pc->port);
-	__atomic_store_n(&pc->done, true, __ATOMIC_RELEASE);
-}
-
-/*
- * Stops and closes a port on the EAL's interrupt thread, the thread on which DPDK 22.11's
- * memif handles a peer's disconnect: memif_disconnect() run there and here at once frees
- * the regions twice (a crash under load, when that thread ran late). An alarm runs its
- * callback on that thread, so the two are one after the other, whatever the timing. As
- * testpmd at exit, a memif port is closed before the EAL goes: that unmaps its regions.
- */
-static void
-port_close_serialized(uint16_t port, bool stop, bool close)
-{
-	struct port_close pc = { .port = port, .stop = stop, .close = close };
-
-	if (!stop && !close)
-		return;
-	if (rte_eal_alarm_set(1, port_close_alarm, &pc) != 0) {
-		port_close_alarm(&pc);	/* no alarm: here, as before */
-		return;
-	}
-	while (!__atomic_load_n(&pc.done, __ATOMIC_ACQUIRE))
-		rte_delay_us_sleep(100);
-}
-
 static void
 host_close(struct perf_host *h)
 {
@@ -521,7 +479,7 @@ host_close(struct perf_host *h)
 	if (h->dev != NULL)
 		droce_engine_dev_destroy(h->dev);
 	perf_peer_host_release(h);
-	port_close_serialized(h->port, h->port_started, h->port_started || h->port_ours);
+	droce_engine_port_close(h->port, h->port_started, h->port_started || h->port_ours);
 	droce_fault_detach(h->fault);	/* after the stop: no rx burst runs */
 	free(h->qps);
 	free(h->qpns);
@@ -1054,7 +1012,7 @@ close:
 	free(r);
 out:
 	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
+	droce_engine_eal_cleanup();
 	/* The runtime directory outlives the EAL even without shared files. */
 	rmdir(rundir);
 	return rc;

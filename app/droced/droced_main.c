@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
@@ -264,6 +265,34 @@ engines_start(struct droced *d)
 	return 0;
 }
 
+/*
+ * At the stop, an engine's non-zero counters on one line ("droced: engine 0 counters:
+ * rx_pkts=12 ..."): what it did over the daemon's life, for whoever reads the log (the
+ * tests count retransmissions and sleeps there).
+ */
+static void
+engine_counters_log(const struct droce_engine *e, uint32_t id)
+{
+	struct droce_engine_stats st;
+	const uint64_t *v = (const uint64_t *)&st;
+	char line[4096];
+	size_t len = 0;
+	uint32_t k;
+	int n;
+
+	droce_engine_stats_get(e, &st);
+	for (k = 0; k < DROCE_ENGINE_NB_COUNTERS && len < sizeof(line); k++) {
+		if (v[k] == 0)
+			continue;
+		n = snprintf(line + len, sizeof(line) - len, " %s=%" PRIu64,
+			     droce_engine_counter_names[k], v[k]);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	DROCED_LOG(NOTICE, "engine %u counters:%s", id, len == 0 ? " none" : line);
+}
+
 static void
 engines_stop(struct droced *d)
 {
@@ -276,8 +305,10 @@ engines_stop(struct droced *d)
 		rte_eal_wait_lcore(d->cfg.lcores[i]);
 		d->launched[i] = false;
 	}
-	for (i = 0; i < d->nb_engines; i++)
+	for (i = 0; i < d->nb_engines; i++) {
+		engine_counters_log(d->engines[i], i);
 		droce_engine_destroy(d->engines[i]);
+	}
 	d->nb_engines = 0;
 	droce_engine_dev_destroy(d->dev);
 	d->dev = NULL;
@@ -318,7 +349,7 @@ eal_fini(void)
 	char dir[PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
+	droce_engine_eal_cleanup();
 	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 

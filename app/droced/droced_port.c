@@ -491,12 +491,9 @@ droced_ports_fini(struct droced *d)
 	for (i = 0; i < d->nb_ports; i++) {
 		struct droced_port *p = &d->ports[i];
 
-		if (p->started) {
-			rte_eth_dev_stop(p->port_id);
-			p->started = false;
-		}
-		if (p->probed)
-			rte_eth_dev_close(p->port_id);
+		/* net_memif: on the interrupt thread, with the peer's disconnect (engine_port.c) */
+		droce_engine_port_close(p->port_id, p->started, p->probed);
+		p->started = false;
 		droce_net_free(p->net);
 		p->net = NULL;
 		while (p->slow_rx != NULL && rte_ring_dequeue(p->slow_rx, (void **)&m) == 0)

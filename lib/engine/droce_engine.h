@@ -149,6 +149,20 @@ struct droce_engine_conf {
 	struct rte_ring *slow_tx;
 };
 
+/*
+ * Stops (stop) and closes (close) an ethdev port the way droced and droce-perf end theirs:
+ * on the EAL's interrupt thread, where net_memif handles its peer's disconnect, so that the
+ * two never free memif's regions at once (engine_port.c). As testpmd at exit, a memif port
+ * is closed before the EAL goes: that unmaps its regions. Returns once done.
+ */
+void droce_engine_port_close(uint16_t port, bool stop, bool close);
+/*
+ * rte_eal_cleanup() once the EAL's interrupt thread can no longer read what the clean-up
+ * unmaps (engine_port.c: net_memif leaves a freed handle in its list). The process's end:
+ * no EAL call after it.
+ */
+void droce_engine_eal_cleanup(void);
+
 /* Engine number id of dev (0..DROCE_ENGINE_MAX-1, each once). NULL and rte_errno on failure. */
 struct droce_engine *droce_engine_create(struct droce_engine_dev *dev, uint32_t id,
 					 const struct droce_engine_conf *conf);

@@ -54,7 +54,8 @@ class Daemon:
     network namespace; eal: more EAL arguments (a --vdev a device wraps, a -d driver)."""
 
     def __init__(self, droced, work, name, device, ipv4, mtu=4096, lcore=1, idle_sleep_us=50,
-                 netns=None, extra_port="", limits="", asan=False, eal=""):
+                 netns=None, extra_port="", limits="", asan=False, eal="", mode=None,
+                 idle_spin_us=None, early_retransmit=None):
         self.droced = droced
         self.work = work
         self.name = name
@@ -70,7 +71,14 @@ class Daemon:
                     (self.prefix, " " + eal if eal else ""))
             f.write("[port %s]\ndevice = %s\nipv4 = %s\nmtu = %d\n%s\n" %
                     (name, device, ipv4, mtu, extra_port))
-            f.write("[engines]\nlcores = %d\nidle_sleep_us = %d\n\n" % (lcore, idle_sleep_us))
+            f.write("[engines]\nlcores = %d\nidle_sleep_us = %d\n" % (lcore, idle_sleep_us))
+            if mode is not None:
+                f.write("mode = %s\n" % mode)     # poll, adaptive, interrupt
+            if idle_spin_us is not None:
+                f.write("idle_spin_us = %d\n" % idle_spin_us)
+            if early_retransmit is not None:
+                f.write("early_retransmit = %s\n" % ("true" if early_retransmit else "false"))
+            f.write("\n")
             f.write("[control]\nsocket = %s\n" % self.socket)
             if limits:
                 f.write("\n[limits]\n%s\n" % limits)
@@ -235,7 +243,8 @@ class MemifPair:
     MAC_A, MAC_B = "02:00:00:99:00:01", "02:00:00:99:00:02"
     IP6_A, IP6_B = "fd00:99::1", "fd00:99::2"
 
-    def __init__(self, droced, tag="memif", mtu=4096, asan=False, ipv6=False):
+    def __init__(self, droced, tag="memif", mtu=4096, asan=False, ipv6=False, **kw):
+        """kw: the Daemons' further arguments (mode, idle_sleep_us, ...)."""
         self.work = Workdir(tag)
         memif = self.work.file("pair.memif")
         mac_a = mac_b = extra_a = extra_b = ""
@@ -245,10 +254,10 @@ class MemifPair:
             extra_b = "ipv6 = %s/64\nneighbour = %s %s" % (self.IP6_B, self.IP6_A, self.MAC_A)
         self.a = Daemon(droced, self.work, "a",
                         "net_memif0,role=server,id=0,socket=%s,bsize=8192%s" % (memif, mac_a),
-                        "10.99.0.1/24", mtu=mtu, lcore=1, extra_port=extra_a)
+                        "10.99.0.1/24", mtu=mtu, lcore=1, extra_port=extra_a, **kw)
         self.b = Daemon(droced, self.work, "b",
                         "net_memif0,role=client,id=0,socket=%s,bsize=8192%s" % (memif, mac_b),
-                        "10.99.0.2/24", mtu=mtu, lcore=1, extra_port=extra_b)
+                        "10.99.0.2/24", mtu=mtu, lcore=1, extra_port=extra_b, **kw)
         self.ip_a, self.ip_b = "10.99.0.1", "10.99.0.2"
 
     def __enter__(self):
@@ -279,6 +288,74 @@ class MemifPair:
 
 def sh(*cmd):
     subprocess.run(list(cmd), check=True, timeout=30)
+
+
+class TapPair:
+    """Two droced on net_tap in one network namespace, their taps joined by a bridge there:
+    a link whose PMD has rx interrupts (net_memif and net_af_packet have none). The taps'
+    kernel ends get MACs of their own, unlike the PMD's default: a bridge delivers a frame
+    for one of its ports' own MAC locally instead of forwarding it. RoCE MTU 1024: a tap's
+    Ethernet MTU is 1500."""
+
+    def __init__(self, droced, tag="tap", **kw):
+        """kw: the Daemons' further arguments (mode, idle_sleep_us, ...)."""
+        self.work = Workdir(tag)
+        sfx = "%d" % os.getpid()
+        self.ns = "droce-tap-" + sfx
+        self.ifs = ["dta%s" % sfx[-8:], "dtb%s" % sfx[-8:]]
+        self.bridge = "dbr%s" % sfx[-8:]
+        self.ip_a, self.ip_b = "10.98.0.1", "10.98.0.2"
+        self.a = Daemon(droced, self.work, "a", "net_tap0,iface=%s" % self.ifs[0],
+                        self.ip_a + "/24", mtu=1024, lcore=1, netns=self.ns, **kw)
+        self.b = Daemon(droced, self.work, "b", "net_tap1,iface=%s" % self.ifs[1],
+                        self.ip_b + "/24", mtu=1024, lcore=1, netns=self.ns, **kw)
+
+    def __enter__(self):
+        try:
+            sh("ip", "netns", "add", self.ns)
+            sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+            self.a.start()
+            self.b.start()
+            sh("ip", "-n", self.ns, "link", "add", self.bridge, "type", "bridge")
+            for i, ifn in enumerate(self.ifs):
+                sh("ip", "-n", self.ns, "link", "set", ifn, "address",
+                   "02:00:00:98:0%d:01" % (i + 1))
+                sh("ip", "-n", self.ns, "link", "set", ifn, "master", self.bridge, "up")
+            sh("ip", "-n", self.ns, "link", "set", self.bridge, "up")
+        except BaseException:
+            self.close(False)
+            raise
+        return self
+
+    def close(self, clean=True):
+        errs = []
+        for d in (self.b, self.a):
+            try:
+                d.stop(expect_clean=clean)
+            except TestFailure as e:
+                errs.append(str(e))
+        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
+        self.work.close()
+        if errs:
+            raise TestFailure("\n".join(errs))
+
+    def __exit__(self, et, ev, tb):
+        self.close(clean=et is None)
+        return False
+
+
+def engine_counters(daemon):
+    """What a stopped droced's engines did: {counter: total over its engines}, from the
+    "engine N counters:" lines it logs at its stop."""
+    total = {}
+    for line in daemon.log_text().splitlines():
+        if " counters:" not in line or "engine " not in line:
+            continue
+        for kv in line.split(" counters:", 1)[1].split():
+            if "=" in kv:
+                k, v = kv.split("=", 1)
+                total[k] = total.get(k, 0) + int(v)
+    return total
 
 
 # net_af_packet's default frame (2048 bytes) holds no 4096-byte RoCE payload: a frame of

@@ -64,6 +64,8 @@
 #define IDLE_SLEEP_NS	20000
 #define UD_GRACE_MS	500		/* UC/UD: time for stragglers after the peer is done */
 #define WR_SEND		(1ull << 32)
+#define GAP_BURST_MAX	4		/* --gaps: sends per burst, 1 to this */
+#define GAP_US_MAX	1000000
 
 /* Side-channel records (network order). */
 enum rec_type {
@@ -105,6 +107,8 @@ struct opts {
 	bool forever;
 	bool events;
 	bool inline_data;
+	uint32_t gap_us;	/* --gaps: pause 0..gap_us after each burst of sends */
+	uint32_t stall_ms;	/* --stall-ms: the hang bound in ms (else timeout_s) */
 };
 
 struct stream {
@@ -145,6 +149,11 @@ struct stream {
 	bool fin_sent;
 	bool peer_fin;
 	uint64_t last_progress_ms;
+	uint64_t worst_stall_ms;	/* the longest wait for a completion */
+	/* --gaps: sends left in this burst, when the next burst may start, the draw */
+	uint32_t burst_left;
+	uint64_t next_send_ns;
+	unsigned int seed;
 };
 
 static uint64_t
@@ -180,6 +189,15 @@ pattern(uint32_t sender, uint32_t idx, uint32_t off)
 	return (uint8_t)x;
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 static void
 usage(const char *argv0)
 {
@@ -197,10 +215,13 @@ usage(const char *argv0)
 	       "  -i, --inline         send inline (asks max_inline_data = size)\n"
 	       "  -v, --verbose        print progress every second\n"
 	       "      --forever        stream until killed or an error completion\n"
+	       "      --gaps US        sends in bursts of 1 to %d, each followed by a pause of\n"
+	       "                       0 to US microseconds (random; spinning, no sleep)\n"
+	       "      --stall-ms MS    a hang is MS milliseconds without progress (not -T)\n"
 	       "  -h, --help\n"
 	       "exit: 0 ok, 1 setup/usage, 2 payload mismatch, 3 error completion, 4 timeout\n",
 	       argv0, DEFAULT_PORT, DEFAULT_N, DEFAULT_SIZE, DEFAULT_WINDOW, DEFAULT_MTU,
-	       DEFAULT_TIMEOUT);
+	       DEFAULT_TIMEOUT, GAP_BURST_MAX);
 }
 
 static bool
@@ -247,6 +268,8 @@ parse_opts(struct opts *o, int argc, char **argv)
 		{ "inline", no_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "forever", no_argument, NULL, 'F' },
+		{ "gaps", required_argument, NULL, 'G' },
+		{ "stall-ms", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -321,6 +344,16 @@ parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'F':
 			o->forever = true;
+			break;
+		case 'G':
+			if (!parse_u64(optarg, 1, GAP_US_MAX, &v))
+				goto bad;
+			o->gap_us = (uint32_t)v;
+			break;
+		case 'S':
+			if (!parse_u64(optarg, 1, 86400000, &v))
+				goto bad;
+			o->stall_ms = (uint32_t)v;
 			break;
 		case 'h':
 			usage(argv[0]);
@@ -842,6 +875,8 @@ handle_wc(struct stream *st, const struct ibv_wc *wc)
 		    st->received);
 		return EXIT_ERR_WC;
 	}
+	if (now_ms() - st->last_progress_ms > st->worst_stall_ms)
+		st->worst_stall_ms = now_ms() - st->last_progress_ms;
 	st->last_progress_ms = now_ms();
 	if (wc->wr_id & WR_SEND) {
 		if (wc->opcode != IBV_WC_SEND) {
@@ -917,14 +952,41 @@ idle_wait(struct stream *st)
 	return 0;
 }
 
+/*
+ * --gaps: whether a send may go now. Sends come in bursts of 1 to GAP_BURST_MAX, each
+ * burst after a pause of 0 to gap_us microseconds, drawn from a seed of the side's own, so
+ * that doorbells land before, while and after the engine goes to sleep.
+ */
+static bool
+gap_over(struct stream *st)
+{
+	if (st->o.gap_us == 0 || st->burst_left != 0)
+		return true;
+	if (now_ns() < st->next_send_ns)
+		return false;
+	st->burst_left = 1 + (uint32_t)rand_r(&st->seed) % GAP_BURST_MAX;
+	return true;
+}
+
+static void
+gap_next(struct stream *st)
+{
+	if (st->o.gap_us == 0 || --st->burst_left != 0)
+		return;
+	st->next_send_ns = now_ns() + (uint64_t)((uint32_t)rand_r(&st->seed) %
+						(st->o.gap_us + 1)) * 1000;
+}
+
 static int
 run(struct stream *st)
 {
 	struct ibv_wc wc[POLL_BATCH];
 	uint64_t last_print = now_ms(), t;
+	uint64_t hang_ms = st->o.stall_ms != 0 ? st->o.stall_ms : (uint64_t)st->o.timeout_s * 1000;
 	int i, n, ret;
 
 	st->credit = 0;
+	st->seed = 0x5eed + st->my_id;
 	st->last_progress_ms = now_ms();
 	if (st->o.events && ibv_req_notify_cq(st->cq, 0) != 0) {
 		fprintf(stderr, "ibv_req_notify_cq failed\n");
@@ -936,9 +998,11 @@ run(struct stream *st)
 		rec_poll(st);
 		/* Credits: the peer's rx_depth receives cover everything from its credit on. */
 		while (!sending_done(st) && st->nb_free > 0 &&
-		       (st->peer_gone || st->sent < st->credit + ntohl(st->peer.rx_depth))) {
+		       (st->peer_gone || st->sent < st->credit + ntohl(st->peer.rx_depth)) &&
+		       gap_over(st)) {
 			if (post_send(st) != 0)
 				return EXIT_SETUP;
+			gap_next(st);
 			busy = true;
 		}
 		if (sending_done(st) && st->send_done == st->sent && !st->done_reported) {
@@ -981,13 +1045,14 @@ run(struct stream *st)
 			say("peer closed the TCP connection: stopping");
 			return EXIT_OK;
 		}
-		if (t - st->last_progress_ms > (uint64_t)st->o.timeout_s * 1000) {
-			say("timeout (hang): no progress for %u s sent=%" PRIu64 " completed=%" PRIu64
-			    " received=%" PRIu64 " credit=%" PRIu64, st->o.timeout_s, st->sent,
-			    st->send_done, st->received, st->credit);
+		if (t - st->last_progress_ms > hang_ms) {
+			say("timeout (hang): no progress for %" PRIu64 " ms sent=%" PRIu64
+			    " completed=%" PRIu64 " received=%" PRIu64 " credit=%" PRIu64, hang_ms,
+			    st->sent, st->send_done, st->received, st->credit);
 			return EXIT_HANG;
 		}
-		if (!busy && idle_wait(st) != 0)
+		/* --gaps spins through its pauses: a sleep would stretch them past what is asked. */
+		if (!busy && st->o.gap_us == 0 && idle_wait(st) != 0)
 			return EXIT_SETUP;
 	}
 }
@@ -1077,13 +1142,24 @@ main(int argc, char **argv)
 	}
 	if (to_rts(&st, psn) != 0)
 		goto out;
+	/*
+	 * Once more, as a barrier: neither side sends before the other's QP is ready to
+	 * receive, so no first message is dropped and waits out an ACK timeout.
+	 */
+	ret = tcp_exchange(&st, &mine);
+	if (ret != 0) {
+		ret = ret == -2 ? EXIT_HANG : EXIT_SETUP;
+		goto out;
+	}
+	ret = EXIT_SETUP;
 	if (st.o.verbose)
 		say("qpn 0x%x peer qpn 0x%x", st.qp->qp_num, ntohl(st.peer.qpn));
 	say("ready");
 	ret = run(&st);
 	if (ret == EXIT_OK)
-		say("done sent=%" PRIu64 " received=%" PRIu64 " lost=%" PRIu64, st.send_done,
-		    st.received, st.lost);
+		say("done sent=%" PRIu64 " received=%" PRIu64 " lost=%" PRIu64
+		    " worst_stall_ms=%" PRIu64, st.send_done, st.received, st.lost,
+		    st.worst_stall_ms);
 out:
 	if (teardown(&st) != 0 && ret == EXIT_OK)
 		ret = EXIT_SETUP;

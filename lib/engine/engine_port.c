@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The end of an engine's port and of the EAL, for the programs that drive ports (droced,
+ * droce-perf): both work round DPDK 22.11's net_memif and its interrupt thread.
+ */
+/* rte_intr_instance_alloc() and its setters are experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API
+#include <stdbool.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include <rte_alarm.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
+
+#include "engine_loc.h"
+
+struct port_close {
+	uint16_t port;
+	bool stop;
+	bool close;
+	bool done;
+};
+
+static void
+port_close_alarm(void *arg)
+{
+	struct port_close *pc = arg;
+
+	if (pc->stop)
+		rte_eth_dev_stop(pc->port);
+	if (pc->close)
+		rte_eth_dev_close(pc->port);
+	__atomic_store_n(&pc->done, true, __ATOMIC_RELEASE);
+}
+
+static void
+port_close_wait(const bool *done)
+{
+	while (!__atomic_load_n(done, __ATOMIC_ACQUIRE))
+		rte_delay_us_sleep(100);
+}
+
+/*
+ * On the EAL's interrupt thread, the thread on which DPDK 22.11's memif handles a peer's
+ * disconnect: memif_disconnect() run there and on the caller's thread at once frees the
+ * regions twice ("EAL: Error: Invalid memory", or a crash; seen when the peer closed just
+ * before, under load). An alarm runs its callback on that thread, so the two come one
+ * after the other, whatever the timing.
+ */
+void
+droce_engine_port_close(uint16_t port, bool stop, bool close)
+{
+	struct port_close pc = { .port = port, .stop = stop, .close = close };
+
+	if (!stop && !close)
+		return;
+	if (rte_eal_alarm_set(1, port_close_alarm, &pc) != 0) {
+		port_close_alarm(&pc);	/* no alarm: here */
+		return;
+	}
+	port_close_wait(&pc.done);
+}
+
+static void
+eal_park(void *arg)
+{
+	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+	for (;;)
+		pause();
+}
+
+/*
+ * DPDK 22.11's net_memif frees its listener socket's interrupt handle (rte_malloc memory)
+ * when the last port of the socket closes, without unregistering it: the interrupt thread
+ * keeps it in its list and reads it whenever it rebuilds its epoll set. rte_eal_cleanup()
+ * unmaps that memory while the thread still runs, and a rebuild then (a driver's clean-up
+ * unregisters a source) crashed droced at its exit. So the thread is parked first, in the
+ * callback of an interrupt source of our own that never returns: it reads nothing more,
+ * and dies with the process. Not in an alarm callback: the clean-up unregisters the
+ * alarms' source synchronously, which would wait for it forever.
+ */
+void
+droce_engine_eal_cleanup(void)
+{
+	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	uint64_t one = 1, end = rte_get_timer_cycles() + rte_get_timer_hz();
+	bool parked = false;
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	if (ih != NULL && fd >= 0 && rte_intr_fd_set(ih, fd) == 0 &&
+	    rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT) == 0 &&
+	    rte_intr_callback_register(ih, eal_park, &parked) == 0 &&
+	    write(fd, &one, sizeof(one)) == sizeof(one)) {
+		/* a second at most: a thread that does not come is not reading either */
+		while (!__atomic_load_n(&parked, __ATOMIC_ACQUIRE) &&
+		       rte_get_timer_cycles() < end)
+			rte_delay_us_sleep(100);
+	}
+	rte_eal_cleanup();
+}
