@@ -59,7 +59,7 @@ bench_describe "$dir" "dpdk:     $(pkg-config --modversion libdpdk)" \
 
 BUILD="$dir" PREFIX="$prefix" WORK="$work" ITERS="$iters" SECS="$secs" SLEEP="$sleep_us" \
 timeout --kill-after=10 1500 /usr/bin/python3 - <<'EOF' &
-import os, re, signal, subprocess, sys, time
+import os, signal, sys
 
 sys.path.insert(0, os.path.join(os.getcwd(), "devtools"))
 import bench_daemons
@@ -69,8 +69,6 @@ iters, secs, sleep_us = int(os.environ["ITERS"]), os.environ["SECS"], int(os.env
 droced = os.path.join(build, "app/droced/droced")
 bench = os.path.join(build, "devtools/droce-bench-droced")
 compat = os.path.abspath(os.path.join(build, "drivers/compat"))
-RUN_TIMEOUT = 180
-LAT_SIZE, BW_SIZE = 64, 65536      # droce-bench-droced's sizes (bench_droced.c)
 signal.signal(signal.SIGTERM, lambda s, f: sys.exit(143))
 
 
@@ -80,57 +78,16 @@ def daemon(name, device, ipv4):
     return d
 
 
-def pair_run(argv_srv, argv_cli, srv_d, cli_d, env=None):
-    """Server, then client; the client's output, or None (with the reason on stderr)."""
-    def start(argv, d):
-        e = dict(d.env(), **(env or {}))
-        return subprocess.Popen(["timeout", "--kill-after=5", str(RUN_TIMEOUT)] + argv,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=e, start_new_session=True)
-    srv = start(argv_srv, srv_d)
-    time.sleep(0.5)
-    cli = start(argv_cli, cli_d)
-    out_c, _ = cli.communicate()
-    if cli.returncode != 0 and srv.poll() is None:
-        os.killpg(srv.pid, signal.SIGKILL)
-    out_s, _ = srv.communicate()
-    if cli.returncode != 0 or srv.returncode != 0:
-        sys.stderr.write("%s: client exit %s, server exit %s\n%s\n%s\n" % (
-            argv_cli[0], cli.returncode, srv.returncode, out_c[-1500:], out_s[-1500:]))
-        return None
-    return out_c
-
-
 def native(mode, a, b):
-    args = [bench, mode, "-n", str(iters * 10), "-d", secs]
-    out = pair_run(args, args + ["127.0.0.1"], a, b)
-    if out is None:
-        return None
-    kv = dict(x.split("=", 1) for x in out.strip().splitlines()[-1].split() if "=" in x)
-    return float(kv["half_rtt_us_median" if mode == "lat" else "gbit_per_sec"])
-
-
-ROW = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+[\d.]+)+)[ \t]*$", re.M)
+    kv = bench_daemons.native(bench, mode, iters * 10, secs, a, b)
+    return None if kv is None else float(kv["half_rtt_us_median" if mode == "lat" else
+                                            "gbit_per_sec"])
 
 
 def perftest(mode, a, b, poll_yield):
-    env = {"LD_LIBRARY_PATH": compat}
-    if poll_yield is not None:
-        env["DROCE_POLL_YIELD"] = str(poll_yield)
-    if mode == "lat":
-        args = ["ib_send_lat", "-d", "droce0", "-s", str(LAT_SIZE), "-n", str(iters)]
-    else:
-        args = ["ib_send_bw", "-d", "droce0", "-s", str(BW_SIZE), "-n", str(iters),
-                "--report_gbits"]
-    out = pair_run(args, args + ["127.0.0.1"], a, b, env)
-    if out is None:
-        return None
-    rows = [m.group(3).split() for m in ROW.finditer(out)]
-    if not rows:
-        sys.stderr.write("%s: no result row\n%s\n" % (args[0], out[-1500:]))
-        return None
+    row = bench_daemons.perftest(mode, a, b, compat, iters, poll_yield)
     # ib_send_lat: t_typical (the median of half round trips); ib_send_bw: BW average.
-    return float(rows[-1][2] if mode == "lat" else rows[-1][1])
+    return None if row is None else row[2] if mode == "lat" else row[1]
 
 
 res = {}

@@ -51,6 +51,15 @@ extern int droced_logtype;
 #define DROCED_SLOW_BURST	32
 #define DROCED_SLOW_ROUNDS	8	/* slow_rx bursts after a batch of client requests */
 #define DROCED_TICK_NS		1000000	/* control thread timer: 1 ms */
+/*
+ * Engines that sleep ([engines] mode adaptive or interrupt): after DROCED_IDLE_AFTER_MS
+ * with nothing but ticks, the control thread ticks every DROCED_IDLE_TICK_NS (an idle
+ * daemon costs 20 wake-ups a second, not 1000); any request, MAD or engine wake-up brings
+ * the 1 ms tick back. Timers (ARP retries, CM retransmissions) of an idle daemon may then
+ * fire up to 50 ms late.
+ */
+#define DROCED_IDLE_AFTER_MS	1000
+#define DROCED_IDLE_TICK_NS	50000000
 #define DROCED_MAX_EVENTS	1024	/* a domain's engine event ring (power of two) */
 #define DROCED_MAX_PDS		65536	/* PDs of one client (no [limits] key: they cost nothing) */
 #define DROCED_EPOLL_BATCH	64
@@ -143,6 +152,8 @@ struct droced {
 	int epfd;
 	struct droced_pollable listen_p, signal_p, timer_p, wake_p;
 	int lsock, sigfd, timerfd;
+	bool tick_slow;		/* the idle tick (DROCED_IDLE_TICK_NS) is set */
+	uint64_t busy_ms;	/* when the loop last saw more than its tick */
 	int wake_fd;		/* eventfd: engines queued CM MADs on a slow_rx ring */
 	bool socket_bound;	/* the path is ours to unlink */
 	TAILQ_HEAD(, droced_client) clients;

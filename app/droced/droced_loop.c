@@ -272,6 +272,17 @@ client_read(struct droced_client *c)
 }
 
 static void
+clients_events(struct droced *d)
+{
+	struct droced_client *c;
+
+	TAILQ_FOREACH(c, &d->clients, next) {
+		if (!c->dead && c->hello)
+			droced_client_events(c);
+	}
+}
+
+static void
 tick(struct droced *d)
 {
 	struct droced_client *c;
@@ -285,9 +296,31 @@ tick(struct droced *d)
 			continue;
 		if (c->parked && (c->park_done || now >= c->park_deadline_ms))
 			droced_client_unpark(c, c->park_done ? c->park_status : -EHOSTUNREACH);
-		if (c->hello)
-			droced_client_events(c);
 	}
+	clients_events(d);
+}
+
+/*
+ * The tick's period: DROCED_IDLE_TICK_NS once the loop saw nothing but ticks for
+ * DROCED_IDLE_AFTER_MS and the engines may sleep (a polling daemon keeps its cores busy
+ * anyway, and keeps the 1 ms tick), else DROCED_TICK_NS.
+ */
+static void
+tick_period(struct droced *d, bool busy)
+{
+	uint64_t now = droced_now_ms();
+	bool slow;
+	struct itimerspec its = { 0 };
+
+	if (busy)
+		d->busy_ms = now;
+	slow = d->cfg.wait != DROCED_CONFIG_WAIT_POLL && now - d->busy_ms >= DROCED_IDLE_AFTER_MS;
+	if (slow == d->tick_slow)
+		return;
+	its.it_interval.tv_nsec = slow ? DROCED_IDLE_TICK_NS : DROCED_TICK_NS;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(d->timerfd, 0, &its, NULL) == 0)
+		d->tick_slow = slow;
 }
 
 static void
@@ -310,8 +343,10 @@ droced_loop_run(struct droced *d)
 	struct epoll_event evs[DROCED_EPOLL_BATCH];
 	struct signalfd_siginfo si;
 	uint64_t expirations;
+	bool busy, woken;
 	int n, i;
 
+	d->busy_ms = droced_now_ms();
 	while (!d->stopping) {
 		n = epoll_wait(d->epfd, evs, DROCED_EPOLL_BATCH, -1);
 		if (n < 0) {
@@ -320,9 +355,12 @@ droced_loop_run(struct droced *d)
 			DROCED_LOG(ERR, "epoll_wait: %s", strerror(errno));
 			return -1;
 		}
+		busy = woken = false;
 		for (i = 0; i < n; i++) {
 			struct droced_pollable *p = evs[i].data.ptr;
 			struct droced_client *c;
+
+			busy |= p->kind != DROCED_FD_TIMER;
 
 			switch (p->kind) {
 			case DROCED_FD_LISTEN:
@@ -339,10 +377,11 @@ droced_loop_run(struct droced *d)
 					tick(d);
 				break;
 			case DROCED_FD_WAKE:
-				/* The MADs are taken after the batch, below. */
+				/* Frames and events are taken after the batch, below. */
 				if (read(d->wake_fd, &expirations, sizeof(expirations)) < 0 &&
 				    errno != EAGAIN)
 					DROCED_LOG(ERR, "wake eventfd: %s", strerror(errno));
+				woken = true;
 				break;
 			case DROCED_FD_CLIENT:
 				c = (struct droced_client *)p;
@@ -363,8 +402,12 @@ droced_loop_run(struct droced *d)
 		for (i = 0; i < DROCED_SLOW_ROUNDS && !d->stopping; i++)
 			if (droced_ports_rx(d) == 0)
 				break;
+		/* An engine's asynchronous event woke us: to its client now, not at a tick. */
+		if (woken)
+			clients_events(d);
 		/* After the batch: a later event of this batch may still point at a client. */
 		reap(d);
+		tick_period(d, busy);
 	}
 	return 0;
 }

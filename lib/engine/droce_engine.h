@@ -85,6 +85,8 @@ enum droce_engine_wait {
 
 #define DROCE_ENGINE_IDLE_SPIN_US	20
 #define DROCE_ENGINE_IDLE_SLEEP_US	20
+/* Sleeps without rx interrupts double in an idle spell up to this (engine_wait.c). */
+#define DROCE_ENGINE_IDLE_SLEEP_MAX_US	1000
 
 /* "poll", "adaptive", "interrupt"; NULL out of range. */
 const char *droce_engine_wait_name(enum droce_engine_wait w);
@@ -108,8 +110,10 @@ struct droce_engine_conf {
 	enum droce_engine_wait wait;
 	uint32_t idle_spin_us;	/* ADAPTIVE's spin; 0: DROCE_ENGINE_IDLE_SPIN_US */
 	/*
-	 * The longest sleep when the port cannot wake the engine (no rx_intr, or a PMD without
-	 * rx interrupts, as net_memif and net_ring): packets then wait up to this long.
+	 * The first sleep's bound when the port cannot wake the engine (no rx_intr, or a PMD
+	 * without rx interrupts, as net_memif and net_ring): packets then wait up to this
+	 * long. Each sleep of an idle spell that ends at its bound doubles it, up to
+	 * DROCE_ENGINE_IDLE_SLEEP_MAX_US (or idle_sleep_us, when larger).
 	 * 0: DROCE_ENGINE_IDLE_SLEEP_US.
 	 */
 	uint32_t idle_sleep_us;
@@ -135,11 +139,11 @@ struct droce_engine_conf {
 	 */
 	struct rte_ring *slow_rx;
 	/*
-	 * An eventfd the engine writes after a burst that put QP1 packets on slow_rx, so a
-	 * control thread asleep in epoll answers a CM MAD at once rather than at its next
-	 * tick (a connection's set-up is several MADs each way). -1: none. Once per burst,
-	 * and only for QP1 (ARP and ICMP wait for the tick): never a syscall per packet of
-	 * the data path.
+	 * An eventfd the engine writes after a burst that put frames on slow_rx, and after it
+	 * queued an asynchronous event, so that a control thread asleep in epoll answers a CM
+	 * MAD or an ARP request, or passes an event on, at once rather than at its next tick
+	 * (a connection's set-up is several MADs each way; an idle droced ticks slowly).
+	 * -1: none. Once per burst: never a syscall per packet of the data path.
 	 */
 	int slow_rx_wake_fd;
 	/*

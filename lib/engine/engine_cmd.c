@@ -5,6 +5,7 @@
  * ownership word), engine_quiesce(), and droced's slow_tx frames sent during a nap.
  */
 #include <errno.h>
+#include <sched.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -83,9 +84,10 @@ engine_cmd_stage(struct droce_engine *e)
 }
 
 /*
- * One step of the control thread's wait for an engine: spin for the first
- * ENGINE_CTL_SPIN_US (a command takes an engine one loop pass, a few microseconds; a sleep
- * costs the timer slack, 50 us by default, every time), then sleep.
+ * One step of the control thread's wait for an engine to end its loop pass: spin for the
+ * first ENGINE_CTL_SPIN_US (a pass takes microseconds), then yield the CPU, which the
+ * engine may need on a machine shared with it (a usleep would add the timer slack, 50 us
+ * by default, to every step). A sleeping engine is never inside a pass.
  */
 static void
 engine_ctl_wait(uint64_t start)
@@ -93,7 +95,18 @@ engine_ctl_wait(uint64_t start)
 	if (rte_rdtsc() - start < rte_get_tsc_hz() / (1000000 / ENGINE_CTL_SPIN_US))
 		rte_pause();
 	else
-		usleep(1);
+		sched_yield();
+}
+
+/* Until the engine applied commands (its cmd_done_fd), 1 ms at most. */
+static void
+engine_cmd_done_wait(struct droce_engine *e)
+{
+	struct pollfd pfd = { .fd = e->cmd_done_fd, .events = POLLIN };
+	uint64_t n;
+
+	if (poll(&pfd, 1, 1) > 0 && read(e->cmd_done_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		ENGINE_LOG(DEBUG, "engine %u: cmd_done_fd: %s\n", e->id, strerror(errno));
 }
 
 void
@@ -152,8 +165,11 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 	}
 	if (engine_cmd_apply_napping(e, cmd))
 		return cmd->result;
-	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0)
-		usleep(10);
+	/* A full ring (ENGINE_CMD_RING commands): the engine takes them pass by pass. */
+	while (rte_ring_mp_enqueue(e->cmds, cmd) != 0) {
+		droce_engine_wake(e);
+		engine_cmd_done_wait(e);
+	}
 	droce_engine_wake(e);	/* ends its sleep (engine_wait.c) */
 	start = rte_rdtsc();
 	while (!atomic_load_explicit(&cmd->done, memory_order_acquire)) {
@@ -170,12 +186,7 @@ engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd)
 			 * costs a VM 50 us or more each time; a wake-up comes when the work is
 			 * done). 1 ms at most: the engine may stop meanwhile (see above).
 			 */
-			struct pollfd pfd = { .fd = e->cmd_done_fd, .events = POLLIN };
-			uint64_t n;
-
-			if (poll(&pfd, 1, 1) > 0 && read(e->cmd_done_fd, &n, sizeof(n)) < 0 &&
-			    errno != EAGAIN)
-				break;
+			engine_cmd_done_wait(e);
 		}
 	}
 	return cmd->result;

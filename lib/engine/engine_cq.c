@@ -14,8 +14,14 @@ engine_event(struct droce_engine_domain *dom, uint32_t type, uint32_t handle)
 {
 	struct droce_engine_event ev = { .type = type, .handle = handle };
 
+	uint64_t one = 1;
+
 	/* A full event ring loses the event: the control path drains it promptly. */
 	rte_ring_mp_enqueue_elem(dom->events, &ev, sizeof(ev));
+	/* Events are rare: the control thread is woken for each (droce_engine_conf). */
+	if (dom->dev->ctl_wake_fd >= 0 && write(dom->dev->ctl_wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, so the control thread wakes anyway */
+	}
 }
 
 static void

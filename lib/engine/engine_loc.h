@@ -559,6 +559,7 @@ struct droce_engine {
 	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */
 	uint64_t idle_since;		/* TSC of the first idle pass of this idle spell, or 0 */
 	uint64_t idle_spin_tsc;		/* idle this long before sleeping (engine_wait.c) */
+	uint32_t sleep_bound_us;	/* this sleep's bound without rx interrupts */
 	int epfd;			/* what wakes it: cmd_wake_fd, domains' fds, rx interrupt */
 	int rx_intr_fd;			/* its rx queue's interrupt fd, or -1 */
 	/*
@@ -633,6 +634,7 @@ struct droce_engine_dev {
 	struct droce_engine *engines[DROCE_ENGINE_MAX];
 	LIST_HEAD(, droce_engine_domain) doms;
 	struct droce_engine_dev_objects objs;	/* control thread */
+	int ctl_wake_fd;		/* the engines' slow_rx_wake_fd: asynchronous events */
 	uint32_t nb_neigh;
 	struct {
 		uint8_t gid[16];

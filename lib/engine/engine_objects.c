@@ -61,6 +61,7 @@ droce_engine_dev_create(const struct droce_engine_dev_conf *conf)
 	}
 	dev->max_qps = conf->max_qps;
 	dev->qpn_next = 2;	/* QP0 and QP1 are the special QPs (IB 10.2.5.1) */
+	dev->ctl_wake_fd = -1;
 	LIST_INIT(&dev->doms);
 	return dev;
 nomem:
@@ -761,6 +762,8 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 	e->parse_flags = conf->rx_no_icrc ? DROCE_WIRE_PARSE_NO_ICRC : 0;
 	e->slow_rx = conf->slow_rx;
 	e->slow_rx_wake_fd = conf->slow_rx_wake_fd;
+	if (conf->slow_rx_wake_fd >= 0)
+		dev->ctl_wake_fd = conf->slow_rx_wake_fd;
 	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
 	e->timer_next = UINT64_MAX;

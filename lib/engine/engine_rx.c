@@ -72,6 +72,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 			if (e->slow_rx != NULL) {
 				if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {
 					ENGINE_STAT(e, rx_slow);
+					e->slow_rx_wake = true;
 					return;
 				}
 				ENGINE_STAT(e, rx_slow_drop);

@@ -148,7 +148,7 @@ wait_work_pending(const struct droce_engine *e)
 
 /*
  * The sleep's timeout: the nearest timer (retransmission, RNR, early retransmission), and
- * idle_sleep_us at most when the port cannot wake the engine. NULL: none (sleep until
+ * sleep_bound_us at most when the port cannot wake the engine. NULL: none (sleep until
  * woken).
  */
 static const struct timespec *
@@ -162,13 +162,28 @@ wait_timeout(const struct droce_engine *e, struct timespec *ts)
 		ns = e->timer_next <= now ? 0 :
 		     (uint64_t)((double)(e->timer_next - now) * 1e9 / (double)e->tsc_hz);
 	}
-	if (e->rx_intr_fd < 0 && ns > (uint64_t)e->idle_sleep_us * 1000)
-		ns = (uint64_t)e->idle_sleep_us * 1000;
+	if (e->rx_intr_fd < 0 && ns > (uint64_t)e->sleep_bound_us * 1000)
+		ns = (uint64_t)e->sleep_bound_us * 1000;
 	if (ns == UINT64_MAX)
 		return NULL;
 	ts->tv_sec = (time_t)(ns / 1000000000);
 	ts->tv_nsec = (long)(ns % 1000000000);
 	return ts;
+}
+
+/*
+ * A sleep that ended at its timeout. Where the port cannot wake the engine, each such one
+ * in a row doubles the next sleep's bound, up to DROCE_ENGINE_IDLE_SLEEP_MAX_US: a daemon
+ * idle for long costs a thousand wake-ups a second, not one every idle_sleep_us; the
+ * first packet after it waits up to that long. Work ends the spell and the doubling.
+ */
+static void
+wait_timed_out(struct droce_engine *e)
+{
+	ENGINE_STAT(e, timeout_wakeups);
+	if (e->rx_intr_fd < 0 && e->sleep_bound_us < DROCE_ENGINE_IDLE_SLEEP_MAX_US)
+		e->sleep_bound_us = RTE_MIN(2 * e->sleep_bound_us,
+					    (uint32_t)DROCE_ENGINE_IDLE_SLEEP_MAX_US);
 }
 
 /* Reads what woke the engine: the eventfds' counts, and counts the causes. */
@@ -181,7 +196,7 @@ wait_drain(struct droce_engine *e)
 
 	got = epoll_wait(e->epfd, evs, WAIT_EVENTS, 0);
 	if (got <= 0) {
-		ENGINE_STAT(e, timeout_wakeups);
+		wait_timed_out(e);
 		return;
 	}
 	for (i = 0; i < got; i++) {
@@ -230,7 +245,7 @@ engine_sleep(struct droce_engine *e)
 		if (ppoll(&pfd, 1, wait_timeout(e, &ts), NULL) > 0)
 			wait_drain(e);
 		else
-			ENGINE_STAT(e, timeout_wakeups);
+			wait_timed_out(e);
 	}
 	if (e->rx_intr_fd >= 0)
 		rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
@@ -253,8 +268,10 @@ engine_idle(struct droce_engine *e)
 		rte_pause();
 		return;
 	}
-	if (e->idle_since == 0)
+	if (e->idle_since == 0) {
 		e->idle_since = e->now;
+		e->sleep_bound_us = e->idle_sleep_us;	/* a new idle spell */
+	}
 	if (e->now - e->idle_since >= e->idle_spin_tsc)
 		engine_sleep(e);
 	else

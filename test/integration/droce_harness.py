@@ -290,12 +290,22 @@ def sh(*cmd):
     subprocess.run(list(cmd), check=True, timeout=30)
 
 
+def tap_bridge(ns, ifs, bridge):
+    """Joins the kernel ends of net_tap ports (interfaces ifs of namespace ns, which exist
+    once their droced started) by a new bridge. Each end gets a MAC of its own (02:00:00:98:
+    0i:01): the PMD's default gives the kernel end the port's MAC, and a bridge delivers a
+    frame for one of its ports' own MACs locally instead of forwarding it."""
+    sh("ip", "-n", ns, "link", "add", bridge, "type", "bridge")
+    for i, ifn in enumerate(ifs):
+        sh("ip", "-n", ns, "link", "set", ifn, "address", "02:00:00:98:0%d:01" % (i + 1))
+        sh("ip", "-n", ns, "link", "set", ifn, "master", bridge, "up")
+    sh("ip", "-n", ns, "link", "set", bridge, "up")
+
+
 class TapPair:
     """Two droced on net_tap in one network namespace, their taps joined by a bridge there:
-    a link whose PMD has rx interrupts (net_memif and net_af_packet have none). The taps'
-    kernel ends get MACs of their own, unlike the PMD's default: a bridge delivers a frame
-    for one of its ports' own MAC locally instead of forwarding it. RoCE MTU 1024: a tap's
-    Ethernet MTU is 1500."""
+    a link whose PMD has rx interrupts (net_memif and net_af_packet have none), joined by
+    tap_bridge. RoCE MTU 1024: a tap's Ethernet MTU is 1500."""
 
     def __init__(self, droced, tag="tap", **kw):
         """kw: the Daemons' further arguments (mode, idle_sleep_us, ...)."""
@@ -316,12 +326,7 @@ class TapPair:
             sh("ip", "-n", self.ns, "link", "set", "lo", "up")
             self.a.start()
             self.b.start()
-            sh("ip", "-n", self.ns, "link", "add", self.bridge, "type", "bridge")
-            for i, ifn in enumerate(self.ifs):
-                sh("ip", "-n", self.ns, "link", "set", ifn, "address",
-                   "02:00:00:98:0%d:01" % (i + 1))
-                sh("ip", "-n", self.ns, "link", "set", ifn, "master", self.bridge, "up")
-            sh("ip", "-n", self.ns, "link", "set", self.bridge, "up")
+            tap_bridge(self.ns, self.ifs, self.bridge)
         except BaseException:
             self.close(False)
             raise
