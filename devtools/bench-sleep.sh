@@ -16,6 +16,8 @@
 #   -i  seconds of the idle measurement (default 10)
 #   -m  modes, comma-separated (default poll,adaptive,interrupt)
 #   -l  links, comma-separated (default memif,tap,one)
+#   -y  DROCE_POLL_YIELD values to run ib_send_lat with besides the default, comma-separated
+#       (default 0,256,4096; "" for none): libdroce's yield of polling applications
 #   DROCE_BENCH_BUILD  build directory (default build-bench); set up with the project's
 #                      default options when missing
 #
@@ -32,14 +34,16 @@ secs=2
 idle=10
 modes=poll,adaptive,interrupt
 links=memif,tap,one
-while getopts "n:d:i:m:l:h" opt; do
+yields=0,256,4096
+while getopts "n:d:i:m:l:y:h" opt; do
 	case $opt in
 	n) iters=$OPTARG ;;
 	d) secs=$OPTARG ;;
 	i) idle=$OPTARG ;;
 	m) modes=$OPTARG ;;
 	l) links=$OPTARG ;;
-	*) sed -n '3,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	y) yields=$OPTARG ;;
+	*) sed -n '3,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 
@@ -63,10 +67,10 @@ for t in app/droced/droced devtools/droce-bench-droced drivers/compat/libibverbs
 done
 bench_describe "$dir" "dpdk:     $(pkg-config --modversion libdpdk)" \
 	"perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null || echo '?')" \
-	"runs:     modes $modes; links $links; perftest -n $iters; droce-bench-droced ${secs} s; idle ${idle} s"
+	"runs:     modes $modes; links $links; perftest -n $iters; droce-bench-droced ${secs} s; idle ${idle} s; DROCE_POLL_YIELD ${yields:-default}"
 
 BUILD="$dir" PREFIX="$prefix" WORK="$work" NETNS="$netns" ITERS="$iters" SECS="$secs" \
-IDLE="$idle" MODES="$modes" LINKS="$links" \
+IDLE="$idle" MODES="$modes" LINKS="$links" YIELDS="$yields" \
 timeout --kill-after=10 3000 /usr/bin/python3 devtools/bench_sleep.py &
 pypid=$!
 wait "$pypid"

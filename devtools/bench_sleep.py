@@ -18,6 +18,7 @@ env = os.environ
 build, prefix, work, netns = env["BUILD"], env["PREFIX"], env["WORK"], env["NETNS"]
 iters, secs, idle_s = int(env["ITERS"]), env["SECS"], float(env["IDLE"])
 modes, links = env["MODES"].split(","), env["LINKS"].split(",")
+yields = [int(y) for y in env.get("YIELDS", "").split(",") if y != ""]
 droced = os.path.join(build, "app/droced/droced")
 bench = os.path.join(build, "devtools/droce-bench-droced")
 compat = os.path.abspath(os.path.join(build, "drivers/compat"))
@@ -98,6 +99,9 @@ for link in links:
             kv = bench_daemons.native(bench, "bw", iters, secs, a, b)
             r["nbw"] = float(kv["gbit_per_sec"]) if kv else None
             r["idle"] = idle_cpu(a, b)
+            for y in yields:
+                lat = bench_daemons.perftest("lat", a, b, compat, iters, poll_yield=y)
+                r["y%d" % y] = (lat[2], lat[5]) if lat else None
             res[(link, mode)] = r
             print("  %s" % r, flush=True)
         finally:
@@ -141,4 +145,17 @@ for link in links:
             fmt(r.get("bw")), mark("bw", link, r.get("bw")) if link != "one" else "",
             fmt(r.get("nlat")), fmt(r.get("np99")), fmt(r.get("nbw")),
             fmt(r.get("idle"), 2), mark("idle", link, r.get("idle"))))
+if yields:
+    print()
+    print("ib_send_lat median / p99 (us) by DROCE_POLL_YIELD (libdroce's sched_yield after so "
+          "many empty polls; default 16)")
+    print("| link | mode | " + " | ".join("%d" % y for y in yields) + " |")
+    print("|" + "---|" * (2 + len(yields)))
+    for link in links:
+        for mode in modes:
+            r = res.get((link, mode), {})
+            print("| %s | %s | " % (LINK_NAMES[link], mode) + " | ".join(
+                "-" if r.get("y%d" % y) is None else "%s / %s" % (fmt(r["y%d" % y][0]),
+                                                                  fmt(r["y%d" % y][1]))
+                for y in yields) + " |")
 print("load now: " + open("/proc/loadavg").read().split(" ", 3)[0])

@@ -86,7 +86,7 @@ enum droce_engine_wait {
 #define DROCE_ENGINE_IDLE_SPIN_US	20
 #define DROCE_ENGINE_IDLE_SLEEP_US	20
 /* Sleeps without rx interrupts double in an idle spell up to this (engine_wait.c). */
-#define DROCE_ENGINE_IDLE_SLEEP_MAX_US	1000
+#define DROCE_ENGINE_IDLE_SLEEP_MAX_US	4000
 
 /* "poll", "adaptive", "interrupt"; NULL out of range. */
 const char *droce_engine_wait_name(enum droce_engine_wait w);
@@ -330,7 +330,7 @@ void droce_engine_domain_destroy(struct droce_engine_domain *dom);
 int droce_engine_domain_event_get(struct droce_engine_domain *dom, struct droce_engine_event *ev);
 /*
  * The eventfd that wakes engine engine_id for dom's doorbells (droce_shm_doorbell.sleeping),
- * once dom has a QP there; -1 before. The domain owns it: droced passes a copy to the
+ * once dom has a QP there; -1 before, and for an engine that never sleeps (POLL). The domain owns it: droced passes a copy to the
  * client, and an in-process user sets it in its QP views (droce_shm_client_db.wake_fd).
  */
 int droce_engine_domain_wake_fd(const struct droce_engine_domain *dom, uint32_t engine_id);

@@ -610,7 +610,7 @@ engine_tx_room(const struct droce_engine *e)
 }
 /* ---- Transmit (engine_tx.c) ---- */
 
-void engine_tx_flush(struct droce_engine *e);
+uint16_t engine_tx_flush(struct droce_engine *e);	/* packets the port took */
 /* Stage: frames from the control thread's slow_tx ring, as many as there is room for. */
 unsigned int engine_tx_slow(struct droce_engine *e);
 

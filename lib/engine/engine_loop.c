@@ -30,8 +30,11 @@ droce_engine_poll(struct droce_engine *e)
 	work += req_stage_send(e);			/* engine_req.c */
 	req_stage_timers(e);				/* engine_req.c */
 	qp_stage_errors(e);				/* engine_qp.c */
-	engine_tx_flush(e);				/* engine_tx.c */
-	work += e->nb_tx;
+	/*
+	 * Packets sent are work; packets the port keeps refusing (a link down) are not, or an
+	 * engine that may sleep would spin on them: it sleeps and retries (engine_wait.c).
+	 */
+	work += engine_tx_flush(e);			/* engine_tx.c */
 	e->st.loops++;
 	if (work != 0)
 		e->st.busy_loops++;

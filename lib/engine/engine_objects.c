@@ -190,10 +190,12 @@ droce_engine_domain_destroy(struct droce_engine_domain *dom)
 		cmd.dom = dom;
 		if (dev->engines[i] != NULL) {
 			engine_cmd_run(dev->engines[i], &cmd);
-			engine_wait_fd_del(dev->engines[i], dom->wake_fd[i]);
+			if (dom->wake_fd[i] >= 0)
+				engine_wait_fd_del(dev->engines[i], dom->wake_fd[i]);
 		}
 		rte_free(dom->db_qp[i]);
-		close(dom->wake_fd[i]);
+		if (dom->wake_fd[i] >= 0)
+			close(dom->wake_fd[i]);
 	}
 	LIST_REMOVE(dom, next);
 	engine_quiesce(dev);
@@ -507,7 +509,9 @@ qpn_alloc(struct droce_engine_dev *dev)
 
 /*
  * dom's first QP on engine e: its doorbell slots' table, the eventfd its client writes to
- * wake e (in e's epoll set before e looks at dom), then e's list of domains.
+ * wake e (in e's epoll set before e looks at dom; none for an engine that never sleeps,
+ * whose clients then skip the fence and the look at its sleeping word), then e's list of
+ * domains.
  */
 static int
 domain_engine_add(struct droce_engine_domain *dom, struct droce_engine *e)
@@ -517,17 +521,21 @@ domain_engine_add(struct droce_engine_domain *dom, struct droce_engine *e)
 
 	dom->db_qp[e->id] = rte_zmalloc("droce_db_qp",
 					sizeof(struct droce_engine_qp *) * DROCE_SHM_DB_SLOTS, 0);
-	dom->wake_fd[e->id] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (dom->db_qp[e->id] == NULL || dom->wake_fd[e->id] < 0)
+	if (e->wait != DROCE_ENGINE_WAIT_POLL)
+		dom->wake_fd[e->id] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (dom->db_qp[e->id] == NULL ||
+	    (e->wait != DROCE_ENGINE_WAIT_POLL && dom->wake_fd[e->id] < 0))
 		rc = -ENOMEM;
-	else
+	else if (dom->wake_fd[e->id] >= 0)
 		rc = engine_wait_fd_add(e, dom->wake_fd[e->id]);
+	else
+		rc = 0;
 	if (rc == 0) {
 		memset(&cmd, 0, sizeof(cmd));
 		cmd.type = ENGINE_CMD_DOMAIN_ADD;
 		cmd.dom = dom;
 		rc = engine_cmd_run(e, &cmd);
-		if (rc != 0)
+		if (rc != 0 && dom->wake_fd[e->id] >= 0)
 			engine_wait_fd_del(e, dom->wake_fd[e->id]);
 	}
 	if (rc != 0) {

@@ -65,13 +65,13 @@ engine_tx_icrcs(struct droce_engine *e)
 	}
 }
 
-void
+uint16_t
 engine_tx_flush(struct droce_engine *e)
 {
 	uint16_t sent;
 
 	if (e->nb_tx == 0)
-		return;
+		return 0;
 	engine_tx_icrcs(e);
 	sent = rte_eth_tx_burst(e->port_id, e->tx_queue, e->tx, e->nb_tx);
 	e->st.tx_pkts += sent;
@@ -82,6 +82,7 @@ engine_tx_flush(struct droce_engine *e)
 	if (sent > 0 && sent < e->nb_tx)
 		memmove(e->tx, e->tx + sent, (e->nb_tx - sent) * sizeof(e->tx[0]));
 	e->nb_tx -= sent;
+	return sent;
 }
 
 /*

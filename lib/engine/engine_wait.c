@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,7 +143,7 @@ wait_work_pending(const struct droce_engine *e)
 			return true;
 	}
 	return !rte_ring_empty(e->cmds) || !rte_ring_empty(e->handoff) ||
-	       (e->slow_tx != NULL && !rte_ring_empty(e->slow_tx)) || e->nb_tx != 0 ||
+	       (e->slow_tx != NULL && !rte_ring_empty(e->slow_tx)) ||
 	       !TAILQ_EMPTY(&e->acks) || !TAILQ_EMPTY(&e->reads) || !TAILQ_EMPTY(&e->errs);
 }
 
@@ -162,7 +163,8 @@ wait_timeout(const struct droce_engine *e, struct timespec *ts)
 		ns = e->timer_next <= now ? 0 :
 		     (uint64_t)((double)(e->timer_next - now) * 1e9 / (double)e->tsc_hz);
 	}
-	if (e->rx_intr_fd < 0 && ns > (uint64_t)e->sleep_bound_us * 1000)
+	/* no rx interrupt, or packets the port refused to retry: a bounded sleep */
+	if ((e->rx_intr_fd < 0 || e->nb_tx != 0) && ns > (uint64_t)e->sleep_bound_us * 1000)
 		ns = (uint64_t)e->sleep_bound_us * 1000;
 	if (ns == UINT64_MAX)
 		return NULL;
@@ -181,7 +183,8 @@ static void
 wait_timed_out(struct droce_engine *e)
 {
 	ENGINE_STAT(e, timeout_wakeups);
-	if (e->rx_intr_fd < 0 && e->sleep_bound_us < DROCE_ENGINE_IDLE_SLEEP_MAX_US)
+	if ((e->rx_intr_fd < 0 || e->nb_tx != 0) &&
+	    e->sleep_bound_us < DROCE_ENGINE_IDLE_SLEEP_MAX_US)
 		e->sleep_bound_us = RTE_MIN(2 * e->sleep_bound_us,
 					    (uint32_t)DROCE_ENGINE_IDLE_SLEEP_MAX_US);
 }
@@ -220,9 +223,12 @@ wait_drain(struct droce_engine *e)
 }
 
 /*
- * The sleep. The state word goes NAP first, so the control thread may apply commands and
- * send slow_tx frames itself meanwhile (engine_cmd.c); it comes back NAP -> RUN once such
- * a command is done.
+ * The sleep. The engine publishes that it sleeps and makes its last look while it still
+ * owns its state (its domains' list may change once it lets go); then the state word goes
+ * NAP, so that the control thread may apply commands and send slow_tx frames itself
+ * meanwhile (engine_cmd.c): a command queued before that wrote the command eventfd, one
+ * applied during the sleep writes it when it gave the engine work. The word comes back
+ * NAP -> RUN once such a command is done, and only then is the sleep's cause read.
  */
 static void
 engine_sleep(struct droce_engine *e)
@@ -230,8 +236,8 @@ engine_sleep(struct droce_engine *e)
 	struct pollfd pfd = { .fd = e->epfd, .events = POLLIN };
 	struct timespec ts;
 	uint32_t nap;
+	int woken;
 
-	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
 	sleeping_publish(e, 1);
 	if (e->rx_intr_fd >= 0)
 		rte_eth_dev_rx_intr_enable(e->port_id, e->rx_queue);
@@ -239,16 +245,12 @@ engine_sleep(struct droce_engine *e)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (wait_work_pending(e) || atomic_load_explicit(&e->stop, memory_order_acquire)) {
 		ENGINE_STAT(e, sleeps_skipped);
-	} else {
-		ENGINE_STAT(e, sleeps);
-		/* ppoll on the epoll fd: a timeout in nanoseconds, where epoll_wait has ms */
-		if (ppoll(&pfd, 1, wait_timeout(e, &ts), NULL) > 0)
-			wait_drain(e);
-		else
-			wait_timed_out(e);
+		goto awake;
 	}
-	if (e->rx_intr_fd >= 0)
-		rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
+	ENGINE_STAT(e, sleeps);
+	atomic_store_explicit(&e->own, ENGINE_OWN_NAP, memory_order_release);
+	/* ppoll on the epoll fd: a timeout in nanoseconds, where epoll_wait has ms */
+	woken = ppoll(&pfd, 1, wait_timeout(e, &ts), NULL);
 	for (;;) {
 		nap = ENGINE_OWN_NAP;
 		if (atomic_compare_exchange_weak_explicit(&e->own, &nap, ENGINE_OWN_RUN,
@@ -257,7 +259,14 @@ engine_sleep(struct droce_engine *e)
 			break;
 		rte_pause();
 	}
-	/* After RUN: a domain a command added meanwhile was published sleeping too. */
+	if (woken > 0)
+		wait_drain(e);
+	else
+		wait_timed_out(e);
+awake:
+	if (e->rx_intr_fd >= 0)
+		rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
+	/* a domain a command added during the sleep was published sleeping too */
 	sleeping_publish(e, 0);
 }
 
@@ -275,7 +284,7 @@ engine_idle(struct droce_engine *e)
 	if (e->now - e->idle_since >= e->idle_spin_tsc)
 		engine_sleep(e);
 	else
-		rte_pause();
+		sched_yield();	/* the spin leaves the CPU to whoever shares it (an application) */
 }
 
 void

@@ -273,7 +273,8 @@ struct droce_shm_srq {
  *
  * sleeping is non-zero while the engine sleeps in the kernel (doc/engine.md, "Sleeping
  * engines"): after its summary bit the application then writes the engine's wake-up
- * eventfd for this client (CREATE_QP's fd). The engine stores sleeping before its last
+ * eventfd for this client (CREATE_QP's fd, which comes only from an engine that may
+ * sleep: without it, the application neither fences nor looks). The engine stores sleeping before its last
  * look at summary, the application its summary bit before its look at sleeping, each with
  * a full fence between (Dekker): one of the two sees the other's store, so no doorbell
  * is left for an engine that sleeps on.

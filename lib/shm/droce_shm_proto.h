@@ -61,7 +61,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_MODIFY_SRQ,
 	DROCE_PROTO_OP_QUERY_SRQ,
 	DROCE_PROTO_OP_DESTROY_SRQ,
-	DROCE_PROTO_OP_CREATE_QP,	/* -> fd: its engine's wake-up eventfd (droce_shm_doorbell) */
+	DROCE_PROTO_OP_CREATE_QP,	/* -> fd: its engine's wake-up eventfd if it may sleep */
 	DROCE_PROTO_OP_MODIFY_QP,
 	DROCE_PROTO_OP_QUERY_QP,
 	DROCE_PROTO_OP_DESTROY_QP,

@@ -220,8 +220,10 @@ doorbell_ring(const struct droce_shm_client_db *db)
 
 	__atomic_fetch_or(&db->block->words[w], 1ull << (db->slot & 63), __ATOMIC_RELEASE);
 	__atomic_fetch_or(&db->block->summary, 1ull << w, __ATOMIC_RELEASE);
+	if (db->wake_fd < 0)
+		return;		/* an engine that never sleeps: no fence, no look */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&db->block->sleeping, __ATOMIC_RELAXED) != 0 && db->wake_fd >= 0 &&
+	if (__atomic_load_n(&db->block->sleeping, __ATOMIC_RELAXED) != 0 &&
 	    write(db->wake_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is full, so the engine wakes anyway */
 	}

@@ -63,8 +63,13 @@
 #define VERBS_DEV_DIR		"/dev/infiniband/"
 #define VERBS_DEBUG_ENV		"DROCE_DEBUG"
 #define VERBS_POLL_YIELD_ENV	"DROCE_POLL_YIELD"
-/* Empty polls in a row before ibv_poll_cq yields its CPU (about 5 us of spinning). */
-#define VERBS_POLL_YIELD_DEFAULT	256
+/*
+ * Empty polls in a row before ibv_poll_cq yields its CPU (well under a microsecond of
+ * spinning). 16 by the figures of doc/performance.md, "Sleeping engines": on two shared
+ * CPUs it halves a ping-pong's median against 256 with polling engines and cuts the p99
+ * of adaptive ones tenfold; with interrupt engines the count does not matter.
+ */
+#define VERBS_POLL_YIELD_DEFAULT	16
 /* The IB spec's largest message (and so the largest MR a WR can address): 2^31 bytes. */
 #define VERBS_MAX_MSG_SZ	(1u << 31)
 /* The default P_Key (full member), the only entry of the P_Key table. */

@@ -235,7 +235,32 @@ def run_pair(server_argv, client_argv, srv_daemon, cli_daemon, timeout=120,
     return srv.output, cli.output
 
 
-class MemifPair:
+class DaemonPair:
+    """What the pairs of daemons share: stop b, then a (for memif, b is the client: a memif
+    end must not see its peer go while closing), then the pair's own clean-up (namespaces)
+    and the work directory; a daemon that did not stop cleanly fails the test."""
+
+    def teardown(self):
+        pass
+
+    def close(self, clean=True):
+        errs = []
+        for d in (self.b, self.a):
+            try:
+                d.stop(expect_clean=clean)
+            except TestFailure as e:
+                errs.append(str(e))
+        self.teardown()
+        self.work.close()
+        if errs:
+            raise TestFailure("\n".join(errs))
+
+    def __exit__(self, et, ev, tb):
+        self.close(clean=et is None)
+        return False
+
+
+class MemifPair(DaemonPair):
     """Two droced on one machine joined by net_memif (A is the server: started first)."""
 
     # With ipv6=True: fixed MACs, these IPv6 addresses, and each the other's static
@@ -269,22 +294,6 @@ class MemifPair:
             raise
         return self
 
-    def close(self, clean=True):
-        # B (the memif client) first: a memif end must not see its peer go while closing.
-        errs = []
-        for d in (self.b, self.a):
-            try:
-                d.stop(expect_clean=clean)
-            except TestFailure as e:
-                errs.append(str(e))
-        self.work.close()
-        if errs:
-            raise TestFailure("\n".join(errs))
-
-    def __exit__(self, et, ev, tb):
-        self.close(clean=et is None)
-        return False
-
 
 def sh(*cmd):
     subprocess.run(list(cmd), check=True, timeout=30)
@@ -302,7 +311,7 @@ def tap_bridge(ns, ifs, bridge):
     sh("ip", "-n", ns, "link", "set", bridge, "up")
 
 
-class TapPair:
+class TapPair(DaemonPair):
     """Two droced on net_tap in one network namespace, their taps joined by a bridge there:
     a link whose PMD has rx interrupts (net_memif and net_af_packet have none), joined by
     tap_bridge. RoCE MTU 1024: a tap's Ethernet MTU is 1500."""
@@ -332,21 +341,8 @@ class TapPair:
             raise
         return self
 
-    def close(self, clean=True):
-        errs = []
-        for d in (self.b, self.a):
-            try:
-                d.stop(expect_clean=clean)
-            except TestFailure as e:
-                errs.append(str(e))
+    def teardown(self):
         subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
-        self.work.close()
-        if errs:
-            raise TestFailure("\n".join(errs))
-
-    def __exit__(self, et, ev, tb):
-        self.close(clean=et is None)
-        return False
 
 
 def engine_counters(daemon):
@@ -370,7 +366,7 @@ def engine_counters(daemon):
 VETH_DEVARGS = ",framesz=4352,blocksz=69632,framecnt=512"
 
 
-class VethPair:
+class VethPair(DaemonPair):
     """Two network namespaces joined by a veth pair, a droced in each on net_af_packet."""
 
     def __init__(self, droced, tag="veth", mtu=4096, devargs="", on_link_up=None):
@@ -409,22 +405,9 @@ class VethPair:
             raise
         return self
 
-    def close(self, clean=True):
-        errs = []
-        for d in (self.b, self.a):
-            try:
-                d.stop(expect_clean=clean)
-            except TestFailure as e:
-                errs.append(str(e))
+    def teardown(self):
         for ns in self.ns:
             subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, timeout=30)
-        self.work.close()
-        if errs:
-            raise TestFailure("\n".join(errs))
-
-    def __exit__(self, et, ev, tb):
-        self.close(clean=et is None)
-        return False
 
 
 def free_tcp_port():
