@@ -66,8 +66,8 @@
 /*
  * Empty polls in a row before ibv_poll_cq yields its CPU (well under a microsecond of
  * spinning). 16 by the figures of doc/performance.md, "Sleeping engines": on two shared
- * CPUs it halves a ping-pong's median against 256 with polling engines and cuts the p99
- * of adaptive ones tenfold; with interrupt engines the count does not matter.
+ * CPUs, one daemon polling, a ping-pong's median is 1.95 us against 5.02 with 256; two
+ * daemons adaptive, equal or better; interrupt engines, no matter.
  */
 #define VERBS_POLL_YIELD_DEFAULT	16
 /* The IB spec's largest message (and so the largest MR a WR can address): 2^31 bytes. */
