@@ -18,6 +18,7 @@
 
 #define SLEEP_BOUND_US	5000000	/* a's longest sleep without a wake-up */
 #define ROUND_BOUND_MS	1000	/* a round that took this long lost a wake-up */
+#define DROP_SEED	"77777"	/* drop=500000: drops the first two packets, not the third */
 
 static struct tc_qp *
 rc_qp(struct tc_host *h, struct tc_cq *cq)
@@ -129,14 +130,14 @@ DROCE_TEST(interrupt_doorbells_race_sleep)
 
 /*
  * The retransmission timer fires while the engine sleeps: b's QP stays in RESET, which
- * drops a's SEND, so only a's ACK timer (16 ms) can bring a back to send it again; once
+ * drops a's SEND, so only a's ACK timer (67 ms) can bring a back to send it again; once
  * b's QP is ready, a retransmission gets through and the SEND completes, long before a's
  * 5 s bound.
  */
 DROCE_TEST(timer_fires_while_asleep)
 {
 	struct tc_host a, b;
-	struct tc_path pa = { .mtu = IBV_MTU_1024, .timeout = 12, .retry_cnt = 7,
+	struct tc_path pa = { .mtu = IBV_MTU_1024, .timeout = 14, .retry_cnt = 7,
 			      .rnr_retry = 7, .min_rnr_timer = 1, .psn_a = 10, .psn_b = 20 };
 	struct tc_path pb = pa;
 	struct ibv_wc wc[2];
@@ -157,7 +158,7 @@ DROCE_TEST(timer_fires_while_asleep)
 	tc_connect_remote(qa, qb->qpn, 2, &pa);
 	memset(ma->buf, 0x3c, 64);
 	CHECK_EQ_I64(tc_send(qa, 7, ma, 0, 64, IBV_SEND_SIGNALED), 0);
-	usleep(60000);		/* about three ACK timeouts, four retries left */
+	usleep(150000);		/* two ACK timeouts; five retries (335 ms) left for b's set-up */
 	timeouts = tc_counter(&a, "req_timeout");
 	CHECK(timeouts >= 1);
 	CHECK(tc_counter(&a, "timeout_wakeups") >= 1);
@@ -173,5 +174,52 @@ DROCE_TEST(timer_fires_while_asleep)
 	CHECK_EQ_I64(tc_wait(ca, 1, wc, ROUND_BOUND_MS), 1);
 	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
 	CHECK_EQ_U64(wc[0].wr_id, 7);
+	tc_pair_close(&a, &b);
+}
+
+/*
+ * The same with the fault driver on b's receive side, as a lossy link does it: the only
+ * request packet in flight is dropped, and its first resend too (DROP_SEED), so only a's
+ * ACK timer, firing during a's sleep, sends it again, once per drop.
+ */
+DROCE_TEST(timer_resends_a_dropped_packet_while_asleep)
+{
+	struct tc_host a, b;
+	struct tc_path path = { .mtu = IBV_MTU_1024, .timeout = 12, .retry_cnt = 7,
+				.rnr_retry = 7, .min_rnr_timer = 1, .psn_a = 10, .psn_b = 20 };
+	struct droce_fault_stats fs;
+	struct ibv_wc wc[2];
+	struct tc_cq *ca, *cb;
+	struct tc_qp *qa, *qb;
+	struct tc_mr *ma, *mb;
+
+	tc_next_pair_idle(SLEEP_BOUND_US, 0);
+	tc_next_pair_wait(DROCE_ENGINE_WAIT_INTERRUPT, DROCE_ENGINE_WAIT_POLL);
+	tc_pair_open_faults(&a, &b, 1, 1, NULL, "seed=" DROP_SEED ",drop=500000");
+	ca = tc_cq_create(&a, 64);
+	cb = tc_cq_create(&b, 64);
+	qa = rc_qp(&a, ca);
+	qb = rc_qp(&b, cb);
+	ma = tc_mr_reg(&a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	mb = tc_mr_reg(&b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	tc_connect(qa, qb, &path);
+	usleep(20000);	/* a is asleep */
+	memset(ma->buf, 0x5a, 100);
+	CHECK_EQ_I64(tc_recv(qb, 1, mb, 0, 4096), 0);
+	CHECK_EQ_I64(tc_send(qa, 2, ma, 0, 100, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ_I64(tc_wait(cb, 1, wc, ROUND_BOUND_MS), 1);
+	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ_U64(wc[0].byte_len, 100);
+	CHECK_MEM(mb->buf, ma->buf, 100);
+	CHECK_EQ_I64(tc_wait(ca, 1, wc, ROUND_BOUND_MS), 1);
+	CHECK_EQ_U64(wc[0].status, IBV_WC_SUCCESS);
+	CHECK(droce_fault_stats_get(b.fault, -1, &fs) == 0);
+	printf("# link a->b: %" PRIu64 " packets, %" PRIu64 " dropped; a: %" PRIu64 " timeouts, "
+	       "%" PRIu64 " sleeps ended by a timer\n", fs.received, fs.dropped,
+	       tc_counter(&a, "req_timeout"), tc_counter(&a, "timeout_wakeups"));
+	CHECK(fs.dropped >= 1);
+	CHECK_EQ_U64(fs.received, fs.dropped + 1);
+	CHECK_EQ_U64(tc_counter(&a, "req_timeout"), fs.dropped);
+	CHECK(tc_counter(&a, "timeout_wakeups") >= fs.dropped);
 	tc_pair_close(&a, &b);
 }
