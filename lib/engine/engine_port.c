@@ -81,13 +81,18 @@ eal_park(void *arg)
  * and dies with the process. Not in an alarm callback: the clean-up unregisters the
  * alarms' source synchronously, which would wait for it forever.
  */
+/* The parking source: kept here, as the thread holds it until the process ends. */
+static struct rte_intr_handle *volatile eal_park_handle;
+
 void
 droce_engine_eal_cleanup(void)
 {
 	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
 	uint64_t one = 1, end = rte_get_timer_cycles() + rte_get_timer_hz();
-	bool parked = false;
+	static bool parked;
 	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	eal_park_handle = ih;
 
 	if (ih != NULL && fd >= 0 && rte_intr_fd_set(ih, fd) == 0 &&
 	    rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT) == 0 &&
