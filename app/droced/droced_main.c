@@ -10,7 +10,6 @@
  */
 
 #include <errno.h>
-#include <inttypes.h>
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
@@ -273,24 +272,14 @@ engines_start(struct droced *d)
 static void
 engine_counters_log(const struct droce_engine *e, uint32_t id)
 {
-	struct droce_engine_stats st;
-	const uint64_t *v = (const uint64_t *)&st;
-	char line[4096];
-	size_t len = 0;
-	uint32_t k;
-	int n;
+	char line[4096] = "";
+	FILE *f = fmemopen(line, sizeof(line), "w");
 
-	droce_engine_stats_get(e, &st);
-	for (k = 0; k < DROCE_ENGINE_NB_COUNTERS && len < sizeof(line); k++) {
-		if (v[k] == 0)
-			continue;
-		n = snprintf(line + len, sizeof(line) - len, " %s=%" PRIu64,
-			     droce_engine_counter_names[k], v[k]);
-		if (n < 0)
-			break;
-		len += (size_t)n;
+	if (f != NULL) {
+		droce_engine_stats_print(f, e);
+		fclose(f);
 	}
-	DROCED_LOG(NOTICE, "engine %u counters:%s", id, len == 0 ? " none" : line);
+	DROCED_LOG(NOTICE, "engine %u counters:%s", id, line[0] == '\0' ? " none" : line);
 }
 
 static void

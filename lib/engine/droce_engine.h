@@ -176,11 +176,7 @@ void droce_engine_destroy(struct droce_engine *e);
  * slow_tx ring. Any thread; a write to an eventfd when e may sleep.
  */
 void droce_engine_wake(struct droce_engine *e);
-/*
- * Whether e's port queue can wake it (conf.rx_intr and the PMD gave an interrupt fd);
- * false: a sleep lasts idle_sleep_us at most.
- */
-bool droce_engine_rx_intr(const struct droce_engine *e);
+
 /*
  * Sends the frames queued on e's slow_tx: on the calling thread, at once, if the engine
  * naps (which it goes on doing), else by ending its nap. The control thread's one caller

@@ -519,8 +519,12 @@ void engine_wait_fd_del(struct droce_engine *e, int fd);
 void engine_wait_thread_init(const struct droce_engine *e);
 /* The run loop's idle step: spin, or sleep until woken (e->wait). */
 void engine_idle(struct droce_engine *e);
-/* After putting a packet on target's handoff ring: wakes target if it sleeps. */
-void engine_handoff_wake(struct droce_engine *target);
+/*
+ * After a burst that put packets on other engines' handoff rings (e->handoff_to): wakes
+ * those that sleep, with one fence for the burst.
+ */
+void engine_handoffs_wake(struct droce_engine *e);
+_Static_assert(DROCE_ENGINE_MAX <= 64, "handoff_to has a bit per engine");
 
 TAILQ_HEAD(engine_qp_list_head, droce_engine_qp);
 
@@ -568,6 +572,7 @@ struct droce_engine {
 	 * ring are Dekker's pair, as with the doorbells' sleeping word.
 	 */
 	_Atomic uint32_t asleep;
+	uint64_t handoff_to;		/* this burst's handoff targets, bit = engine id */
 	/*
 	 * Who may touch the engine's state: its thread (ENGINE_OWN_RUN), nobody while it
 	 * naps (ENGINE_OWN_NAP), or the control thread applying a command during the nap

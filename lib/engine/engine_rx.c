@@ -111,7 +111,7 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 			ENGINE_STAT(e, rx_handoff_drop);
 			goto drop;
 		}
-		engine_handoff_wake(qp->engine);
+		e->handoff_to |= 1ull << qp->engine->id;
 		ENGINE_STAT(e, rx_handoff_out);
 		return;
 	}
@@ -156,6 +156,8 @@ rx_stage(struct droce_engine *e)
 		engine_rx_parse(e, pkts[i], &rps[i]);
 		engine_dispatch(e, pkts[i], &rps[i]);
 	}
+	if (e->handoff_to != 0)
+		engine_handoffs_wake(e);			/* engine_wait.c */
 	if (e->slow_rx_wake) {
 		uint64_t one = 1;
 

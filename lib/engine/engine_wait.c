@@ -100,12 +100,6 @@ engine_wait_fini(struct droce_engine *e)
 	e->epfd = -1;
 }
 
-bool
-droce_engine_rx_intr(const struct droce_engine *e)
-{
-	return e->rx_intr_fd >= 0;
-}
-
 int
 engine_wait_fd_add(struct droce_engine *e, int fd)
 {
@@ -295,12 +289,24 @@ engine_wait_thread_init(const struct droce_engine *e)
 }
 
 void
-engine_handoff_wake(struct droce_engine *target)
+engine_handoffs_wake(struct droce_engine *e)
 {
-	if (target->wait == DROCE_ENGINE_WAIT_POLL)
-		return;
-	/* Dekker: the enqueue before the look at asleep (engine_sleep's fence pairs). */
+	uint64_t to = e->handoff_to, sleepers = 0;
+	struct droce_engine *t;
+
+	e->handoff_to = 0;
+	for (; to != 0; to &= to - 1) {
+		t = e->dev->engines[__builtin_ctzll(to)];
+		if (t != NULL && t->wait != DROCE_ENGINE_WAIT_POLL)
+			sleepers |= to & -to;
+	}
+	if (sleepers == 0)
+		return;		/* polling engines find their handoffs in their next pass */
+	/* Dekker: the enqueues before the looks at asleep (engine_sleep's fence pairs). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&target->asleep, memory_order_relaxed) != 0)
-		droce_engine_wake(target);
+	for (; sleepers != 0; sleepers &= sleepers - 1) {
+		t = e->dev->engines[__builtin_ctzll(sleepers)];
+		if (atomic_load_explicit(&t->asleep, memory_order_relaxed) != 0)
+			droce_engine_wake(t);
+	}
 }
