@@ -46,6 +46,7 @@ LAYERS = {
     'engine_tx.c': 2,
     'engine_timer.c': 2,
     'engine_wait.c': 2,
+    'engine_cc.c': 2,
     # the inline helpers of the internal header
     'engine_loc.h': 3,
 }

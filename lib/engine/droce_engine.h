@@ -20,6 +20,7 @@
 
 #include <rte_mempool.h>
 
+#include <droce_cc.h>
 #include <droce_shm.h>
 #include <droce_shm_arena.h>
 #include <droce_shm_qp_attr.h>
@@ -125,6 +126,12 @@ struct droce_engine_conf {
 	bool rx_intr;
 	bool rx_no_icrc;	/* the NIC verified the ICRC */
 	/*
+	 * The port's traffic classes and congestion control (doc/congestion.md), copied at
+	 * create; NULL: droce_cc_params_default(), DCQCN on every priority as on a ConnectX.
+	 */
+	const struct droce_cc_params *cc;
+	uint32_t line_mbps;	/* the port's speed, the reaction point's max; 0: 100 Gb/s */
+	/*
 	 * RC requesters go back to the oldest unacknowledged PSN a few round trips into a
 	 * silence, before the local ACK timeout and without spending a retry (doc/engine.md,
 	 * "Early retransmission"): a lost NAK costs that, not the QP's timeout. Off: only the
@@ -217,6 +224,10 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \
+	X(rx_cnp_ignored, "CNPs for a QP whose reaction point is off (its priority, or not ECN-capable)") \
+	X(rx_ce, "CE-marked (congestion experienced) packets received") \
+	X(cnp_sent, "CNPs sent (the notification point, at most one per QP per min_time_between_cnps)") \
+	X(cc_paced, "times a rate-limited QP waited for its next packet's time") \
 	X(rx_slow, "non-RoCEv2 frames handed to the control thread (ARP, ICMP)") \
 	X(rx_slow_drop, "non-RoCEv2 frames dropped: the control thread's ring was full") \
 	X(tx_pkts, "packets transmitted") \
@@ -293,6 +304,32 @@ void droce_engine_stats_print(FILE *f, const struct droce_engine *e);
  * stopped engine), never for decisions.
  */
 void droce_engine_qp_print(FILE *f, const struct droce_engine_qp *qp);
+
+/* A QP's congestion control, for droce-ctl and droce-perf (doc/congestion.md). */
+struct droce_engine_qp_cc {
+	uint32_t qpn;
+	uint32_t engine;
+	uint8_t type;		/* DROCE_SHM_QPT_* */
+	uint8_t state;		/* DROCE_SHM_QPS_* */
+	uint8_t prio;		/* 802.1p priority of its path */
+	bool rp;		/* reaction point on */
+	bool limited;		/* paced below the max since a CNP */
+	uint64_t rate_kbps;	/* current rate (the max when not limited) */
+	uint64_t target_kbps;
+	uint32_t alpha;		/* 1024ths */
+	uint64_t ce_rcvd;	/* CE-marked packets it received */
+	uint64_t cnp_sent;	/* CNPs it sent (notification point) */
+	uint64_t cnp_rcvd;	/* CNPs it received (reaction point) */
+	uint64_t rate_cuts;
+};
+
+/*
+ * Reads qp's congestion state without synchronisation (diagnostics, as
+ * droce_engine_qp_print): any thread. 0.
+ */
+int droce_engine_qp_cc_get(const struct droce_engine_qp *qp, struct droce_engine_qp_cc *info);
+/* The QP of dev with the lowest QPN >= qpn, or NULL (the control thread). */
+struct droce_engine_qp *droce_engine_dev_qp_next(struct droce_engine_dev *dev, uint32_t qpn);
 
 /* ---- Domains (clients) ---- */
 

@@ -309,6 +309,20 @@ struct droce_engine_qp {
 	uint32_t qkey;
 	uint64_t ack_timeout_tsc;	/* 0: no local ACK timer */
 
+	/* Congestion control (engine_cc.c, doc/congestion.md). */
+	struct {
+		bool rp;		/* reaction point on: ECN-capable, CNPs cut its rate */
+		uint8_t prio;		/* 802.1p priority of its path */
+		struct droce_cc_rp rp_state;
+		struct droce_cc_np np;
+		uint64_t next_tsc;	/* pacing: the next request packet may leave then */
+		uint64_t pace_deadline;	/* TSC; 0: not waiting for its rate */
+		uint64_t ce_rcvd;	/* CE-marked packets received */
+		uint64_t cnp_sent;
+		uint64_t cnp_rcvd;
+		struct droce_wire_tmpl cnp_tmpl;	/* RC/UC: the path for CNPs */
+	} cc;
+
 	/* Requester and completer (engine_req.c, engine_comp.c). */
 	struct {
 		uint8_t *copy;		/* sq_size slots of sq_stride bytes */
@@ -407,6 +421,21 @@ void qp_timer_arm(struct droce_engine_qp *qp, uint64_t deadline);
 void qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status);
 /* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
 void qp_sqd_check(struct droce_engine_qp *qp);
+
+/* ---- Congestion control (engine_cc.c) ---- */
+
+/* The port's congestion parameters and line rate into a new engine. */
+void cc_engine_init(struct droce_engine *e, const struct droce_engine_conf *conf);
+/* A resolved path's DSCP, ECN and VLAN tag by the port's parameters and the AV's SL. */
+void cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a);
+/* qp's new path a (cc_path_qos'd): its CNP template, priority and reaction point. */
+int cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a);
+/* A CE-marked packet for qp: a CNP to its sender, at most one per interval. */
+void cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt);
+/* A CNP for qp: the reaction point cuts its rate. */
+void cc_rx_cnp(struct droce_engine_qp *qp);
+/* A limited qp sent bytes: the byte counter and the pacer's next deadline. */
+void cc_sent(struct droce_engine_qp *qp, uint32_t bytes);
 
 /* ---- Receive stage (engine_rx.c) ---- */
 
@@ -550,6 +579,9 @@ struct droce_engine {
 	 */
 	uint64_t rtt_all;
 	uint32_t parse_flags;
+	struct droce_cc_params cc;	/* the port's congestion parameters (engine_cc.c) */
+	uint64_t cc_line_kbps;
+	uint64_t cc_slack_tsc;
 	struct rte_ring *cmds;		/* control -> engine */
 	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */
 	int cmd_done_fd;		/* eventfd: commands were applied (wakes their caller) */

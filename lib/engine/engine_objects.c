@@ -82,6 +82,18 @@ droce_engine_dev_destroy(struct droce_engine_dev *dev)
 	rte_free(dev);
 }
 
+struct droce_engine_qp *
+droce_engine_dev_qp_next(struct droce_engine_dev *dev, uint32_t qpn)
+{
+	for (; qpn < dev->max_qps; qpn++) {
+		struct droce_engine_qp *qp = dev_qp(dev, qpn);
+
+		if (qp != NULL)
+			return qp;
+	}
+	return NULL;
+}
+
 void
 droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o)
 {
@@ -288,6 +300,7 @@ path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah,
 	a->traffic_class = ah->traffic_class;
 	a->hop_limit = ah->hop_limit;
 	a->flow_label = ah->flow_label & 0xFFFFF;
+	cc_path_qos(e, ah->sl, a);
 	return dev_neigh_lookup(e->dev, ah->dgid, a->dst_mac);
 }
 
@@ -583,6 +596,7 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 	qp->qpn = qpn;
 	qp->type = c->qp_type;
 	qp->engine = e;
+	droce_cc_rp_init(&e->cc, &qp->cc.rp_state, e->cc_line_kbps);
 	qp->dom = dom;
 	qp->pd = c->pd;
 	qp->scq = c->send_cq;
@@ -774,6 +788,7 @@ droce_engine_create(struct droce_engine_dev *dev, uint32_t id, const struct droc
 		dev->ctl_wake_fd = conf->slow_rx_wake_fd;
 	e->slow_tx = conf->slow_tx;
 	e->tsc_hz = rte_get_tsc_hz();
+	cc_engine_init(e, conf);
 	e->timer_next = UINT64_MAX;
 	TAILQ_INIT(&e->active);
 	TAILQ_INIT(&e->timers);

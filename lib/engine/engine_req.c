@@ -279,6 +279,8 @@ req_read_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.reth.len = w->len - off;
 	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 		return -EAGAIN;
+	if (unlikely(qp->cc.rp_state.limited))
+		cc_sent(qp, m->pkt_len);
 	engine_pkt_finish(e, &qp->tmpl, m);
 	ENGINE_STAT(e, req_pkts);
 	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
@@ -318,6 +320,8 @@ req_atomic_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.atomic.compare = cas ? s->atomic.compare_add : 0;
 	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 		return -EAGAIN;
+	if (unlikely(qp->cc.rp_state.limited))
+		cc_sent(qp, m->pkt_len);
 	engine_pkt_finish(e, &qp->tmpl, m);
 	ENGINE_STAT(e, req_pkts);
 	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
@@ -438,6 +442,8 @@ req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 
 		udp->sport = htobe16(droce_wire_udp_sport(qp->qpn, h.dqpn));
 	}
+	if (unlikely(qp->cc.rp_state.limited))
+		cc_sent(qp, m->pkt_len);
 	engine_pkt_finish(e, tmpl, m);
 	ENGINE_STAT(e, req_pkts);
 	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
@@ -487,6 +493,13 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 		if (qp->type == DROCE_SHM_QPT_RC &&
 		    droce_psn_dist(qp->req.una, qp->req.psn) >= ENGINE_WINDOW)
 			return n;	/* the completer puts it back on the list */
+		/* Ahead of its DCQCN rate: the pacer's deadline puts it back (req_timer). */
+		if (unlikely(qp->cc.rp_state.limited) && e->now < qp->cc.next_tsc) {
+			ENGINE_STAT(e, cc_paced);
+			qp->cc.pace_deadline = qp->cc.next_tsc;
+			qp_timer_arm(qp, qp->cc.pace_deadline);
+			return n;
+		}
 		/* SQD: no new message starts (11.2.4.2, send queue drain). */
 		if (qp->state == DROCE_SHM_QPS_SQD && qp->req.cur_off == 0 &&
 		    !droce_psn_lt(w->first_psn, qp->req.psn_max))
@@ -549,6 +562,11 @@ req_timer(struct droce_engine_qp *qp, uint64_t now)
 {
 	struct droce_engine *e = qp->engine;
 
+	if (qp->cc.pace_deadline != 0 && now >= qp->cc.pace_deadline) {
+		qp->cc.pace_deadline = 0;
+		if (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait)
+			qp_list_add(qp, QP_ON_ACTIVE);
+	}
 	if (qp->req.rnr_wait && now >= qp->req.rnr_deadline) {
 		qp->req.rnr_wait = false;
 		if (qp->req.cur != qp->req.fetch)
@@ -587,7 +605,8 @@ req_timer(struct droce_engine_qp *qp, uint64_t now)
 			qp->req.ack_deadline = now + qp->ack_timeout_tsc;
 		}
 	}
-	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0 && qp->req.early_deadline == 0)
+	if (!qp->req.rnr_wait && qp->req.ack_deadline == 0 && qp->req.early_deadline == 0 &&
+	    qp->cc.pace_deadline == 0)
 		qp_list_del(qp, QP_ON_TIMER);
 }
 

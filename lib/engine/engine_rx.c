@@ -85,10 +85,6 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 		goto drop;
 	}
 	flags = pkt->info->flags;
-	if (flags & DROCE_OPF_CNP) {
-		ENGINE_STAT(e, rx_cnp);
-		goto drop;
-	}
 	dqpn = droce_bth_dqpn(droce_pkt_bth(pkt));
 	/* QP1 is the GSI: its MADs (connection management) are the control thread's. */
 	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
@@ -115,12 +111,21 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 		ENGINE_STAT(e, rx_handoff_out);
 		return;
 	}
+	/* A CNP names the QP whose flow met congestion: its reaction point (A17.9.3). */
+	if (flags & DROCE_OPF_CNP) {
+		ENGINE_STAT(e, rx_cnp);
+		cc_rx_cnp(qp);
+		goto drop;
+	}
 	if (pkt->info->transport != (qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
 				    qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC :
 				    DROCE_TRANSPORT_UD)) {
 		ENGINE_STAT(e, rx_bad_opcode);
 		goto drop;
 	}
+	/* Congestion experienced on the way here (RFC 3168): the notification point. */
+	if (unlikely((droce_pkt_tclass(pkt) & DROCE_ECN_MASK) == DROCE_ECN_CE))
+		cc_rx_ce(qp, pkt);
 	if (flags & DROCE_OPF_REQUEST)
 		resp_rx(qp, pkt, segs, nseg);
 	else

@@ -47,6 +47,8 @@ engine_timer_earliest(const struct droce_engine_qp *qp, uint64_t next)
 		next = qp->req.rnr_deadline;
 	if (qp->req.early_deadline != 0 && qp->req.early_deadline < next)
 		next = qp->req.early_deadline;
+	if (qp->cc.pace_deadline != 0 && qp->cc.pace_deadline < next)
+		next = qp->cc.pace_deadline;
 	return next;
 }
 

@@ -332,6 +332,16 @@ droce_pkt_bth(const struct droce_wire_pkt *pkt)
 	return (const struct droce_bth *)(pkt->hdr + pkt->bth_off);
 }
 
+/* The IPv4 TOS or IPv6 traffic class (DSCP and ECN) of a packet parsed to its L3. */
+static inline uint8_t
+droce_pkt_tclass(const struct droce_wire_pkt *pkt)
+{
+	const uint8_t *ip = pkt->hdr + pkt->l3_off;
+
+	return pkt->ip_version == 4 ? ((const struct droce_ipv4_hdr *)ip)->tos :
+	       droce_ipv6_tclass((const struct droce_ipv6_hdr *)ip);
+}
+
 /* Extension header h of a fully parsed packet, or NULL when its opcode has none. */
 static inline const void *
 droce_pkt_ext(const struct droce_wire_pkt *pkt, enum droce_ext_hdr h)

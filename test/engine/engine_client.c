@@ -120,6 +120,13 @@ static bool tc_idle_next_set;
 static bool tc_early_next;		/* tc_next_pair_early */
 static enum droce_engine_wait tc_wait_next[2];	/* tc_next_pair_wait */
 static bool tc_wait_next_set;
+static const struct droce_cc_params *tc_cc;	/* tc_hosts_cc */
+
+void
+tc_hosts_cc(const struct droce_cc_params *p)
+{
+	tc_cc = p;
+}
 
 void
 tc_next_pair_early(void)
@@ -201,6 +208,7 @@ host_finish(struct tc_host *h, uint16_t port, uint8_t peer_id, const uint8_t pee
 			ec.wait = ec.idle_sleep_us != 0 ? DROCE_ENGINE_WAIT_ADAPTIVE :
 				  DROCE_ENGINE_WAIT_POLL;
 		ec.early_retransmit = tc_early_next;
+		ec.cc = tc_cc;
 		if (slow != NULL) {
 			ec.slow_rx = slow->rx;
 			/* slow_tx has one consumer: the first engine. */

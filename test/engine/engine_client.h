@@ -131,6 +131,11 @@ void tc_next_pair_wait(enum droce_engine_wait a, enum droce_engine_wait b);
  */
 void tc_next_pair_early(void);
 /*
+ * The congestion parameters of every host made from now on (droce_engine_conf.cc; p must
+ * outlive them); NULL: the engine's defaults.
+ */
+void tc_hosts_cc(const struct droce_cc_params *p);
+/*
  * The same with drivers/net/fault on each host's receive side: fault_a and fault_b are
  * its arguments without port= ("seed=7,drop=10000"), or NULL for none.
  */

@@ -75,6 +75,7 @@ struct runner_opts {
 	uint32_t nb_sends;
 	struct tc_host_addr self;
 	struct tc_host_addr peer;
+	struct droce_cc_params cc;	/* the engine's congestion parameters */
 };
 
 struct runner {
@@ -119,6 +120,7 @@ usage(const char *prog)
 		"                       (repeatable; RC or UC in RTS)\n"
 		"  --ipv6               address the peer by its IPv6 GID (GID index 1)\n"
 		"  --polls N            engine passes after each input frame (4)\n"
+		"  --cc NAME=VALUE      a congestion parameter (doc/congestion.md; repeatable)\n"
 		"  --self-mac M --peer-mac M --self-gid IP --peer-gid IP --self-gid6 IP6\n"
 		"  --peer-gid6 IP6      addresses (%s %s %s %s %s %s)\n"
 		"wr_ids: receive i is 0x%x+i, send i 0x%x+i; byte k of send i is\n"
@@ -215,7 +217,7 @@ enum {
 	OPT_IN = 256, OPT_OUT, OPT_TYPE, OPT_STATE, OPT_RQ_PSN, OPT_SQ_PSN, OPT_DEST_QPN,
 	OPT_QKEY, OPT_MTU, OPT_MIN_RNR, OPT_TIMEOUT, OPT_RETRY, OPT_RNR_RETRY, OPT_RECVS,
 	OPT_RECV_LEN, OPT_SEND, OPT_IPV6, OPT_POLLS, OPT_SELF_MAC, OPT_PEER_MAC,
-	OPT_SELF_GID, OPT_PEER_GID, OPT_SELF_GID6, OPT_PEER_GID6, OPT_HELP,
+	OPT_SELF_GID, OPT_PEER_GID, OPT_SELF_GID6, OPT_PEER_GID6, OPT_CC, OPT_HELP,
 };
 
 static void
@@ -246,6 +248,7 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 		{ "peer-gid", required_argument, NULL, OPT_PEER_GID },
 		{ "self-gid6", required_argument, NULL, OPT_SELF_GID6 },
 		{ "peer-gid6", required_argument, NULL, OPT_PEER_GID6 },
+		{ "cc", required_argument, NULL, OPT_CC },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -265,6 +268,7 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 	o->recv_len[0] = 4096;
 	o->nb_recv_len = 1;
 	o->polls = 4;
+	droce_cc_params_default(&o->cc);
 	parse_mac(prog, RUNNER_SELF_MAC, o->self.mac);
 	parse_mac(prog, RUNNER_PEER_MAC, o->peer.mac);
 	parse_gid(prog, RUNNER_SELF_GID, o->self.gid);
@@ -297,6 +301,18 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 			else
 				usage(prog);
 			break;
+		case OPT_CC: {
+			char err[160], *eq = strchr(optarg, '=');
+
+			if (eq == NULL)
+				usage(prog);
+			*eq = '\0';
+			if (droce_cc_param_set(&o->cc, optarg, eq + 1, err, sizeof(err)) != 0) {
+				fprintf(stderr, "%s: --cc: %s\n", prog, err);
+				usage(prog);
+			}
+			break;
+		}
 		case OPT_RQ_PSN:
 			o->rq_psn = parse_u32(prog, optarg, DROCE_PSN_MASK);
 			break;
@@ -421,6 +437,7 @@ runner_setup(struct runner *r)
 	uint64_t total = 0, off = 0;
 	uint32_t i, j;
 
+	tc_hosts_cc(&o->cc);
 	tc_host_open_rings(&r->h, "pkt", &o->self, &o->peer, &r->rx, &r->tx);
 	r->scq = tc_cq_create(&r->h, RUNNER_CQ_SIZE);
 	r->rcq = tc_cq_create(&r->h, RUNNER_CQ_SIZE);
@@ -559,6 +576,7 @@ main(int argc, char **argv)
 {
 	struct runner_opts o;
 	struct runner *r;
+	struct droce_engine_qp_cc cc;
 	struct droce_engine_stats st;
 	char errbuf[PCAP_ERRBUF_SIZE];
 	pcap_t *in = NULL;
@@ -623,7 +641,12 @@ main(int argc, char **argv)
 	for (c = 0; c < DROCE_ENGINE_NB_COUNTERS; c++)
 		fprintf(r->js, "%s\"%s\":%" PRIu64, c == 0 ? "" : ",",
 			droce_engine_counter_names[c], ((const uint64_t *)&st)[c]);
-	fprintf(r->js, "}}\n");
+	droce_engine_qp_cc_get(r->qp->qp, &cc);
+	fprintf(r->js, "},\"cc\":{\"rp\":%s,\"limited\":%s,\"prio\":%u,\"rate_kbps\":%" PRIu64
+		",\"target_kbps\":%" PRIu64 ",\"alpha\":%u,\"ce_rcvd\":%" PRIu64
+		",\"cnp_sent\":%" PRIu64 ",\"cnp_rcvd\":%" PRIu64 ",\"rate_cuts\":%" PRIu64 "}}\n",
+		cc.rp ? "true" : "false", cc.limited ? "true" : "false", cc.prio, cc.rate_kbps,
+		cc.target_kbps, cc.alpha, cc.ce_rcvd, cc.cnp_sent, cc.cnp_rcvd, cc.rate_cuts);
 	CHECK(fclose(r->js) == 0);
 	fwrite(r->js_buf, 1, r->js_len, stdout);
 	fflush(stdout);

@@ -42,6 +42,9 @@ RECV_WR_ID, SEND_WR_ID = 0x100, 0x200
 # IB table 38 opcodes.
 RC_SEND_FIRST, RC_SEND_MIDDLE, RC_SEND_LAST, RC_SEND_ONLY = 0x00, 0x01, 0x02, 0x04
 RC_ACKNOWLEDGE = 0x11
+CNP = 0x81                          # RoCEv2 Annex A17.9.3
+CNP_RSVD_LEN = 16
+ECN_CE = 0x03
 UD_SEND_ONLY = 0x64
 # AETH syndromes (9.7.5.1, table 43): ACK with credits "invalid" (no end-to-end flow
 # control), RNR NAK | timer, NAK codes.
@@ -97,10 +100,10 @@ def frame_of(pkt, v6):
     return frame + bytes(max(0, u.ETH_MIN_FRAME - len(frame)))
 
 
-def roce(opcode, p, body, ackreq=False, dqpn=QPN, v6=False):
+def roce(opcode, p, body, ackreq=False, dqpn=QPN, v6=False, tos=0):
     pad = u.pad_of(len(body))
-    l3 = (IPv6(src=PEER_IP6, dst=SELF_IP6, hlim=HOP_LIMIT) if v6 else
-          IP(src=PEER_IP, dst=SELF_IP, ttl=HOP_LIMIT, flags='DF'))
+    l3 = (IPv6(src=PEER_IP6, dst=SELF_IP6, hlim=HOP_LIMIT, tc=tos) if v6 else
+          IP(src=PEER_IP, dst=SELF_IP, ttl=HOP_LIMIT, flags='DF', tos=tos))
     pkt = (Ether(src=PEER_MAC, dst=SELF_MAC) / l3 /
            UDP(sport=PEER_SPORT, dport=u.ROCE_PORT, chksum=0) /
            BTH(opcode=opcode, padcount=pad, pkey=PKEY_DEFAULT, dqpn=dqpn, ackreq=int(ackreq),
@@ -108,8 +111,20 @@ def roce(opcode, p, body, ackreq=False, dqpn=QPN, v6=False):
     return frame_of(pkt, v6)
 
 
-def rc_send(opcode, p, payload, ackreq=False, v6=False):
-    return roce(opcode, p, payload, ackreq, v6=v6)
+def rc_send(opcode, p, payload, ackreq=False, v6=False, tos=0):
+    return roce(opcode, p, payload, ackreq, v6=v6, tos=tos)
+
+
+def cnp_connectx(dqpn=QPN, sport=0, psn_=0):
+    """A CNP as a ConnectX sends it (RoCEv2 Annex A17.9.3; seen on the wire): UDP source
+    port 0, DSCP 48 and not ECN-capable, BTH opcode 0x81 with BECN set, P_Key 0xFFFF, PSN 0,
+    16 reserved zero bytes, then the ICRC."""
+    pkt = (Ether(src=PEER_MAC, dst=SELF_MAC) /
+           IP(src=PEER_IP, dst=SELF_IP, ttl=HOP_LIMIT, flags='DF', tos=CNP_DSCP << 2) /
+           UDP(sport=sport, dport=u.ROCE_PORT, chksum=0) /
+           BTH(opcode=CNP, pkey=PKEY_DEFAULT, becn=1, dqpn=dqpn, psn=psn_) /
+           Raw(bytes(CNP_RSVD_LEN)))
+    return frame_of(pkt, False)
 
 
 def ud_send(p, qkey, src_qp, payload):
@@ -199,6 +214,17 @@ class Run:
 
 # ---- Checking what the engine sent ----
 
+ECN_ECT0 = 0x02
+CNP_DSCP = 48
+LINE_KBPS = 100000000               # the reaction point's max on a port with no speed
+
+
+def tclass_want(pkt):
+    """The IP traffic class droce's defaults give: CNPs DSCP 48 and not ECN-capable,
+    everything else DSCP 0 and ECT(0)."""
+    return CNP_DSCP << 2 if pkt.haslayer(BTH) and pkt[BTH].opcode == 0x81 else ECN_ECT0
+
+
 def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
     """Ethernet, IP and UDP of a frame the engine sent to the peer; req (if any) is the
     request it answers, whose addresses it must swap."""
@@ -216,7 +242,9 @@ def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
     if v6:
         ip = pkt[IPv6]
         r.eq(what + ' IPv6 version', ip.version, 6)
-        r.eq(what + ' IPv6 traffic class', ip.tc, 0)
+        # DSCP 0 (the port's roce_dscp), ECN-capable: DCQCN is on by default
+        # (doc/congestion.md), as on a ConnectX; CNPs are not ECN-capable.
+        r.eq(what + ' IPv6 traffic class', ip.tc, tclass_want(pkt))
         r.eq(what + ' IPv6 flow label', ip.fl, 0)
         r.eq(what + ' IPv6 payload length', ip.plen, l4_len)
         r.eq(what + ' IPv6 next header', ip.nh, u.IPPROTO_UDP)
@@ -228,7 +256,7 @@ def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
         l3 = u.ETH_HLEN
         r.eq(what + ' IPv4 version', ip.version, 4)
         r.eq(what + ' IPv4 IHL', ip.ihl, 5)
-        r.eq(what + ' IPv4 TOS', ip.tos, 0)
+        r.eq(what + ' IPv4 TOS', ip.tos, tclass_want(pkt))
         r.eq(what + ' IPv4 total length', ip.len, u.IPV4_HLEN + l4_len)
         # A17.4.1: RoCEv2 packets are never fragmented: DF, no MF, offset 0.
         r.eq(what + ' IPv4 flags', int(ip.flags), IPV4_DF)
@@ -247,7 +275,7 @@ def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
     r.eq(what + ' UDP checksum', pkt[UDP].chksum, 0)
 
 
-def check_bth(r, what, bth, opcode, p, ackreq, pad):
+def check_bth(r, what, bth, opcode, p, ackreq, pad, becn=0, dqpn=PEER_QPN):
     r.eq(what + ' BTH opcode', bth.opcode, opcode)
     r.eq(what + ' BTH SE', bth.solicited, 0)
     r.eq(what + ' BTH MigReq', bth.migreq, 0)
@@ -255,9 +283,9 @@ def check_bth(r, what, bth, opcode, p, ackreq, pad):
     r.eq(what + ' BTH TVer', bth.version, 0)
     r.eq(what + ' BTH P_Key', bth.pkey, PKEY_DEFAULT)
     r.eq(what + ' BTH FECN', bth.fecn, 0)
-    r.eq(what + ' BTH BECN', bth.becn, 0)
+    r.eq(what + ' BTH BECN', bth.becn, becn)
     r.eq(what + ' BTH reserved (6 bits)', bth.resv6, 0)
-    r.eq(what + ' BTH DestQP', bth.dqpn, PEER_QPN)
+    r.eq(what + ' BTH DestQP', bth.dqpn, dqpn)
     r.eq(what + ' BTH AckReq', bth.ackreq, int(ackreq))
     r.eq(what + ' BTH reserved (7 bits)', bth.resv7, 0)
     r.eq(what + ' BTH PSN', bth.psn, psn(p))
@@ -293,6 +321,25 @@ def check_answer(r, i, k, syndrome, msn, p, v6=False):
     r.eq(what + ' AETH MSN', pkt[AETH].msn, msn)
     r.eq(what + ' bytes after the AETH', raw(pkt[AETH].payload), b'')
     check_icrc(r, what, frame, pkt, v6)
+
+
+def check_cnp(r, i, k):
+    """Answer k to input i: a CNP to the sender's QP (A17.9.3): BECN set, PSN 0, 16
+    reserved zero bytes, DSCP 48 and not ECN-capable, the QP's UDP source port."""
+    what = 'CNP %d to input %d' % (k, i)
+    check(k < len(r.answers[i]), '%s: no %s (input %d got %d answers)'
+          % (r.name, what, i, len(r.answers[i])))
+    frame = r.answers[i][k]
+    pkt = Ether(frame)
+    l4_len = u.UDP_HLEN + u.BTH_LEN + CNP_RSVD_LEN + u.ICRC_LEN
+    r.eq(what + ' frame length', len(frame), u.ETH_HLEN + u.IPV4_HLEN + l4_len)
+    check_ip_udp(r, what, frame, pkt, r.inputs[i], False, l4_len)
+    r.eq(what + ' DSCP', pkt[IP].tos >> 2, CNP_DSCP)
+    r.eq(what + ' ECN', pkt[IP].tos & 3, 0)
+    check(BTH in pkt, '%s: %s is not RoCEv2 to scapy' % (r.name, what))
+    check_bth(r, what, pkt[BTH], CNP, 0, False, 0, becn=1)
+    r.eq(what + ' reserved bytes', raw(pkt[BTH].payload), bytes(CNP_RSVD_LEN))
+    check_icrc(r, what, frame, pkt, False)
 
 
 def check_request(r, k, frame, opcode, p, ackreq, payload):
@@ -583,9 +630,77 @@ def case_ipv6(tool, tmp):
     return r
 
 
+def case_cnp_interval(tool, tmp):
+    """The notification point: CE-marked SENDs get CNPs to the sender's QP, at most one
+    per min_time_between_cnps: with 1 s, one for three CE packets; with 0, one each; with
+    the notification point off on priority 0, none. Packets not CE-marked get none."""
+    p0 = 0x700
+    pl = [payload_of(80 + i, 20) for i in range(4)]
+    inputs = [rc_send(RC_SEND_ONLY, p0, pl[0], ackreq=True, tos=ECN_CE),
+              rc_send(RC_SEND_ONLY, p0 + 1, pl[1], tos=ECN_CE),
+              rc_send(RC_SEND_ONLY, p0 + 2, pl[2], ackreq=True, tos=ECN_CE),
+              rc_send(RC_SEND_ONLY, p0 + 3, pl[3], ackreq=True, tos=ECN_ECT0)]
+    wcs = [recv_wc(i, i, pl[i]) for i in range(4)]
+    fields = 0
+    for name, cc, cnps in (('cnp_1s', 'min_time_between_cnps=1000000', (0,)),
+                           ('cnp_each', 'min_time_between_cnps=0', (0, 1, 2)),
+                           ('cnp_np_off', 'roce_np_enable=none', ())):
+        r = Run(tool, tmp, name, inputs, ['--rq-psn', p0, '--recvs', 4, '--cc', cc])
+        for i in range(4):
+            acks = 1 if i != 1 else 0
+            want = acks + (1 if i in cnps else 0)
+            r.eq('answers to input %d' % i, len(r.answers[i]), want)
+            if i in cnps:
+                # the CNP goes as the packet is dispatched, the coalesced ACK after
+                check_cnp(r, i, 0)
+            if acks:
+                check_answer(r, i, want - 1, AETH_ACK_NO_CREDITS, i + 1, p0 + i)
+        r.wcs(wcs)
+        r.counters(rx_ce=3, cnp_sent=len(cnps), resp_msgs=4, ack_sent=3, rx_malformed=0)
+        r.eq('QP ce_rcvd', r.js['cc']['ce_rcvd'], 3)
+        r.eq('QP cnp_sent', r.js['cc']['cnp_sent'], len(cnps))
+        fields += r.fields
+    r.fields = fields
+    return r
+
+
+def case_cnp_reaction(tool, tmp):
+    """The reaction point: a CNP as a ConnectX sends it (source port 0) cuts the QP's
+    rate once by DCQCN's first cut, RC = line (1 - alpha / 2) with alpha = 1023/1024
+    (initial_alpha_value); a second inside rate_reduce_monitor_period counts but does
+    not cut; one with a bad ICRC, or for no QP, changes nothing. A CE-marked ACK gets a
+    CNP too (the notification point watches responses as well)."""
+    s0 = 0x800
+    inputs = [cnp_connectx(), cnp_connectx(sport=0xC001), bad_icrc(cnp_connectx()),
+              cnp_connectx(dqpn=QPN + 5), roce(RC_ACKNOWLEDGE, s0, struct.pack(
+                  '!I', AETH_ACK_NO_CREDITS << 24 | 1), tos=ECN_CE)]
+    r = Run(tool, tmp, 'cnp_reaction', inputs,
+            ['--state', 'rts', '--sq-psn', s0, '--recvs', 0, '--send=8',
+             '--cc', 'rate_reduce_monitor_period=1000000'])
+    for i in range(4):
+        r.silent(i)
+    r.eq('answers to input 4', len(r.answers[4]), 1)
+    check_cnp(r, 4, 0)
+    r.counters(rx_cnp=2, rx_cnp_ignored=0, rx_malformed=1, rx_no_qp=1, rx_ce=1, cnp_sent=1,
+               ack_rcvd=1)
+    cc = r.js['cc']
+    r.eq('QP reaction point on', cc['rp'], True)
+    r.eq('QP rate limited', cc['limited'], True)
+    r.eq('QP CNPs received', cc['cnp_rcvd'], 2)
+    r.eq('QP rate cuts', cc['rate_cuts'], 1)
+    want = LINE_KBPS * (1 - 1023 / 1024 / 2)
+    check(abs(cc['rate_kbps'] - want) <= 1, '%s: rate %d kb/s after the cut, want %.1f'
+          % (r.name, cc['rate_kbps'], want))
+    r.eq('QP target rate', cc['target_kbps'], LINE_KBPS)
+    # alpha decays with the time between the inputs: not a fixed number here
+    r.wcs([{'cq': 'send', 'after': 4, 'wr_id': SEND_WR_ID, 'status': WC_SUCCESS}])
+    return r
+
+
 CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_send_in_progress,
          case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
-         case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6]
+         case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6, case_cnp_interval,
+         case_cnp_reaction]
 
 
 def run(argv, tmp):

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Congestion control on the engine (doc/congestion.md): a path's DSCP, ECN and 802.1p
+ * priority; the notification point, which answers CE-marked packets with CNPs (RoCEv2
+ * Annex A17.9.3); the reaction point, lib/cc's DCQCN rate machine per QP, fed by CNPs and
+ * the bytes sent; and the pacer, which holds a limited QP to its rate by a deadline on
+ * the engine's timer list, never by spinning. Runs on the QP's engine, except
+ * cc_path_qos (the control thread, as it resolves a path) and droce_engine_qp_cc_get.
+ */
+#include <string.h>
+
+#include "engine_loc.h"
+
+#define CC_NS_PER_S	1000000000ull
+#define KBPS_PER_MBPS	1000u
+/* The link speed when the port does not say (net_ring, net_memif): 100 Gb/s. */
+#define CC_LINE_MBPS_DEFAULT	100000u
+/*
+ * A paced QP may run this far behind its schedule and catch up at full speed: the engine
+ * comes round to a QP late by a loop pass or a burst of other QPs, and without the slack
+ * each late turn would be rate lost for good.
+ */
+#define CC_PACE_SLACK_US	10u
+
+void
+cc_engine_init(struct droce_engine *e, const struct droce_engine_conf *conf)
+{
+	if (conf->cc != NULL)
+		e->cc = *conf->cc;
+	else
+		droce_cc_params_default(&e->cc);
+	e->cc_line_kbps = (uint64_t)(conf->line_mbps != 0 ? conf->line_mbps : CC_LINE_MBPS_DEFAULT) *
+			  KBPS_PER_MBPS;
+	e->cc_slack_tsc = e->tsc_hz / 1000000 * CC_PACE_SLACK_US;
+}
+
+/* The engine's clock in nanoseconds, for lib/cc. */
+static uint64_t
+cc_now_ns(const struct droce_engine *e)
+{
+	return (uint64_t)((unsigned __int128)e->now * CC_NS_PER_S / e->tsc_hz);
+}
+
+void
+cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a)
+{
+	const struct droce_cc_params *p = &e->cc;
+	uint8_t dscp = a->traffic_class >> 2, ecn = a->traffic_class & DROCE_ECN_MASK, prio;
+
+	/* The QP's traffic class, else the port's RoCE DSCP (a ConnectX's roce_tos). */
+	if (dscp == 0)
+		dscp = (uint8_t)p->roce_dscp;
+	prio = droce_cc_prio(sl, dscp);
+	/* ECN-capable where the reaction point will answer CNPs (unless the QP chose). */
+	if (ecn == DROCE_ECN_NOT_ECT && (p->roce_rp_enable & (1u << prio)))
+		ecn = DROCE_ECN_ECT0;
+	a->traffic_class = (uint8_t)(dscp << 2 | ecn);
+	if (p->vlan != DROCE_CC_NO_VLAN) {
+		a->vlan = true;
+		a->vlan_tci = (uint16_t)(prio << 13 | p->vlan);
+	}
+}
+
+int
+cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a)
+{
+	struct droce_engine *e = qp->engine;
+	struct droce_wire_addr c = *a;
+	uint8_t prio = a->vlan ? (uint8_t)(a->vlan_tci >> 13) :
+		       (uint8_t)(a->traffic_class >> (2 + DROCE_CC_DSCP_PRIO_SHIFT));
+
+	/* CNPs: the CNP DSCP, not ECN-capable (A17.9.3), the CNP priority when tagged. */
+	c.traffic_class = (uint8_t)(e->cc.cnp_dscp << 2);
+	if (c.vlan)
+		c.vlan_tci = (uint16_t)(e->cc.cnp_802p_prio << 13 | (c.vlan_tci & DROCE_VLAN_VID_MASK));
+	if (droce_wire_tmpl_init(&qp->cc.cnp_tmpl, &c) != 0)
+		return -EINVAL;
+	qp->cc.prio = prio;
+	qp->cc.rp = (a->traffic_class & DROCE_ECN_MASK) != DROCE_ECN_NOT_ECT &&
+		    (e->cc.roce_rp_enable & (1u << prio));
+	droce_cc_rp_init(&e->cc, &qp->cc.rp_state, e->cc_line_kbps);
+	qp->cc.next_tsc = 0;
+	return 0;
+}
+
+/* The 802.1p priority a packet came with: its tag's, else its DSCP's. */
+static uint8_t
+cc_pkt_prio(const struct droce_wire_pkt *pkt)
+{
+	if (pkt->vlan)
+		return (uint8_t)(pkt->vlan_tci >> 13);
+	return (uint8_t)(droce_pkt_tclass(pkt) >> (2 + DROCE_CC_DSCP_PRIO_SHIFT));
+}
+
+void
+cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	struct droce_engine *e = qp->engine;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+
+	ENGINE_STAT(e, rx_ce);
+	qp->cc.ce_rcvd++;
+	/* RC and UC: the flow's sender is the connected QP. UD would need the DETH's. */
+	if (qp->type == DROCE_SHM_QPT_UD || !(e->cc.roce_np_enable & (1u << cc_pkt_prio(pkt))))
+		return;
+	if (!droce_cc_np_ce(&e->cc, &qp->cc.np, cc_now_ns(e)))
+		return;
+	/* A17.9.3: BTH to the sender's QP, BECN set, PSN 0, 16 reserved zero bytes. */
+	memset(&h, 0, sizeof(h));
+	h.opcode = DROCE_OP_CNP;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.becn = true;
+	h.dqpn = qp->dest_qpn;
+	if (engine_pkt_start(e, &qp->cc.cnp_tmpl, &h, 0, &m) == NULL)
+		return;
+	engine_pkt_finish(e, &qp->cc.cnp_tmpl, m);
+	ENGINE_STAT(e, cnp_sent);
+	qp->cc.cnp_sent++;
+}
+
+void
+cc_rx_cnp(struct droce_engine_qp *qp)
+{
+	struct droce_engine *e = qp->engine;
+
+	qp->cc.cnp_rcvd++;
+	if (!qp->cc.rp) {
+		ENGINE_STAT(e, rx_cnp_ignored);
+		return;
+	}
+	droce_cc_rp_cnp(&e->cc, &qp->cc.rp_state, cc_now_ns(e));
+}
+
+void
+cc_sent(struct droce_engine_qp *qp, uint32_t bytes)
+{
+	struct droce_engine *e = qp->engine;
+	struct droce_cc_rp *rp = &qp->cc.rp_state;
+	uint64_t start;
+
+	droce_cc_rp_sent(&e->cc, rp, bytes, cc_now_ns(e));
+	if (!rp->limited)
+		return;
+	/* This packet's time on the wire at the current rate, from where the last ended. */
+	start = qp->cc.next_tsc + e->cc_slack_tsc < e->now ? e->now - e->cc_slack_tsc :
+		qp->cc.next_tsc;
+	qp->cc.next_tsc = start + (uint64_t)bytes * 8u * e->tsc_hz / (rp->rc_kbps * 1000u);
+}
+
+int
+droce_engine_qp_cc_get(const struct droce_engine_qp *qp, struct droce_engine_qp_cc *info)
+{
+	const struct droce_cc_rp *rp = &qp->cc.rp_state;
+
+	memset(info, 0, sizeof(*info));
+	info->qpn = qp->qpn;
+	info->engine = qp->engine->id;
+	info->type = qp->type;
+	info->state = qp->state;
+	info->prio = qp->cc.prio;
+	info->rp = qp->cc.rp;
+	info->limited = rp->limited;
+	info->rate_kbps = rp->rc_kbps;
+	info->target_kbps = rp->rt_kbps;
+	info->alpha = rp->alpha >> DROCE_CC_ALPHA_SHIFT;
+	info->ce_rcvd = qp->cc.ce_rcvd;
+	info->cnp_sent = qp->cc.cnp_sent;
+	info->cnp_rcvd = qp->cc.cnp_rcvd;
+	info->rate_cuts = rp->cuts;
+	return 0;
+}
