@@ -2,9 +2,9 @@
 
 /*
  * droce-ctl: a small client of droced's control socket for people and scripts. It speaks
- * only the requests allowed before HELLO (STATUS, QUERY_PORTS), so it opens no device and
- * droced creates nothing for it. Output is one "key=value" per line (status) or one line
- * per port, easy to grep in tests.
+ * only the requests allowed before HELLO (STATUS, QUERY_PORTS, QUERY_QPS), so it opens no
+ * device and droced creates nothing for it. Output is one "key=value" per line (status),
+ * or one line per port or QP of "key=value" fields, easy to grep in tests.
  */
 
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <droce_shm_proto.h>
+#include <droce_shm_qp_attr.h>
 
 /* enum ibv_mtu 1..5 is 256 << (value - 1) bytes. */
 #define MTU_BASE	256
@@ -28,6 +29,8 @@ usage(const char *prog)
 	printf("Usage: %s [--socket PATH] COMMAND\n"
 	       "  status   droced's status: clients, objects alive, uptime (key=value lines)\n"
 	       "  ports    droced's ports: index, name, mac, ipv4, guid, state, mtu\n"
+	       "  qps      every QP's congestion control: rate, target, alpha, CE-marked packets,\n"
+	       "           CNPs sent and received, rate cuts (doc/congestion.md)\n"
 	       "The socket is PATH, else $%s, else %s.\n",
 	       prog, DROCE_PROTO_SOCKET_ENV, DROCE_PROTO_SOCKET_DEFAULT);
 }
@@ -57,7 +60,7 @@ connect_droced(const char *path)
 }
 
 static int
-request(int s, uint32_t op, struct droce_proto_resp *resp)
+request(int s, uint32_t op, uint32_t start_qpn, struct droce_proto_resp *resp)
 {
 	struct droce_proto_req req;
 	unsigned int nfds;
@@ -67,6 +70,7 @@ request(int s, uint32_t op, struct droce_proto_resp *resp)
 	memset(&req, 0, sizeof(req));
 	req.op = op;
 	req.seq = 1;
+	req.query_qps.start_qpn = start_qpn;
 	rc = droce_proto_send(s, &req, sizeof(req), NULL, 0);
 	if (rc != 0) {
 		fprintf(stderr, "droce-ctl: send: %s\n", strerror(-rc));
@@ -134,6 +138,41 @@ print_ports(const struct droce_proto_resp *resp)
 	}
 }
 
+static const char *
+qp_type_name(uint8_t type)
+{
+	return type == DROCE_SHM_QPT_RC ? "RC" : type == DROCE_SHM_QPT_UC ? "UC" :
+	       type == DROCE_SHM_QPT_UD ? "UD" : "?";
+}
+
+/* One line per QP, a page of QUERY_QPS at a time. */
+static int
+print_qps(int s)
+{
+	struct droce_proto_resp resp;
+	uint32_t start = 0, i;
+
+	do {
+		if (request(s, DROCE_PROTO_OP_QUERY_QPS, start, &resp) != 0)
+			return -1;
+		for (i = 0; i < resp.qps.nb_qps && i < DROCE_PROTO_QPS_MAX; i++) {
+			const struct droce_proto_qp_cc *q = &resp.qps.qp[i];
+
+			printf("qpn=%" PRIu32 " engine=%" PRIu32 " type=%s state=%s prio=%u "
+			       "dcqcn=%s limited=%s rate_mbps=%.3f target_mbps=%.3f alpha=%" PRIu32
+			       " ce_rcvd=%" PRIu64 " cnp_sent=%" PRIu64 " cnp_rcvd=%" PRIu64
+			       " rate_cuts=%" PRIu64 "\n", q->qpn, q->engine, qp_type_name(q->type),
+			       droce_shm_qp_state_name(q->state), q->prio,
+			       (q->flags & DROCE_PROTO_QP_CC_RP) ? "on" : "off",
+			       (q->flags & DROCE_PROTO_QP_CC_LIMITED) ? "yes" : "no",
+			       (double)q->rate_kbps / 1000.0, (double)q->target_kbps / 1000.0,
+			       q->alpha, q->ce_rcvd, q->cnp_sent, q->cnp_rcvd, q->rate_cuts);
+		}
+		start = resp.qps.next_qpn;
+	} while (start != 0);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -161,6 +200,8 @@ main(int argc, char **argv)
 		op = DROCE_PROTO_OP_STATUS;
 	} else if (cmd != NULL && strcmp(cmd, "ports") == 0) {
 		op = DROCE_PROTO_OP_QUERY_PORTS;
+	} else if (cmd != NULL && strcmp(cmd, "qps") == 0) {
+		op = DROCE_PROTO_OP_QUERY_QPS;
 	} else {
 		usage(argv[0]);
 		return EXIT_FAILURE;
@@ -168,7 +209,12 @@ main(int argc, char **argv)
 	s = connect_droced(path);
 	if (s < 0)
 		return EXIT_FAILURE;
-	rc = request(s, op, &resp);
+	if (op == DROCE_PROTO_OP_QUERY_QPS) {
+		rc = print_qps(s);
+		close(s);
+		return rc == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	}
+	rc = request(s, op, 0, &resp);
 	close(s);
 	if (rc != 0)
 		return EXIT_FAILURE;

@@ -62,6 +62,8 @@
  * first 8 KiB); CMP_AND_SWAP chains need a word of their own per QP, so at most this many.
  */
 #define PERF_ATOMIC_SIZE	8u
+/* --bottleneck's fault driver keys (rate=...,buffer=...), as droce_fault_attach takes. */
+#define PERF_BN_ARGS_LEN	192
 #define PERF_ATOMIC_WORDS	1024u
 
 enum perf_mode {
@@ -121,6 +123,13 @@ struct perf_opts {
 	uint16_t tcp_port;		/* the out-of-band exchange's */
 	uint32_t ipv4;			/* host order; 0: 192.0.2.<host id> */
 	uint8_t ipv4_prefix_len;
+	/* Congestion (perf_cc.c, doc/congestion.md). */
+	struct perf_cc_opts {
+		struct droce_cc_params params;	/* both hosts' engines: --cc, --dcqcn */
+		char bottleneck[PERF_BN_ARGS_LEN];	/* --bottleneck: b's port; "" none */
+		uint32_t a_engines;		/* --engines: host a's; 0: one per 4096 QPs */
+		uint32_t sample_ms;		/* --per-qp's sample period; 0: no per-QP report */
+	} cc;
 };
 
 /*
@@ -289,6 +298,7 @@ struct perf_run {
 	unsigned int a_lcore, b_lcore;
 	struct perf_split split;
 	uint8_t peer_mac[6];		/* raw modes with a peer process: its MAC */
+	struct perf_cc_samples *samples;	/* --per-qp's time series (perf_cc.c); or NULL */
 };
 
 static inline bool
@@ -455,6 +465,28 @@ bool perf_fault_lossy(const struct perf_run *r);
 bool perf_fault_settled(const struct perf_run *r, const struct droce_engine_stats *b0,
 			uint64_t received);
 int perf_fault_check(const struct perf_run *r, const struct perf_bw *f);
+/*
+ * perf_cc.c: --bottleneck, --cc, --dcqcn, --engines and --per-qp. The options (0, or -1
+ * after a message); the samples of a round (start, one per loop pass: it takes one each
+ * period; end, which prints them with each QP's figures, the bottleneck's counters and
+ * Jain's fairness index). 0, or -1 (out of memory).
+ */
+enum perf_cc_opt {
+	PERF_CC_OPT_BOTTLENECK,
+	PERF_CC_OPT_PARAM,
+	PERF_CC_OPT_DCQCN,
+	PERF_CC_OPT_ENGINES,
+	PERF_CC_OPT_PER_QP,
+};
+int perf_cc_opt(struct perf_opts *o, enum perf_cc_opt opt, const char *arg);
+void perf_cc_usage(void);
+int perf_cc_round_start(struct perf_run *r, uint64_t t0);
+void perf_cc_sample(struct perf_run *r, uint64_t now);
+void perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size);
+void perf_cc_free(struct perf_run *r);
+/* The fault driver keys host b's port gets for --bottleneck ("" none). */
+const char *perf_cc_bottleneck(const struct perf_opts *o);
+
 /* perf_raw.c */
 int perf_raw_run(struct perf_run *r, uint32_t size);
 

@@ -15,7 +15,7 @@
 
 #include "perf.h"
 
-#define FAULT_ARGS_LEN	256
+#define FAULT_ARGS_LEN	(256 + PERF_BN_ARGS_LEN)
 
 bool
 perf_fault_lossy(const struct perf_run *r)
@@ -41,9 +41,11 @@ perf_fault_attach(struct perf_run *r)
 		if (rte_eth_dev_get_name_by_port(h[i]->port, name) != 0)
 			return -1;
 		/* a different stream per host: a's decisions are not b's */
+		/* --bottleneck: b's receive path, where every QP's data meets (perf_cc.c) */
 		snprintf(args, sizeof(args), "port=%s,seed=%" PRIu64 ",drop=%u,reorder=%u,dup=%u,"
-			 "corrupt=%u", name, fo->seed + (uint64_t)i, fo->drop, fo->reorder, fo->dup,
-			 fo->corrupt);
+			 "corrupt=%u%s%s", name, fo->seed + (uint64_t)i, fo->drop, fo->reorder,
+			 fo->dup, fo->corrupt, i == 1 && perf_cc_bottleneck(r->o)[0] != '\0' ? "," : "",
+			 i == 1 ? perf_cc_bottleneck(r->o) : "");
 		h[i]->fault = droce_fault_attach(args);
 		if (h[i]->fault == NULL) {
 			fprintf(stderr, "droce-perf: host %s: fault driver on %s: %s\n",

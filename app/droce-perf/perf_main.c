@@ -180,17 +180,24 @@ port_wait_up(struct perf_host *h)
 	return -1;
 }
 
-/* The internal link: a's port transmits into b's receive rings and back, queue by queue. */
+/*
+ * The internal link: a's port transmits into b's receive rings and back, queue by queue;
+ * with fewer queues on the peer (--engines), the last takes the rest. The rings stay
+ * single-producer: a host's engines all run on its one lcore.
+ */
 static int
-ring_port(struct perf_host *h, struct rte_ring *const tx[])
+ring_port(struct perf_host *h, const struct perf_host *peer)
 {
+	struct rte_ring *tx[PERF_MAX_ENGINES];
 	char name[64];
+	uint32_t i;
 	int port;
 
+	for (i = 0; i < h->nb_engines; i++)
+		tx[i] = peer->link_in[RTE_MIN(i, peer->nb_engines - 1)];
 	snprintf(name, sizeof(name), "net_perf_%s", h->name);
-	port = rte_eth_from_rings(name, h->link_in, (unsigned int)h->nb_engines,
-				  (struct rte_ring **)(uintptr_t)tx, (unsigned int)h->nb_engines,
-				  SOCKET_ID_ANY);
+	port = rte_eth_from_rings(name, h->link_in, (unsigned int)h->nb_engines, tx,
+				  (unsigned int)h->nb_engines, SOCKET_ID_ANY);
 	if (port < 0) {
 		fprintf(stderr, "droce-perf: net_ring port: %s\n", rte_strerror(rte_errno));
 		return -1;
@@ -202,7 +209,8 @@ ring_port(struct perf_host *h, struct rte_ring *const tx[])
 
 /* Device, engine, region, domain and the one MR (slot_size-byte slots). */
 static int
-host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t region_size)
+host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t region_size,
+	    const struct droce_cc_params *cc)
 {
 	struct droce_engine_dev_conf dconf;
 	struct droce_engine_domain_conf domconf;
@@ -228,6 +236,7 @@ host_engine(struct perf_host *h, uint32_t nb_qps, uint32_t slot_size, uint64_t r
 	ec.wait = DROCE_ENGINE_WAIT_POLL;	/* polled by the main lcore, which never sleeps */
 	ec.early_retransmit = true;	/* goodput under loss is what it measures */
 	ec.slow_rx = h->slow_rx;	/* ARP for a peer process (perf_peer.c), else NULL */
+	ec.cc = cc;			/* --cc, --dcqcn (perf_cc.c) */
 	for (i = 0; i < h->nb_engines; i++) {
 		ec.rx_queue = (uint16_t)i;
 		ec.tx_queue = (uint16_t)i;
@@ -570,7 +579,7 @@ hosts_release(struct perf_host *a, struct perf_host *b)
  * QPNs and PSNs the new QPs take again.
  */
 static int
-ports_reuse(struct perf_run *r, uint32_t nb_engines)
+ports_reuse(struct perf_run *r, uint32_t na, uint32_t nb)
 {
 	struct perf_host *h[2] = { &r->a, &r->b };
 	struct rte_mbuf *pkts[RING_SIZE];
@@ -579,15 +588,15 @@ ports_reuse(struct perf_run *r, uint32_t nb_engines)
 	uint16_t got;
 	int i;
 
-	if (nb_engines != r->a.nb_engines) {
-		fprintf(stderr, "droce-perf: ports %u and %u have %u queue(s) each way, these QPs "
-			"need %u: run droce-perf again with these settings\n", r->a.port,
-			r->b.port, r->a.nb_engines, nb_engines);
+	if (na != r->a.nb_engines || nb != r->b.nb_engines) {
+		fprintf(stderr, "droce-perf: ports %u and %u have %u and %u queue(s) each way, "
+			"these settings need %u and %u: run droce-perf again with them\n",
+			r->a.port, r->b.port, r->a.nb_engines, r->b.nb_engines, na, nb);
 		return -1;
 	}
 	while (rte_get_timer_cycles() < quiet_end) {
 		for (i = 0; i < 2; i++) {
-			for (q = 0; q < nb_engines; q++) {
+			for (q = 0; q < h[i]->nb_engines; q++) {
 				got = rte_eth_rx_burst(h[i]->port, (uint16_t)q, pkts, RING_SIZE);
 				if (got == 0)
 					continue;
@@ -620,6 +629,8 @@ hosts_open(struct perf_run *r)
 	bool ring = nb_ports == 0;
 	uint32_t n = perf_mode_is_raw(o->mode) ? 0 : o->qps;
 	uint32_t ne = host_nb_engines(n);
+	/* --engines: host a's QPs spread wider; b keeps what its QPs need */
+	uint32_t ne_a = o->cc.a_engines != 0 ? o->cc.a_engines : ne;
 	uint64_t region = region_bytes(o, n);
 	struct perf_peer pa, pb;
 
@@ -628,7 +639,7 @@ hosts_open(struct perf_run *r)
 		 * the prompt's next start, on ports of the EAL line kept going (hosts_close),
 		 * whose fault driver went with the hosts
 		 */
-		if (ports_reuse(r, ne) != 0 || perf_fault_attach(r) != 0)
+		if (ports_reuse(r, ne_a, ne) != 0 || perf_fault_attach(r) != 0)
 			return -1;
 		goto engines;
 	}
@@ -638,14 +649,20 @@ hosts_open(struct perf_run *r)
 			"one with --server or --client (the peer in another process)\n", nb_ports);
 		return -1;
 	}
-	if (host_prepare(&r->a, "a", 1, ring, ne) != 0 || host_prepare(&r->b, "b", 2, ring, ne) != 0)
+	if (ne_a != ne && !ring) {
+		fprintf(stderr, "droce-perf: --engines: only on the internal net_ring pair (no port "
+			"on the EAL line)\n");
+		return -1;
+	}
+	if (host_prepare(&r->a, "a", 1, ring, ne_a) != 0 ||
+	    host_prepare(&r->b, "b", 2, ring, ne) != 0)
 		return -1;
 	if (o->ipv6) {
 		host_addr6(&r->a);
 		host_addr6(&r->b);
 	}
 	if (ring) {
-		if (ring_port(&r->a, r->b.link_in) != 0 || ring_port(&r->b, r->a.link_in) != 0)
+		if (ring_port(&r->a, &r->b) != 0 || ring_port(&r->b, &r->a) != 0)
 			return -1;
 	} else {
 		r->a.port = 0;
@@ -663,8 +680,10 @@ hosts_open(struct perf_run *r)
 		r->b.mac[5] = 2;
 	}
 engines:
-	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region) != 0 ||
-	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region) != 0) {
+	if (host_engine(&r->a, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region,
+			&o->cc.params) != 0 ||
+	    host_engine(&r->b, RTE_MAX(n, 1u), r->max_size + perf_recv_room(o), region,
+			&o->cc.params) != 0) {
 		fprintf(stderr, "droce-perf: engines: set-up failed: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
@@ -920,7 +939,7 @@ host_open_alone(struct perf_run *r, struct perf_opts *o)
 	/* the raw modes: the port alone, polled by perf_raw.c */
 	if (perf_mode_is_raw(o->mode))
 		return 0;
-	if (host_engine(h, o->qps, r->max_size, region_bytes(o, o->qps)) != 0) {
+	if (host_engine(h, o->qps, r->max_size, region_bytes(o, o->qps), &o->cc.params) != 0) {
 		fprintf(stderr, "droce-perf: engine: set-up failed: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
@@ -1006,6 +1025,7 @@ close:
 	if (rc != 0 && o.role == PERF_ROLE_SERVER && r->b.port_started)
 		link_down_wait(&r->b, LINK_DOWN_WAIT_MS);
 	perf_peer_free(r);
+	perf_cc_free(r);
 	fflush(stdout);
 	signal_run = NULL;
 	hosts_close(r, true);

@@ -37,6 +37,11 @@ enum {
 	OPT_DUP,
 	OPT_CORRUPT,
 	OPT_FAULT_SEED,
+	OPT_BOTTLENECK,
+	OPT_CC,
+	OPT_DCQCN,
+	OPT_ENGINES,
+	OPT_PER_QP,
 };
 #define MAX_STATS_PERIOD_S	86400
 /* --rate: up to 10^12 messages or bits a second, far above any link */
@@ -92,8 +97,12 @@ perf_usage(const char *prog)
 	       "      --reorder PCT   ... holds PCT %% until a later burst\n"
 	       "      --dup PCT       ... delivers PCT %% twice\n"
 	       "      --corrupt PCT   ... flips a bit in PCT %%\n"
-	       "      --fault-seed N  the fault driver's seed (default %u; host b's N + 1)\n"
-	       "      --json          one JSON object per line, per figure and per port, instead\n"
+	       "      --fault-seed N  the fault driver's seed (default %u; host b's N + 1)\n",
+	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
+	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, PERF_ATOMIC_WORDS,
+	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED);
+	perf_cc_usage();
+	printf("      --json          one JSON object per line, per figure and per port, instead\n"
 	       "                      of the tables\n"
 	       "      --burst N       WRs per post call, 1..%u (raw: frames per tx burst)\n"
 	       "                      (default %u)\n"
@@ -126,9 +135,6 @@ perf_usage(const char *prog)
 	       "                      --client, its GID ::ffff:ADDR; the peer's MAC is learnt\n"
 	       "                      by ARP (default 192.0.2.1/24 client, 192.0.2.2/24 server)\n"
 	       "  -h, --help          this text\n",
-	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
-	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, PERF_ATOMIC_WORDS,
-	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED,
 	       PERF_MAX_BURST, PERF_MAX_BURST, PERF_OOB_DEFAULT_PORT);
 }
 
@@ -458,6 +464,11 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		{ "dup", required_argument, NULL, OPT_DUP },
 		{ "corrupt", required_argument, NULL, OPT_CORRUPT },
 		{ "fault-seed", required_argument, NULL, OPT_FAULT_SEED },
+		{ "bottleneck", required_argument, NULL, OPT_BOTTLENECK },
+		{ "cc", required_argument, NULL, OPT_CC },
+		{ "dcqcn", required_argument, NULL, OPT_DCQCN },
+		{ "engines", required_argument, NULL, OPT_ENGINES },
+		{ "per-qp", required_argument, NULL, OPT_PER_QP },
 		{ "burst", required_argument, NULL, 'B' },
 		{ "rate", required_argument, NULL, 'R' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -479,6 +490,7 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	o->qp_type = DROCE_SHM_QPT_RC;
 	o->mtu = IBV_MTU_4096;
 	o->fault.seed = DEFAULT_FAULT_SEED;
+	droce_cc_params_default(&o->cc.params);
 	o->burst = PERF_MAX_BURST;
 	o->tcp_port = PERF_OOB_DEFAULT_PORT;
 	optind = 1;
@@ -573,6 +585,20 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 			if (fault_opt == NULL)
 				fault_opt = name;
 			o->fault.on = true;
+			break;
+		case OPT_BOTTLENECK:
+		case OPT_CC:
+		case OPT_DCQCN:
+		case OPT_ENGINES:
+		case OPT_PER_QP:
+			if (perf_cc_opt(o, c == OPT_BOTTLENECK ? PERF_CC_OPT_BOTTLENECK :
+					c == OPT_CC ? PERF_CC_OPT_PARAM :
+					c == OPT_DCQCN ? PERF_CC_OPT_DCQCN :
+					c == OPT_ENGINES ? PERF_CC_OPT_ENGINES : PERF_CC_OPT_PER_QP,
+					optarg) != 0)
+				return -1;
+			if (c == OPT_BOTTLENECK && fault_opt == NULL)
+				fault_opt = "--bottleneck";
 			break;
 		case OPT_FAULT_SEED:
 			if (parse_u64("--fault-seed", optarg, 0, UINT64_MAX - 1, &o->fault.seed) != 0)

@@ -534,6 +534,8 @@ stream_run(struct perf_run *r, uint32_t size)
 		return -1;
 	t0 = s.t0 = rte_rdtsc();
 	s.t_end = o->duration_s > 0 ? t0 + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
+	if (perf_cc_round_start(r, t0) != 0)
+		return -1;
 	last_progress = win_t = t0;
 	if (split && perf_split_launch(r, stream_b_main, &s) != 0)
 		return -1;
@@ -567,6 +569,7 @@ stream_run(struct perf_run *r, uint32_t size)
 			win_t = now;
 			win_cnt = cnt;
 		}
+		perf_cc_sample(r, now);
 		if (split ? split_over(r, &s) : stream_over(r, &s))
 			break;
 	}
@@ -599,6 +602,7 @@ stream_run(struct perf_run *r, uint32_t size)
 	if (perf_peer_run_end(r, &f) != 0)
 		return -1;
 	perf_report_bw(r, &f);
+	perf_cc_round_end(r, now, size);
 	if (f.sent_known && f.received_known)
 		return round_check(r, &s, &f);
 	return 0;

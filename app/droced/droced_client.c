@@ -421,6 +421,42 @@ op_query_ports(struct droce_proto_resp *resp)
 	return 0;
 }
 
+/* Every engine's QPs from start_qpn on, a page at a time, for droce-ctl qps. */
+static int
+op_query_qps(const struct droce_proto_req *req, struct droce_proto_resp *resp)
+{
+	struct droce_engine_qp *qp = droce_engine_dev_qp_next(droced.dev, req->query_qps.start_qpn);
+
+	for (; qp != NULL; qp = droce_engine_dev_qp_next(droced.dev, resp->qps.next_qpn)) {
+		struct droce_proto_qp_cc *o;
+		struct droce_engine_qp_cc cc;
+
+		droce_engine_qp_cc_get(qp, &cc);
+		resp->qps.next_qpn = cc.qpn + 1;
+		if (resp->qps.nb_qps == DROCE_PROTO_QPS_MAX) {
+			resp->qps.next_qpn = cc.qpn;
+			return 0;
+		}
+		o = &resp->qps.qp[resp->qps.nb_qps++];
+		o->qpn = cc.qpn;
+		o->engine = cc.engine;
+		o->type = cc.type;
+		o->state = cc.state;
+		o->prio = cc.prio;
+		o->flags = (cc.rp ? DROCE_PROTO_QP_CC_RP : 0) |
+			   (cc.limited ? DROCE_PROTO_QP_CC_LIMITED : 0);
+		o->alpha = cc.alpha;
+		o->rate_kbps = cc.rate_kbps;
+		o->target_kbps = cc.target_kbps;
+		o->ce_rcvd = cc.ce_rcvd;
+		o->cnp_sent = cc.cnp_sent;
+		o->cnp_rcvd = cc.cnp_rcvd;
+		o->rate_cuts = cc.rate_cuts;
+	}
+	resp->qps.next_qpn = 0;
+	return 0;
+}
+
 static int
 op_status(struct droce_proto_resp *resp)
 {
@@ -1258,6 +1294,7 @@ op_destroy_ah(struct droced_client *c, uint32_t handle)
 static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_QUERY_PORTS] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_STATUS] = REQ_HDR_SIZE,
+	[DROCE_PROTO_OP_QUERY_QPS] = REQ_SIZE(query_qps),
 	[DROCE_PROTO_OP_HELLO] = REQ_SIZE(hello),
 	[DROCE_PROTO_OP_ALLOC_PD] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_DEALLOC_PD] = REQ_SIZE(obj),
@@ -1316,13 +1353,14 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		rc = c->hello ? -EPROTO : droced_cm_handle(c, req, n, resp, out_fds, out_nfds);
 		goto done;
 	}
-	if (c->cm != NULL && op != DROCE_PROTO_OP_QUERY_PORTS && op != DROCE_PROTO_OP_STATUS) {
+	if (c->cm != NULL && op != DROCE_PROTO_OP_QUERY_PORTS && op != DROCE_PROTO_OP_STATUS &&
+	    op != DROCE_PROTO_OP_QUERY_QPS) {
 		resp->status = -EPROTO;
 		return 0;
 	}
 	/* Before HELLO a connection is only a device list or a status query. */
 	if (!c->hello && op != DROCE_PROTO_OP_QUERY_PORTS && op != DROCE_PROTO_OP_STATUS &&
-	    op != DROCE_PROTO_OP_HELLO) {
+	    op != DROCE_PROTO_OP_QUERY_QPS && op != DROCE_PROTO_OP_HELLO) {
 		resp->status = -EPROTO;
 		return 0;
 	}
@@ -1332,6 +1370,9 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_STATUS:
 		rc = op_status(resp);
+		break;
+	case DROCE_PROTO_OP_QUERY_QPS:
+		rc = op_query_qps(req, resp);
 		break;
 	case DROCE_PROTO_OP_HELLO:
 		rc = op_hello(c, req, resp, out_fds, out_nfds);

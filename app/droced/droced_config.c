@@ -26,8 +26,10 @@
 
 /* rte_cfgfile_load's line buffer: a longer line is an error there. */
 #define SCAN_LINE_MAX		(CFG_NAME_LEN + CFG_VALUE_LEN + 4)
-#define SCAN_MAX_SECTIONS	(4 + DROCED_CONFIG_MAX_PORTS)
-#define SCAN_MAX_KEYS		9	/* the most keys a section kind has ([limits]) */
+/* [eal] [engines] [control] [limits] [congestion], and per port [port X] [congestion X] */
+#define SCAN_MAX_SECTIONS	(5 + 2 * DROCED_CONFIG_MAX_PORTS)
+#define SCAN_MAX_KEYS		32	/* the most keys a section kind has ([congestion]) */
+#define CONGESTION_PREFIX	"congestion"
 #define COMMENT_CHAR		CFG_DEFAULT_COMMENT_CHARACTER
 #define PORT_PREFIX		"port"
 #define IPV4_PREFIX_MAX		32
@@ -41,6 +43,7 @@ enum sec_kind {
 	SEC_ENGINES,
 	SEC_CONTROL,
 	SEC_LIMITS,
+	SEC_CONGESTION,		/* [congestion]: every port's; [congestion NAME]: one port's */
 	SEC_NB_KINDS,
 };
 
@@ -50,6 +53,7 @@ static const char *const sec_names[SEC_NB_KINDS] = {
 	[SEC_ENGINES] = "engines",
 	[SEC_CONTROL] = "control",
 	[SEC_LIMITS] = "limits",
+	[SEC_CONGESTION] = CONGESTION_PREFIX,
 };
 
 static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
@@ -60,7 +64,9 @@ static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
 	[SEC_LIMITS] = { "max_qps", "max_cqs", "max_srqs", "max_mrs", "max_mr_bytes",
 			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
+	/* SEC_CONGESTION: lib/cc's parameter names (droce_cc_param_name), checked there */
 };
+_Static_assert(SCAN_MAX_KEYS >= 22, "[congestion] holds every DROCE_CC_PARAMS name");
 
 struct scan_key {
 	char name[CFG_NAME_LEN];
@@ -69,7 +75,7 @@ struct scan_key {
 
 struct scan_sec {
 	char name[CFG_NAME_LEN];	/* as rte_cfgfile names it */
-	char port[DROCED_CONFIG_NAME_MAX];	/* SEC_PORT: NAME */
+	char port[DROCED_CONFIG_NAME_MAX];	/* SEC_PORT, SEC_CONGESTION: NAME ("": none) */
 	enum sec_kind kind;
 	unsigned int line;
 	unsigned int nb_keys;
@@ -142,9 +148,11 @@ scan_section(struct scan *s, unsigned int line, char *text)
 		if (kind != SEC_PORT && strcmp(name, sec_names[kind]) == 0)
 			break;
 	if (kind == SEC_NB_KINDS) {
-		size_t plen = strlen(PORT_PREFIX);
+		const char *prefix = strncmp(name, CONGESTION_PREFIX, strlen(CONGESTION_PREFIX)) == 0 ?
+				     CONGESTION_PREFIX : PORT_PREFIX;
+		size_t plen = strlen(prefix);
 
-		if (strncmp(name, PORT_PREFIX, plen) != 0 ||
+		if (strncmp(name, prefix, plen) != 0 ||
 		    (name[plen] != '\0' && !isspace((unsigned char)name[plen])))
 			return fail(s, line, "unknown section [%s]", name);
 		port = strip(name + plen);
@@ -157,10 +165,10 @@ scan_section(struct scan *s, unsigned int line, char *text)
 			if (!isalnum((unsigned char)port[i]) && strchr("_-.", port[i]) == NULL)
 				return fail(s, line, "port name '%s': use letters, digits, %s",
 					    port, "'_', '-', '.'");
-		kind = SEC_PORT;
+		kind = strcmp(prefix, PORT_PREFIX) == 0 ? SEC_PORT : SEC_CONGESTION;
 	}
 	for (i = 0; i < s->nb_secs; i++)
-		if (s->secs[i].kind == kind && (port == NULL || strcmp(s->secs[i].port, port) == 0))
+		if (s->secs[i].kind == kind && strcmp(s->secs[i].port, port != NULL ? port : "") == 0)
 			return fail(s, line, "duplicate section [%s] (first at line %u)", name,
 				    s->secs[i].line);
 	if (s->nb_secs == SCAN_MAX_SECTIONS)
@@ -194,11 +202,22 @@ scan_entry(struct scan *s, unsigned int line, char *text)
 	if (s->nb_secs == 0)
 		return fail(s, line, "key '%s' before any section", key);
 	sec = &s->secs[s->nb_secs - 1];
-	for (k = sec_keys[sec->kind]; *k != NULL; k++)
-		if (strcmp(*k, key) == 0)
-			break;
-	if (*k == NULL)
-		return fail(s, line, "unknown key '%s' in [%s]", key, sec->name);
+	if (sec->kind == SEC_CONGESTION) {
+		struct droce_cc_params scratch;
+		char why[160];
+
+		/* The value is checked when the ports' parameters are built (load_congestion). */
+		droce_cc_params_default(&scratch);
+		if (droce_cc_param_set(&scratch, key, "0", why, sizeof(why)) == -ENOENT)
+			return fail(s, line, "unknown key '%s' in [%s] (doc/congestion.md lists "
+				    "them)", key, sec->name);
+	} else {
+		for (k = sec_keys[sec->kind]; *k != NULL; k++)
+			if (strcmp(*k, key) == 0)
+				break;
+		if (*k == NULL)
+			return fail(s, line, "unknown key '%s' in [%s]", key, sec->name);
+	}
 	for (i = 0; i < sec->nb_keys; i++)
 		if (strcmp(sec->keys[i].name, key) == 0)
 			return fail(s, line, "duplicate key '%s' (first at line %u)", key,
@@ -729,6 +748,58 @@ set_defaults(struct droced_config *cfg)
 	};
 }
 
+/* One [congestion] section's keys onto p, each checked by lib/cc. */
+static int
+congestion_apply(struct scan *s, const struct scan_sec *sec, struct droce_cc_params *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < sec->nb_keys; i++) {
+		const struct scan_key *k = &sec->keys[i];
+		const char *v = rte_cfgfile_get_entry(s->cfgfile, sec->name, k->name);
+		char why[160];
+
+		if (v == NULL || droce_cc_param_set(p, k->name, v, why, sizeof(why)) != 0)
+			return fail(s, k->line, "%s", v == NULL ? "value lost" : why);
+	}
+	return 0;
+}
+
+/* Each port: lib/cc's defaults, then [congestion], then its own [congestion NAME]. */
+static int
+load_congestion(struct scan *s, struct droced_config *cfg)
+{
+	const struct scan_sec *all = NULL;
+	unsigned int i, j;
+
+	for (i = 0; i < s->nb_secs; i++) {
+		const struct scan_sec *sec = &s->secs[i];
+
+		if (sec->kind != SEC_CONGESTION)
+			continue;
+		if (sec->port[0] == '\0') {
+			all = sec;
+			continue;
+		}
+		for (j = 0; j < cfg->nb_ports; j++)
+			if (strcmp(cfg->ports[j].name, sec->port) == 0)
+				break;
+		if (j == cfg->nb_ports)
+			return fail(s, sec->line, "[%s]: no [port %s]", sec->name, sec->port);
+	}
+	for (j = 0; j < cfg->nb_ports; j++) {
+		droce_cc_params_default(&cfg->ports[j].cc);
+		if (all != NULL && congestion_apply(s, all, &cfg->ports[j].cc) < 0)
+			return -1;
+		for (i = 0; i < s->nb_secs; i++)
+			if (s->secs[i].kind == SEC_CONGESTION &&
+			    strcmp(s->secs[i].port, cfg->ports[j].name) == 0 &&
+			    congestion_apply(s, &s->secs[i], &cfg->ports[j].cc) < 0)
+				return -1;
+	}
+	return 0;
+}
+
 static int
 load_values(struct scan *s, struct droced_config *cfg)
 {
@@ -740,6 +811,8 @@ load_values(struct scan *s, struct droced_config *cfg)
 			return -1;
 	if (cfg->nb_ports == 0)
 		return fail(s, 0, "no [port NAME] section");
+	if (load_congestion(s, cfg) < 0)
+		return -1;
 	if (load_engines(s, cfg) < 0 || load_control(s, cfg) < 0 || load_limits(s, cfg) < 0)
 		return -1;
 	return 0;
@@ -797,6 +870,7 @@ droced_config_builtin(struct droced_config *cfg)
 	memcpy(p->ipv4.addr, ipv4, sizeof(ipv4));
 	p->ipv4.len = BUILTIN_IPV4_LEN;
 	p->mtu = DROCED_CONFIG_MTU_DEFAULT;
+	droce_cc_params_default(&p->cc);
 	cfg->nb_ports = 1;
 	cfg->lcores[0] = BUILTIN_LCORE;
 	cfg->nb_lcores = 1;

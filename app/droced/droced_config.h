@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <droce_cc.h>
 #include <droce_net.h>
 #include <droce_shm.h>
 #include <droce_shm_qp_attr.h>
@@ -86,6 +87,8 @@ struct droced_port_config {
 	struct droced_neighbour neigh[DROCED_CONFIG_MAX_NEIGH];
 	uint32_t nb_neigh;
 	bool rx_no_icrc;
+	/* [congestion], then [congestion NAME]: traffic classes and DCQCN (doc/congestion.md). */
+	struct droce_cc_params cc;
 };
 
 struct droced_limits {

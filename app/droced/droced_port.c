@@ -72,6 +72,21 @@ droced_port_tx_wake(struct droced_port *p)
 		droce_engine_slow_tx_push(droced.engines[p->engines[0]]);
 }
 
+/*
+ * The link's speed, the reaction point's max rate (doc/congestion.md): 0 (the engine's
+ * 100 Gb/s) when the PMD does not know it, as net_ring and net_memif.
+ */
+static uint32_t
+droced_port_speed_mbps(uint16_t port_id)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(port_id, &link) != 0 ||
+	    link.link_speed == RTE_ETH_SPEED_NUM_NONE || link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+		return 0;
+	return link.link_speed;
+}
+
 static void
 net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
 {
@@ -305,6 +320,8 @@ droced_port_engine_conf(const struct droced *d, uint32_t id, struct droce_engine
 	ec->rx_intr = p->rx_intr;
 	ec->early_retransmit = d->cfg.early_retransmit;
 	ec->rx_no_icrc = p->cfg->rx_no_icrc;
+	ec->cc = &p->cfg->cc;
+	ec->line_mbps = droced_port_speed_mbps(p->port_id);
 	ec->slow_rx = p->slow_rx;
 	ec->slow_rx_wake_fd = d->wake_fd;
 	/* slow_tx is single-consumer: the port's first engine sends the control frames. */

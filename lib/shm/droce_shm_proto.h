@@ -86,6 +86,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_CM_MIGRATE,
 	DROCE_PROTO_OP_CM_GET_EVENT,
 	DROCE_PROTO_OP_CM_NOTIFY,
+	DROCE_PROTO_OP_QUERY_QPS,	/* no fds; allowed before HELLO: QPs' congestion state */
 	DROCE_PROTO_OP_MAX
 };
 
@@ -327,6 +328,9 @@ struct droce_proto_req {
 			uint32_t handle;	/* the object's handle, for every destroy/query */
 		} obj;
 		struct {
+			uint32_t start_qpn;	/* the answer starts at the first QP >= it */
+		} query_qps;
+		struct {
 			uint32_t pd;
 			uint32_t access;	/* enum ibv_access_flags, as given */
 			uint64_t iova;		/* what remote and local addresses are relative to */
@@ -441,6 +445,27 @@ struct droce_proto_req {
 	};
 };
 
+/* One QP's congestion control, as droce-ctl shows it (doc/congestion.md). */
+#define DROCE_PROTO_QP_CC_RP		0x1	/* reaction point on */
+#define DROCE_PROTO_QP_CC_LIMITED	0x2	/* paced below its max since a CNP */
+#define DROCE_PROTO_QPS_MAX		24	/* per QUERY_QPS answer */
+
+struct droce_proto_qp_cc {
+	uint32_t qpn;
+	uint32_t engine;
+	uint8_t type;			/* DROCE_SHM_QPT_* */
+	uint8_t state;			/* DROCE_SHM_QPS_* */
+	uint8_t prio;			/* 802.1p priority of its path */
+	uint8_t flags;			/* DROCE_PROTO_QP_CC_* */
+	uint32_t alpha;			/* DCQCN's alpha, 1024ths */
+	uint64_t rate_kbps;		/* current rate (the max when not limited) */
+	uint64_t target_kbps;
+	uint64_t ce_rcvd;		/* CE-marked packets received */
+	uint64_t cnp_sent;
+	uint64_t cnp_rcvd;
+	uint64_t rate_cuts;
+};
+
 /* ---- Responses ---- */
 
 struct droce_proto_status {
@@ -496,6 +521,11 @@ struct droce_proto_resp {
 			struct droce_proto_port_info port[DROCE_PROTO_MAX_PORTS];
 		} ports;
 		struct droce_proto_status stat;
+		struct {
+			uint32_t nb_qps;
+			uint32_t next_qpn;	/* ask again from here; 0: no more */
+			struct droce_proto_qp_cc qp[DROCE_PROTO_QPS_MAX];
+		} qps;
 		struct {
 			uint32_t version;
 			uint32_t nb_engines;

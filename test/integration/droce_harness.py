@@ -55,7 +55,7 @@ class Daemon:
 
     def __init__(self, droced, work, name, device, ipv4, mtu=4096, lcore=1, idle_sleep_us=50,
                  netns=None, extra_port="", limits="", asan=False, eal="", mode=None,
-                 idle_spin_us=None, early_retransmit=None):
+                 idle_spin_us=None, early_retransmit=None, extra_congestion=""):
         self.droced = droced
         self.work = work
         self.name = name
@@ -82,6 +82,8 @@ class Daemon:
             f.write("[control]\nsocket = %s\n" % self.socket)
             if limits:
                 f.write("\n[limits]\n%s\n" % limits)
+            if extra_congestion:
+                f.write("\n[congestion]\n%s\n" % extra_congestion)
 
     def start(self, timeout=DAEMON_START_TIMEOUT):
         cmd = ["timeout", "--kill-after=5", "900", self.droced, "--config", self.config]
@@ -165,6 +167,15 @@ class Daemon:
         shutil.rmtree("/var/run/dpdk/%s" % self.prefix, ignore_errors=True)
         if os.path.exists(self.socket):
             os.unlink(self.socket)
+
+
+def ctl_lines(droce_ctl, daemon, what):
+    """droce-ctl's one-line-per-object output (ports, qps): a dict of strings per line."""
+    r = subprocess.run(["timeout", "10", droce_ctl, "--socket", daemon.socket, what],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "droce-ctl %s failed: %s%s" % (what, r.stdout, r.stderr))
+    return [dict(f.split("=", 1) for f in line.split()) for line in r.stdout.splitlines()
+            if "=" in line]
 
 
 def ctl(droce_ctl, daemon, what="status"):
@@ -408,6 +419,19 @@ class VethPair(DaemonPair):
     def teardown(self):
         for ns in self.ns:
             subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, timeout=30)
+
+
+def private_copy(path):
+    """path copied into a directory no other user can write to, nor any of its parents:
+    EAL refuses to load a plugin (-d) from under a world-writable directory such as /tmp,
+    where a clone of the tree may well be. Returns the copy (its directory is the
+    caller's to remove)."""
+    for base in ("/run", "/var/cache"):
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            d = tempfile.mkdtemp(prefix="droce-pmd-", dir=base)
+            shutil.copy(path, d)
+            return os.path.join(d, os.path.basename(path))
+    raise TestFailure("no directory to load the net_fault driver from (/run, /var/cache)")
 
 
 def free_tcp_port():

@@ -25,14 +25,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
-                           ctl, expect_idle, log, parse_args, run_cases)
+                           ctl, expect_idle, log, parse_args, private_copy, run_cases)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
@@ -47,19 +46,6 @@ CASE_TIMEOUT = 180
 TCP_PORT_BASE = 19300
 # Line-buffered output from the programs on droce's side.
 LINEBUF = ["stdbuf", "-oL"]
-
-
-def private_copy(path):
-    """path copied into a directory no other user can write to, nor any of its parents:
-    EAL refuses to load a plugin (-d) from under a world-writable directory such as /tmp,
-    where a clone of the tree may well be. Returns the copy (its directory is the
-    caller's to remove)."""
-    for base in ("/run", "/var/cache"):
-        if os.path.isdir(base) and os.access(base, os.W_OK):
-            d = tempfile.mkdtemp(prefix="droce-pmd-", dir=base)
-            shutil.copy(path, d)
-            return os.path.join(d, os.path.basename(path))
-    raise TestFailure("no directory to load the net_fault driver from (/run, /var/cache)")
 
 
 class Bench:

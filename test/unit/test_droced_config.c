@@ -420,7 +420,40 @@ static const struct {
 	{ "region_too_big", BASE "[limits]\nregion_mb = 4097\n", 7,
 	  "region_mb: 4097 out of range 1..4096" },
 	{ "unknown_limit", BASE "[limits]\nmax_pds = 5\n", 7, "unknown key 'max_pds' in [limits]" },
+	{ "unknown_cc_key", BASE "[congestion]\nrpg_foo = 5\n", 7,
+	  "unknown key 'rpg_foo' in [congestion] (doc/congestion.md lists them)" },
+	{ "cc_out_of_range", BASE "[congestion]\ncnp_dscp = 64\n", 7,
+	  "cnp_dscp: '64' is not a number from 0 to 63" },
+	{ "cc_bad_prios", PORT1 "[congestion p1]\nroce_rp_enable = 9\n", 10,
+	  "roce_rp_enable: '9' is not a list of priorities 0-7 (as \"0-7\", \"3,4\" or \"none\")" },
+	{ "cc_no_such_port", BASE "[congestion p9]\nvlan = 5\n", 6, "[congestion p9]: no [port p9]" },
+	{ "cc_twice", BASE "[congestion]\nvlan = 5\n[congestion]\n", 8,
+	  "duplicate section [congestion] (first at line 6)" },
 };
+
+/* [congestion] for every port, then [congestion NAME] for one: lib/cc's defaults below. */
+DROCE_TEST(congestion_per_port)
+{
+	struct droced_config *cfg = new_cfg();
+	char path[PATH_LEN], err[ERR_LEN];
+
+	CHECK_EQ_I64(load_text("cc", PORT1 "[congestion]\nroce_dscp = 26\nrpg_ai_rate = 10\n"
+			       "[congestion p1]\nrpg_ai_rate = 40\nroce_rp_enable = 3,4\n"
+			       "vlan = 100\n", cfg, path, err), 0);
+	CHECK_EQ_STR(err, "");
+	CHECK_EQ_U64(cfg->ports[0].cc.roce_dscp, 26);
+	CHECK_EQ_U64(cfg->ports[0].cc.rpg_ai_rate, 10);
+	CHECK_EQ_U64(cfg->ports[0].cc.roce_rp_enable, 0xFF);
+	CHECK_EQ_U64(cfg->ports[0].cc.vlan, DROCE_CC_NO_VLAN);
+	CHECK_EQ_U64(cfg->ports[1].cc.roce_dscp, 26);
+	CHECK_EQ_U64(cfg->ports[1].cc.rpg_ai_rate, 40);
+	CHECK_EQ_U64(cfg->ports[1].cc.roce_rp_enable, 0x18);
+	CHECK_EQ_U64(cfg->ports[1].cc.vlan, 100);
+	CHECK_EQ_U64(cfg->ports[1].cc.cnp_dscp, 48);		/* untouched: the default */
+	CHECK_EQ_U64(cfg->ports[1].cc.rpg_time_reset, 300);
+	CHECK_EQ_U64(rmdir(tmpdir), 0);
+	tmpdir[0] = '\0';
+}
 
 DROCE_TEST(bad_files_name_the_line)
 {
