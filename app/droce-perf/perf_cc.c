@@ -252,7 +252,7 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 	perf_host_stats(&r->b, &b1);
 	perf_fault_stats(&r->b, &fb);
 	if (o->json) {
-		printf("{\"congestion\":{\"bottleneck\":\"%s\",\"secs\":%.6f,\"size\":%u,"
+		printf("{\"figure\":\"congestion\",\"bottleneck\":\"%s\",\"secs\":%.6f,\"size\":%u,"
 		       "\"jain\":%.6f,\"bn_bytes\":%" PRIu64 ",\"bn_dropped\":%" PRIu64
 		       ",\"bn_marked\":%" PRIu64 ",\"bn_depth_max\":%" PRIu64
 		       ",\"a_retransmits\":%" PRIu64 ",\"a_cnp_rcvd\":%" PRIu64
@@ -289,7 +289,7 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 		print_series(s, BN_DROPPED, BN_NB, s->bn);
 		printf(",\"bn_marked\":");
 		print_series(s, BN_MARKED, BN_NB, s->bn);
-		printf("}}}\n");
+		printf("}}\n");
 	} else {
 		printf(" congestion: bottleneck %s: %.3f Gb/s out, %" PRIu64 " marked, %" PRIu64
 		       " dropped, deepest %" PRIu64 " B; CNPs: b sent %" PRIu64 ", a received %"

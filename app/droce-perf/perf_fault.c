@@ -80,7 +80,9 @@ perf_fault_settled(const struct perf_run *r, const struct droce_engine_stats *b0
 	perf_host_stats(&r->a, &a1);
 	perf_host_stats(&r->b, &b1);
 	perf_fault_stats(&r->b, &fb);
+	/* --bottleneck: nothing still queued in it either (bn_held) */
 	return fb.received - r->fb0.received == a1.tx_pkts - r->a0.tx_pkts && fb.held == 0 &&
+	       fb.bn_held == 0 &&
 	       b1.rx_pkts - b0->rx_pkts == fb.delivered - r->fb0.delivered &&
 	       b1.resp_msgs - b0->resp_msgs == received;
 }
@@ -105,7 +107,8 @@ perf_fault_check(const struct perf_run *r, const struct perf_bw *f)
 	struct droce_fault_stats fb;
 
 	perf_fault_stats(&r->b, &fb);
-	dropped = (int64_t)(fb.dropped - r->fb0.dropped);
+	/* the drop fault's, and the bottleneck's tail drops (--bottleneck) */
+	dropped = (int64_t)(fb.dropped - r->fb0.dropped + fb.bn_dropped - r->fb0.bn_dropped);
 	corrupted = (int64_t)(fb.corrupted - r->fb0.corrupted);
 	reordered = (int64_t)(fb.reordered - r->fb0.reordered);
 	dup = (int64_t)(fb.duplicated - r->fb0.duplicated);

@@ -589,9 +589,15 @@ ports_reuse(struct perf_run *r, uint32_t na, uint32_t nb)
 	int i;
 
 	if (na != r->a.nb_engines || nb != r->b.nb_engines) {
-		fprintf(stderr, "droce-perf: ports %u and %u have %u and %u queue(s) each way, "
-			"these settings need %u and %u: run droce-perf again with them\n",
-			r->a.port, r->b.port, r->a.nb_engines, r->b.nb_engines, na, nb);
+		if (na == nb && r->a.nb_engines == r->b.nb_engines)
+			fprintf(stderr, "droce-perf: ports %u and %u have %u queue(s) each way, "
+				"these QPs need %u: run droce-perf again with these settings\n",
+				r->a.port, r->b.port, r->a.nb_engines, nb);
+		else
+			fprintf(stderr, "droce-perf: ports %u and %u have %u and %u queue(s) each "
+				"way, these settings need %u and %u (--engines): run droce-perf "
+				"again with them\n", r->a.port, r->b.port, r->a.nb_engines,
+				r->b.nb_engines, na, nb);
 		return -1;
 	}
 	while (rte_get_timer_cycles() < quiet_end) {

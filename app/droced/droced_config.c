@@ -66,7 +66,8 @@ static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
 	/* SEC_CONGESTION: lib/cc's parameter names (droce_cc_param_name), checked there */
 };
-_Static_assert(SCAN_MAX_KEYS >= 22, "[congestion] holds every DROCE_CC_PARAMS name");
+_Static_assert(SCAN_MAX_KEYS >= sizeof(struct droce_cc_params) / sizeof(uint32_t),
+	       "[congestion] holds every DROCE_CC_PARAMS name");
 
 struct scan_key {
 	char name[CFG_NAME_LEN];

@@ -37,6 +37,7 @@ droce_cc_rp_init(const struct droce_cc_params *p, struct droce_cc_rp *rp, uint64
 		.rc_kbps = max,
 		.rt_kbps = max,
 		.max_kbps = max,
+		.bytes_per_bc = (uint64_t)p->rpg_byte_reset * DROCE_CC_BYTE_UNIT,
 	};
 }
 
@@ -164,8 +165,8 @@ droce_cc_rp_sent(const struct droce_cc_params *p, struct droce_cc_rp *rp, uint32
 		return;
 	droce_cc_rp_update(p, rp, now_ns);
 	rp->bytes += bytes;
-	while (rp->limited && rp->bytes >= p->rpg_byte_reset) {
-		rp->bytes -= p->rpg_byte_reset;
+	while (rp->limited && rp->bytes >= rp->bytes_per_bc) {
+		rp->bytes -= rp->bytes_per_bc;
 		rp_increase(p, rp, false);
 	}
 }

@@ -21,6 +21,8 @@
 #define DROCE_CC_PRIOS		8u		/* 802.1p priorities */
 #define DROCE_CC_PRIO_ALL	0xFFu
 #define DROCE_CC_NO_VLAN	UINT32_MAX	/* vlan: no 802.1Q tag */
+/* rpg_byte_reset counts 64-byte units, as ConnectX's firmware (doc/congestion.md). */
+#define DROCE_CC_BYTE_UNIT	64u
 /* DSCP -> priority when no SL names one: the top three bits, switches' default map. */
 #define DROCE_CC_DSCP_PRIO_SHIFT 3
 /* IP ECN field (RFC 3168): the low two bits of the IPv4 TOS / IPv6 traffic class. */
@@ -37,7 +39,6 @@
  */
 #define DROCE_CC_PARAMS(X) \
 	X(roce_dscp, 0, 63, 0, "", "DSCP of RoCE packets whose QP traffic class has none") \
-	X(roce_prio, 0, 7, 0, "", "802.1p priority of RoCE packets whose QP has SL 0, with vlan set") \
 	X(vlan, 0, 4094, DROCE_CC_NO_VLAN, "", "802.1Q VLAN ID on RoCE packets (0: priority tag)") \
 	X(roce_np_enable, 0, 0xFF, DROCE_CC_PRIO_ALL, "mask", "priorities whose CE-marked packets get CNPs") \
 	X(roce_rp_enable, 0, 0xFF, DROCE_CC_PRIO_ALL, "mask", "priorities sent ECN-capable and rate-controlled") \
@@ -45,7 +46,7 @@
 	X(cnp_dscp, 0, 63, 48, "", "DSCP of CNPs") \
 	X(cnp_802p_prio, 0, 7, 6, "", "802.1p priority of CNPs, with vlan set") \
 	X(rpg_time_reset, 1, 1000000, 300, "us", "rate increase timer period") \
-	X(rpg_byte_reset, 1, 1u << 30, 32767, "bytes", "rate increase byte counter period") \
+	X(rpg_byte_reset, 1, 1u << 24, 32767, "64-byte units", "rate increase byte counter period (2 MiB)") \
 	X(rpg_threshold, 1, 31, 1, "", "increase events before additive, then hyper increase (F)") \
 	X(rpg_max_rate, 0, 1000000, 0, "Mb/s", "highest rate (0: the port's line rate)") \
 	X(rpg_ai_rate, 1, 1000000, 5, "Mb/s", "additive increase step") \
@@ -125,6 +126,7 @@ struct droce_cc_rp {
 	uint64_t timer_ns;	/* start of the current rate increase period */
 	uint64_t cut_ns;	/* the last rate cut */
 	uint64_t bytes;		/* bytes toward the next byte counter expiration */
+	uint64_t bytes_per_bc;	/* rpg_byte_reset in bytes */
 	/* counters */
 	uint64_t cnps;		/* CNPs received */
 	uint64_t cuts;		/* rate cuts */

@@ -12,6 +12,9 @@
  */
 void fault_check_binomial(uint64_t count, uint32_t n, uint32_t ppm);
 
+/* droce_fault_attach(args) fails with rte_errno err, and what it logged names key. */
+void fault_check_refused(const char *args, int err, const char *key);
+
 /* Byte i of the payload of the packet numbered seq. */
 uint8_t fault_payload_byte(uint32_t seq, uint32_t i);
 

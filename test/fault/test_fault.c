@@ -8,14 +8,11 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
-#include <rte_errno.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
-#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -511,55 +508,33 @@ DROCE_TEST(detach_frees_held_packets)
 	env_close(&env);
 }
 
-/* attach(args) fails with err, and what it logged (captured) names key. */
-static void
-check_refused(const char *args, int err, const char *key)
-{
-	char *log_buf = NULL;
-	size_t log_len = 0;
-	FILE *log = open_memstream(&log_buf, &log_len);
-	FILE *old = rte_log_get_stream();
-
-	droce_test_ctx("args '%s'", args == NULL ? "(null)" : args);
-	CHECK(log != NULL);
-	CHECK(rte_openlog_stream(log) == 0);
-	rte_errno = 0;
-	CHECK(droce_fault_attach(args) == NULL);
-	rte_openlog_stream(old == stderr ? NULL : old);
-	fclose(log);
-	droce_test_ctx("args '%s', log '%s'", args == NULL ? "(null)" : args, log_buf);
-	CHECK_EQ_I64(rte_errno, err);
-	CHECK(strstr(log_buf, key) != NULL);
-	free(log_buf);
-}
-
 DROCE_TEST(bad_args_are_refused_naming_the_key)
 {
 	struct fault_env env;
 	char args[128];
 
 	env_open(&env);
-	check_refused(NULL, EINVAL, "'port'");
-	check_refused("", EINVAL, "'port'");
-	check_refused("drop=10", EINVAL, "'port'");
-	check_refused("port=no_such_port", ENODEV, "'port'");
+	fault_check_refused(NULL, EINVAL, "'port'");
+	fault_check_refused("", EINVAL, "'port'");
+	fault_check_refused("drop=10", EINVAL, "'port'");
+	fault_check_refused("port=no_such_port", ENODEV, "'port'");
 	snprintf(args, sizeof(args), "port=%s,drop=1000001", env.port_name);
-	check_refused(args, EINVAL, "'drop'");
+	fault_check_refused(args, EINVAL, "'drop'");
 	snprintf(args, sizeof(args), "port=%s,dup=abc", env.port_name);
-	check_refused(args, EINVAL, "'dup'");
+	fault_check_refused(args, EINVAL, "'dup'");
 	snprintf(args, sizeof(args), "port=%s,corrupt=-1", env.port_name);
-	check_refused(args, EINVAL, "'corrupt'");
+	fault_check_refused(args, EINVAL, "'corrupt'");
 	snprintf(args, sizeof(args), "port=%s,delay_us=99999999999", env.port_name);
-	check_refused(args, EINVAL, "'delay_us'");
+	fault_check_refused(args, EINVAL, "'delay_us'");
 	snprintf(args, sizeof(args), "port=%s,seed=1,seed=2", env.port_name);
-	check_refused(args, EINVAL, "'seed'");
+	fault_check_refused(args, EINVAL, "'seed'");
 	snprintf(args, sizeof(args), "port=%s,reorder=", env.port_name);
-	check_refused(args, EINVAL, "'reorder'");
+	fault_check_refused(args, EINVAL, "'reorder'");
 	snprintf(args, sizeof(args), "port=%s,bogus=1", env.port_name);
-	check_refused(args, EINVAL, "bogus");
+	fault_check_refused(args, EINVAL, "bogus");
 	/* An rx callback cannot fault transmission: that is the vdev's. */
 	snprintf(args, sizeof(args), "port=%s,tx_drop=1000", env.port_name);
-	check_refused(args, EINVAL, "'tx_drop'");
+	fault_check_refused(args, EINVAL, "'tx_drop'");
 	CHECK(rte_eth_dev_start(env.port_id) == 0);
 	env_close(&env);
 }

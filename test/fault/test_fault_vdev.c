@@ -624,6 +624,92 @@ DROCE_TEST(xstats_name_and_count_the_faults_per_port)
 	env_close(&env);
 }
 
+/* Frames of PKT_LEN bytes the bottleneck of bottleneck_through_the_vdev keeps, and sent. */
+#define BN_KEPT 256u
+#define BN_SENT 300u
+
+/* Sends n numbered packets from seq on through env->port, without receiving. */
+static void
+send_only(struct vdev_env *env, uint32_t seq, uint32_t n)
+{
+	struct rte_mbuf *pkts[TX_BURST];
+	uint32_t end = seq + n, i;
+
+	while (seq < end) {
+		uint32_t burst = RTE_MIN(TX_BURST, end - seq);
+
+		CHECK(rte_pktmbuf_alloc_bulk(env->mp, pkts, burst) == 0);
+		for (i = 0; i < burst; i++) {
+			pkt_fill((uint8_t *)rte_pktmbuf_append(pkts[i], PKT_LEN), seq + i);
+			pkts[i]->hash.usr = seq + i;
+		}
+		CHECK_EQ_U64(rte_eth_tx_burst(env->port, 0, pkts, (uint16_t)burst), burst);
+		seq += burst;
+	}
+}
+
+/*
+ * The bottleneck queue through the vdev: its keys in the devargs, its counters as xstats
+ * (fault_bn_...), tail drop past the buffer, a reset that starts bn_depth_max from the
+ * depth at the reset, and the packets still queued freed at uninit.
+ */
+DROCE_TEST(bottleneck_through_the_vdev)
+{
+	struct rte_mbuf **pkts = droce_test_malloc(BN_SENT * sizeof(*pkts));
+	uint32_t nb_out = 0, i;
+	struct vdev_env env;
+	uint64_t deadline;
+	char args[ARGS_LEN];
+
+	/* Not IP (the payload's ethertype bytes are none of IPv4, IPv6, 802.1Q): no mark. */
+	snprintf(args, sizeof(args), "rate=100,buffer=%u,ecn_max=%u", BN_KEPT * PKT_LEN,
+		 BN_KEPT * PKT_LEN / 2);
+	env_open(&env, 1, args);
+	send_only(&env, 0, BN_SENT);
+	/* One burst takes them all at one instant: the first BN_KEPT fit, none has left. */
+	CHECK_EQ_U64(rte_eth_rx_burst(env.port, 0, pkts, BN_SENT), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "received"), BN_SENT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_queued"), BN_KEPT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_dropped"), BN_SENT - BN_KEPT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_held"), BN_KEPT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth"), BN_KEPT * PKT_LEN);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth_max"), BN_KEPT * PKT_LEN);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_ect"), 0);
+	CHECK_EQ_U64(rte_mempool_avail_count(env.mp), NB_MBUFS - BN_KEPT);
+	/* A reset: the counts start again, the gauges stay, the highest depth is the depth. */
+	CHECK(rte_eth_xstats_reset(env.port) == 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_queued"), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_dropped"), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_held"), BN_KEPT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth_max"), BN_KEPT * PKT_LEN);
+
+	deadline = rte_rdtsc() + DRAIN_TIMEOUT_S * rte_get_tsc_hz();
+	while (nb_out < BN_KEPT && rte_rdtsc() < deadline) {
+		uint16_t n = rte_eth_rx_burst(env.port, 0, pkts, RX_BURST);
+
+		for (i = 0; i < n; i++, nb_out++) {
+			const uint8_t *data = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+
+			CHECK_EQ_U64(pkts[i]->hash.usr, nb_out);
+			CHECK_EQ_U64(pkt_bit_errors(data, nb_out), 0);
+			rte_pktmbuf_free(pkts[i]);
+		}
+	}
+	CHECK_EQ_U64(nb_out, BN_KEPT);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_bytes"), BN_KEPT * PKT_LEN);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth"), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth_max"), BN_KEPT * PKT_LEN);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "delivered"), BN_KEPT);
+	CHECK(rte_eth_xstats_reset(env.port) == 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_depth_max"), 0);
+
+	/* Queued at the uninit: freed with the port (env_uninit counts the mbufs). */
+	send_only(&env, 0, TX_BURST);
+	CHECK_EQ_U64(rte_eth_rx_burst(env.port, 0, pkts, TX_BURST), 0);
+	CHECK_EQ_U64(xstat_value(env.port, XSTAT_PREFIX "bn_held"), TX_BURST);
+	env_close(&env);
+}
+
 /* rte_vdev_init(args) fails, logs a message naming key, and leaves nothing behind. */
 static void
 check_refused(struct vdev_env *env, const char *args, const char *key)
@@ -671,6 +757,11 @@ DROCE_TEST(bad_devargs_are_refused)
 	check_refused(&env, args, "'seed'");
 	snprintf(args, sizeof(args), "port=%s,tx_drop=1000001", env.ring_name);
 	check_refused(&env, args, "'tx_drop'");
+	snprintf(args, sizeof(args), "port=%s,rate=100,ecn_min=8000,ecn_max=8000",
+		 env.ring_name);
+	check_refused(&env, args, "'ecn_min'");
+	snprintf(args, sizeof(args), "port=%s,rate=100,buffer=100", env.ring_name);
+	check_refused(&env, args, "'buffer'");
 	/* A port is wrapped once: a second net_fault cannot take it. */
 	CHECK(env_vdev_init(&env, "") == 0);
 	env_ring(&other, 1);

@@ -141,7 +141,7 @@ DROCE_TEST(cc_recovery_stages)
 
 	/* F = 3 and a byte counter too large to fire: T alone climbs the stages. */
 	p.rpg_threshold = 3;
-	p.rpg_byte_reset = 1u << 30;
+	p.rpg_byte_reset = 1u << 24;
 	droce_cc_rp_init(&p, &rp, LINE_KBPS);
 	droce_cc_rp_cnp(&p, &rp, t);
 	rc = (double)rp.rc_kbps;
@@ -178,7 +178,7 @@ DROCE_TEST(cc_hyper_increase_needs_both_counters)
 	/* Cut to a low rate, then alternate byte counter and timer events (F = 1). */
 	p.rpg_gd = 1;
 	p.rpg_min_dec_fac = 99;
-	p.rpg_byte_reset = 10000;
+	p.rpg_byte_reset = 10000;		/* 640,000 bytes */
 	f = p.rpg_threshold;
 	droce_cc_rp_init(&p, &rp, LINE_KBPS);
 	droce_cc_rp_cnp(&p, &rp, t);
@@ -193,7 +193,7 @@ DROCE_TEST(cc_hyper_increase_needs_both_counters)
 			t += 300 * US;
 			droce_cc_rp_update(&p, &rp, t);
 		} else {
-			droce_cc_rp_sent(&p, &rp, 10000, t);
+			droce_cc_rp_sent(&p, &rp, 10000 * DROCE_CC_BYTE_UNIT, t);
 		}
 		if (tt < f && bc < f)
 			rc = (rt + rc) / 2.0;
@@ -225,7 +225,7 @@ DROCE_TEST(cc_recovers_to_unlimited)
 	int i;
 
 	p.rpg_hai_rate = 1000;
-	p.rpg_byte_reset = 4096;
+	p.rpg_byte_reset = 64;			/* 4096 bytes */
 	droce_cc_rp_init(&p, &rp, LINE_KBPS);
 	droce_cc_rp_cnp(&p, &rp, t);
 	for (i = 0; i < 100000 && rp.limited; i++) {

@@ -17,10 +17,18 @@
 #define FAULT_KEY_DELAY_US "delay_us"
 #define FAULT_KEY_REORDER "reorder"
 #define FAULT_KEY_TX_DROP "tx_drop"
+#define FAULT_KEY_RATE "rate"
+#define FAULT_KEY_BUFFER "buffer"
+#define FAULT_KEY_ECN_MIN "ecn_min"
+#define FAULT_KEY_ECN_MAX "ecn_max"
+#define FAULT_KEY_ECN_PMAX "ecn_pmax"
+#define FAULT_KEY_ECN_DEQUEUE "ecn_dequeue"
 
 static const char *const fault_keys[] = {
 	FAULT_KEY_PORT, FAULT_KEY_SEED, FAULT_KEY_DROP, FAULT_KEY_DUP, FAULT_KEY_CORRUPT,
-	FAULT_KEY_DELAY, FAULT_KEY_DELAY_US, FAULT_KEY_REORDER, FAULT_KEY_TX_DROP, NULL,
+	FAULT_KEY_DELAY, FAULT_KEY_DELAY_US, FAULT_KEY_REORDER, FAULT_KEY_TX_DROP,
+	FAULT_KEY_RATE, FAULT_KEY_BUFFER, FAULT_KEY_ECN_MIN, FAULT_KEY_ECN_MAX,
+	FAULT_KEY_ECN_PMAX, FAULT_KEY_ECN_DEQUEUE, NULL,
 };
 
 struct fault_u64_arg {
@@ -93,6 +101,74 @@ fault_get_port(struct rte_kvargs *kv, uint16_t *port_id)
 	return 0;
 }
 
+/* A bottleneck key set (not 0) without the key it needs to mean anything. */
+static int
+fault_needs(struct rte_kvargs *kv, const char *key, uint64_t value, const char *needed)
+{
+	if (rte_kvargs_count(kv, key) == 0 || value == 0)
+		return 0;
+	FAULT_LOG(ERR, "key '%s' needs key '%s' (not 0)\n", key, needed);
+	return -EINVAL;
+}
+
+/*
+ * The bottleneck queue's keys: rate, then buffer and the ECN profile, which need it. The
+ * defaults apply only to what is there: buffer with rate, ecn_pmax with ecn_max.
+ */
+static int
+fault_get_bottleneck(struct rte_kvargs *kv, struct fault_cfg *cfg)
+{
+	int ret;
+
+	ret = fault_get_u64(kv, FAULT_KEY_RATE, &cfg->rate_mbps, FAULT_MAX_RATE_MBPS);
+	if (ret == 0)
+		ret = fault_get_u64(kv, FAULT_KEY_BUFFER, &cfg->buffer, FAULT_MAX_BUFFER);
+	if (ret == 0)
+		ret = fault_get_u64(kv, FAULT_KEY_ECN_MIN, &cfg->ecn_min, FAULT_MAX_BUFFER);
+	if (ret == 0)
+		ret = fault_get_u64(kv, FAULT_KEY_ECN_MAX, &cfg->ecn_max, FAULT_MAX_BUFFER);
+	if (ret == 0)
+		ret = fault_get_ppm(kv, FAULT_KEY_ECN_PMAX, &cfg->ecn_pmax);
+	if (ret == 0)
+		ret = fault_get_u64(kv, FAULT_KEY_ECN_DEQUEUE, &cfg->ecn_dequeue, 1);
+	if (ret != 0)
+		return ret;
+	if (cfg->rate_mbps == 0) {
+		ret = fault_needs(kv, FAULT_KEY_BUFFER, cfg->buffer, FAULT_KEY_RATE);
+		if (ret == 0)
+			ret = fault_needs(kv, FAULT_KEY_ECN_MAX, cfg->ecn_max, FAULT_KEY_RATE);
+	}
+	if (ret == 0 && cfg->ecn_max == 0) {
+		ret = fault_needs(kv, FAULT_KEY_ECN_MIN, cfg->ecn_min, FAULT_KEY_ECN_MAX);
+		if (ret == 0)
+			ret = fault_needs(kv, FAULT_KEY_ECN_PMAX, cfg->ecn_pmax,
+					  FAULT_KEY_ECN_MAX);
+		if (ret == 0)
+			ret = fault_needs(kv, FAULT_KEY_ECN_DEQUEUE, cfg->ecn_dequeue,
+					  FAULT_KEY_ECN_MAX);
+	}
+	if (ret != 0 || cfg->rate_mbps == 0)
+		return ret;
+	if (rte_kvargs_count(kv, FAULT_KEY_BUFFER) == 0)
+		cfg->buffer = FAULT_BN_DEFAULT_BUFFER;
+	if (cfg->buffer < FAULT_MIN_BUFFER) {
+		FAULT_LOG(ERR, "key '" FAULT_KEY_BUFFER "': %" PRIu64 " bytes hold no "
+			  "full-size frame (at least %" PRIu64 ")\n", cfg->buffer,
+			  FAULT_MIN_BUFFER);
+		return -EINVAL;
+	}
+	if (cfg->ecn_max == 0)
+		return 0;
+	if (cfg->ecn_min >= cfg->ecn_max) {
+		FAULT_LOG(ERR, "key '" FAULT_KEY_ECN_MIN "' (%" PRIu64 ") must be below key '"
+			  FAULT_KEY_ECN_MAX "' (%" PRIu64 ")\n", cfg->ecn_min, cfg->ecn_max);
+		return -EINVAL;
+	}
+	if (rte_kvargs_count(kv, FAULT_KEY_ECN_PMAX) == 0)
+		cfg->ecn_pmax = DROCE_FAULT_PPM;
+	return 0;
+}
+
 int
 fault_args_parse(const char *args, struct fault_cfg *cfg)
 {
@@ -109,7 +185,7 @@ fault_args_parse(const char *args, struct fault_cfg *cfg)
 	if (kv == NULL) {
 		FAULT_LOG(ERR, "cannot parse '%s': unknown key or bad syntax "
 			  "(keys: port, seed, drop, dup, corrupt, delay, delay_us, reorder, "
-			  "tx_drop)\n",
+			  "tx_drop, rate, buffer, ecn_min, ecn_max, ecn_pmax, ecn_dequeue)\n",
 			  args);
 		return -EINVAL;
 	}
@@ -130,6 +206,8 @@ fault_args_parse(const char *args, struct fault_cfg *cfg)
 		ret = fault_get_ppm(kv, FAULT_KEY_REORDER, &cfg->reorder);
 	if (ret == 0)
 		ret = fault_get_ppm(kv, FAULT_KEY_TX_DROP, &cfg->tx_drop);
+	if (ret == 0)
+		ret = fault_get_bottleneck(kv, cfg);
 	rte_kvargs_free(kv);
 	return ret;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fault engine, shared by the library form (fault_cb.c) and the net_fault vdev
- * (fault_vdev.c): per rx queue, the faults applied to each burst. The lcore that polls a
- * queue owns that queue's state (PRNG, hold buffer, counters); no locks, no threads: held
+ * (fault_vdev.c): per rx queue, the bottleneck queue (fault_bn.c) if there is one, then
+ * the faults applied to what leaves it. The lcore that polls a queue owns that queue's
+ * state (PRNGs, hold buffer, bottleneck, counters); no locks, no threads: held and queued
  * packets leave on later bursts of the same queue.
  */
 
@@ -15,8 +16,6 @@
 #include "fault_loc.h"
 
 RTE_LOG_REGISTER(fault_logtype, droce.fault, NOTICE);
-
-#define FAULT_BITS_PER_BYTE 8u
 
 const char *const droce_fault_counter_names[] = {
 #define FAULT_NAME(name, desc) #name,
@@ -106,7 +105,6 @@ fault_one(struct fault_queue *q, struct fault_burst *b, struct rte_mbuf *m, uint
 	uint64_t r_pos = fault_rand(q), r_delay = fault_rand(q), r_reorder = fault_rand(q);
 	struct rte_mbuf *copy = NULL;
 
-	q->st.received++;
 	if (fault_hit(r_drop, cfg->drop)) {
 		rte_pktmbuf_free(m);
 		q->st.dropped++;
@@ -162,11 +160,15 @@ fault_rx_burst(struct fault_queue *q, struct rte_mbuf *pkts[], uint16_t nb_pkts,
 {
 	struct fault_burst b = { .pkts = pkts, .n = 0, .max = max_pkts };
 	uint64_t now = rte_rdtsc();
-	uint16_t i;
+	uint16_t i, n = nb_pkts;
 
 	q->call++;
-	memcpy(q->in, pkts, nb_pkts * sizeof(pkts[0]));
-	for (i = 0; i < nb_pkts; i++)
+	q->st.received += nb_pkts;
+	if (q->bn.nb_slots != 0)
+		n = fault_bn_burst(q, pkts, nb_pkts, q->in, max_pkts, now);
+	else
+		memcpy(q->in, pkts, nb_pkts * sizeof(pkts[0]));
+	for (i = 0; i < n; i++)
 		fault_one(q, &b, q->in[i], now);
 	fault_release(q, &b, now);
 	return b.n;
@@ -182,6 +184,7 @@ fault_queue_release(struct droce_fault *f, uint16_t queue)
 		return;
 	for (i = 0; i < q->nb_held; i++)
 		rte_pktmbuf_free(q->hold[i].m);
+	fault_bn_free(q);
 	rte_free(q);
 	f->q[queue] = NULL;
 }
@@ -189,10 +192,12 @@ fault_queue_release(struct droce_fault *f, uint16_t queue)
 int
 fault_queue_setup(struct droce_fault *f, uint16_t queue, int socket)
 {
+	size_t size = sizeof(struct fault_queue) +
+		      fault_bn_nb_slots(&f->cfg) * sizeof(struct fault_bn_slot);
 	struct fault_queue *q;
 
 	fault_queue_release(f, queue);
-	q = rte_zmalloc_socket("droce_fault_queue", sizeof(*q), RTE_CACHE_LINE_SIZE, socket);
+	q = rte_zmalloc_socket("droce_fault_queue", size, RTE_CACHE_LINE_SIZE, socket);
 	if (q == NULL)
 		return -ENOMEM;
 	q->cfg = &f->cfg;
@@ -200,6 +205,7 @@ fault_queue_setup(struct droce_fault *f, uint16_t queue, int socket)
 	/* Each queue its own stream, so queues do not perturb each other. */
 	q->rng = f->cfg.seed ^ ((uint64_t)(queue + 1) * FAULT_RNG_GAMMA);
 	q->delay_tsc = f->cfg.delay_us * rte_get_tsc_hz() / FAULT_US_PER_S;
+	fault_bn_setup(q, queue);
 	f->q[queue] = q;
 	return 0;
 }
@@ -239,15 +245,22 @@ fault_stats_reset(struct droce_fault *f)
 {
 	uint16_t i;
 
-	for (i = 0; i < f->nb_queues; i++)
-		if (f->q[i] != NULL)
-			memset(&f->q[i]->st, 0, sizeof(f->q[i]->st));
+	for (i = 0; i < f->nb_queues; i++) {
+		struct fault_queue *q = f->q[i];
+
+		if (q == NULL)
+			continue;
+		memset(&q->st, 0, sizeof(q->st));
+		/* The highest depth since the reset starts from the depth now. */
+		q->st.bn_depth_max = q->bn.depth;
+	}
 }
 
 int
 droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
 		      struct droce_fault_stats *st)
 {
+	uint64_t depth_max = 0;
 	int32_t i;
 
 	if (f == NULL || st == NULL || queue < -1 || queue >= (int32_t)f->nb_queues)
@@ -262,6 +275,11 @@ droce_fault_stats_get(const struct droce_fault *f, int32_t queue,
 		DROCE_FAULT_COUNTERS(FAULT_SUM)
 #undef FAULT_SUM
 		st->held += q->nb_held;
+		st->bn_depth += q->bn.depth;
+		st->bn_held += q->bn.nb;
+		/* Peaks of different queues at different times do not add up. */
+		depth_max = RTE_MAX(depth_max, q->st.bn_depth_max);
 	}
+	st->bn_depth_max = depth_max;
 	return 0;
 }

@@ -510,4 +510,5 @@ static struct rte_vdev_driver fault_vdev_driver = {
 RTE_PMD_REGISTER_VDEV(net_fault, fault_vdev_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_fault,
 	"port=<ethdev name> seed=<u64> drop=<ppm> dup=<ppm> corrupt=<ppm> delay=<ppm> "
-	"delay_us=<us> reorder=<ppm> tx_drop=<ppm>");
+	"delay_us=<us> reorder=<ppm> tx_drop=<ppm> rate=<Mb/s> buffer=<bytes> "
+	"ecn_min=<bytes> ecn_max=<bytes> ecn_pmax=<ppm>");
