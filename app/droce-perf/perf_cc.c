@@ -21,14 +21,20 @@
 #define CC_MAX_SAMPLES		100000u
 #define CC_MAX_SAMPLE_MS	10000u
 
+/* Per QP at the round's start: what the round's figures are differences of. */
+struct cc_qp_mark {
+	uint64_t msgs, cuts, cnp_rcvd, peer_ce, peer_cnp_sent;
+};
+
 struct perf_cc_samples {
 	uint64_t t0, period, next;	/* TSC */
 	uint32_t nb_qps;
-	uint32_t n;
+	uint32_t n, max;
+	struct droce_engine_stats b0;	/* host b's counters at the start */
+	struct cc_qp_mark *mark;	/* nb_qps */
 	uint64_t *t;		/* TSC since t0 of each sample */
 	uint64_t *qp_msgs;	/* n x nb_qps: messages each QP delivered since t0 */
 	uint64_t *bn;		/* n x 4: bytes out of the bottleneck, depth, drops, marks */
-	uint64_t msgs0[];	/* each QP's count at t0 */
 };
 
 enum { BN_BYTES, BN_DEPTH, BN_DROPPED, BN_MARKED, BN_NB };
@@ -136,6 +142,7 @@ perf_cc_free(struct perf_run *r)
 	free(s->t);
 	free(s->qp_msgs);
 	free(s->bn);
+	free(s->mark);
 	free(s);
 	r->samples = NULL;
 }
@@ -150,24 +157,37 @@ perf_cc_round_start(struct perf_run *r, uint64_t t0)
 	perf_cc_free(r);
 	if (o->cc.sample_ms == 0 || o->role != PERF_ROLE_BOTH)
 		return 0;
-	s = calloc(1, sizeof(*s) + nq * sizeof(uint64_t));
+	/* -D: the samples it takes, and the one at the end; -n: up to the cap */
+	if (o->duration_s > 0 && o->duration_s * 1000 / o->cc.sample_ms + 2 < max)
+		max = (uint32_t)(o->duration_s * 1000 / o->cc.sample_ms) + 2;
+	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -1;
 	r->samples = s;
 	s->t = calloc(max, sizeof(*s->t));
 	s->qp_msgs = calloc((size_t)max * nq, sizeof(*s->qp_msgs));
 	s->bn = calloc((size_t)max * BN_NB, sizeof(*s->bn));
-	if (s->t == NULL || s->qp_msgs == NULL || s->bn == NULL) {
+	s->mark = calloc(nq, sizeof(*s->mark));
+	if (s->t == NULL || s->qp_msgs == NULL || s->bn == NULL || s->mark == NULL) {
 		perf_cc_free(r);
 		fprintf(stderr, "droce-perf: --per-qp: no memory for %u samples\n", max);
 		return -1;
 	}
+	s->max = max;
 	s->nb_qps = nq;
 	s->t0 = t0;
 	s->period = rte_get_tsc_hz() / 1000 * o->cc.sample_ms;
 	s->next = t0 + s->period;
-	for (i = 0; i < nq; i++)
-		s->msgs0[i] = qp_msgs(r, i);
+	perf_host_stats(&r->b, &s->b0);
+	for (i = 0; i < nq; i++) {
+		struct droce_engine_qp_cc ca, cb;
+
+		droce_engine_qp_cc_get(r->a.qps[i].qp, &ca);
+		droce_engine_qp_cc_get(r->b.qps[i].qp, &cb);
+		s->mark[i] = (struct cc_qp_mark){ .msgs = qp_msgs(r, i), .cuts = ca.rate_cuts,
+						  .cnp_rcvd = ca.cnp_rcvd, .peer_ce = cb.ce_rcvd,
+						  .peer_cnp_sent = cb.cnp_sent };
+	}
 	return 0;
 }
 
@@ -180,7 +200,7 @@ sample_take(struct perf_run *r, struct perf_cc_samples *s, uint64_t now)
 
 	s->t[s->n] = now - s->t0;
 	for (i = 0; i < s->nb_qps; i++)
-		s->qp_msgs[(size_t)s->n * s->nb_qps + i] = qp_msgs(r, i) - s->msgs0[i];
+		s->qp_msgs[(size_t)s->n * s->nb_qps + i] = qp_msgs(r, i) - s->mark[i].msgs;
 	perf_fault_stats(&r->b, &fb);
 	bn[BN_BYTES] = fb.bn_bytes - r->fb0.bn_bytes;
 	bn[BN_DEPTH] = fb.bn_depth;
@@ -194,7 +214,8 @@ perf_cc_sample(struct perf_run *r, uint64_t now)
 {
 	struct perf_cc_samples *s = r->samples;
 
-	if (s == NULL || now < s->next || s->n == CC_MAX_SAMPLES)
+	/* the last slot is the round end's */
+	if (s == NULL || now < s->next || s->n + 1 >= s->max)
 		return;
 	s->next += s->period;
 	if (s->next <= now)
@@ -260,7 +281,8 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 		       o->cc.bottleneck, secs, size, jain(gbps, nq),
 		       fb.bn_bytes - r->fb0.bn_bytes, fb.bn_dropped - r->fb0.bn_dropped,
 		       fb.bn_marked - r->fb0.bn_marked, fb.bn_depth_max,
-		       a1.req_retransmit - r->a0.req_retransmit, a1.rx_cnp, b1.cnp_sent, b1.rx_ce);
+		       a1.req_retransmit - r->a0.req_retransmit, a1.rx_cnp - r->a0.rx_cnp,
+		       b1.cnp_sent - s->b0.cnp_sent, b1.rx_ce - s->b0.rx_ce);
 		for (i = 0; i < nq; i++) {
 			struct droce_engine_qp_cc ca, cb;
 
@@ -271,7 +293,9 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 			       ",\"alpha\":%u,\"peer_ce_rcvd\":%" PRIu64 ",\"peer_cnp_sent\":%" PRIu64
 			       "}", i == 0 ? "" : ",", ca.qpn, ca.engine, gbps[i],
 			       (double)ca.rate_kbps / 1000.0, ca.limited ? "true" : "false",
-			       ca.rate_cuts, ca.cnp_rcvd, ca.alpha, cb.ce_rcvd, cb.cnp_sent);
+			       ca.rate_cuts - s->mark[i].cuts, ca.cnp_rcvd - s->mark[i].cnp_rcvd,
+			       ca.alpha, cb.ce_rcvd - s->mark[i].peer_ce,
+			       cb.cnp_sent - s->mark[i].peer_cnp_sent);
 		}
 		printf("],\"samples\":{\"period_ms\":%u,\"t_ns\":[", o->cc.sample_ms);
 		for (i = 0; i < s->n; i++)
@@ -297,7 +321,7 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 		       o->cc.bottleneck[0] != '\0' ? o->cc.bottleneck : "none",
 		       (double)(fb.bn_bytes - r->fb0.bn_bytes) * 8 / secs / 1e9,
 		       fb.bn_marked - r->fb0.bn_marked, fb.bn_dropped - r->fb0.bn_dropped,
-		       fb.bn_depth_max, b1.cnp_sent, a1.rx_cnp,
+		       fb.bn_depth_max, b1.cnp_sent - s->b0.cnp_sent, a1.rx_cnp - r->a0.rx_cnp,
 		       a1.req_retransmit - r->a0.req_retransmit, jain(gbps, nq));
 		for (i = 0; i < nq; i++) {
 			struct droce_engine_qp_cc ca;
@@ -306,7 +330,7 @@ perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size)
 			printf("  QP %u (engine %u): %.3f Gb/s delivered, rate %.1f Mb/s%s, %" PRIu64
 			       " CNPs, %" PRIu64 " cuts\n", ca.qpn, ca.engine, gbps[i],
 			       (double)ca.rate_kbps / 1000.0, ca.limited ? "" : " (unlimited)",
-			       ca.cnp_rcvd, ca.rate_cuts);
+			       ca.cnp_rcvd - s->mark[i].cnp_rcvd, ca.rate_cuts - s->mark[i].cuts);
 		}
 	}
 	free(gbps);

@@ -660,6 +660,11 @@ hosts_open(struct perf_run *r)
 			"on the EAL line)\n");
 		return -1;
 	}
+	if (ne_a < ne) {
+		fprintf(stderr, "droce-perf: --engines %u: %u QPs need %u engines (%u doorbell "
+			"slots each)\n", ne_a, n, ne, DROCE_SHM_DB_SLOTS);
+		return -1;
+	}
 	if (host_prepare(&r->a, "a", 1, ring, ne_a) != 0 ||
 	    host_prepare(&r->b, "b", 2, ring, ne) != 0)
 		return -1;

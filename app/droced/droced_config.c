@@ -173,7 +173,9 @@ scan_section(struct scan *s, unsigned int line, char *text)
 			return fail(s, line, "duplicate section [%s] (first at line %u)", name,
 				    s->secs[i].line);
 	if (s->nb_secs == SCAN_MAX_SECTIONS)
-		return fail(s, line, "more than %d [port] sections", DROCED_CONFIG_MAX_PORTS);
+		return fail(s, line, "more than %d sections ([port NAME] and [congestion NAME] "
+			    "count one each per port, at most %d ports)", SCAN_MAX_SECTIONS,
+			    DROCED_CONFIG_MAX_PORTS);
 	sec = &s->secs[s->nb_secs++];
 	memset(sec, 0, sizeof(*sec));
 	snprintf(sec->name, sizeof(sec->name), "%s", name);

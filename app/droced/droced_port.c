@@ -73,18 +73,33 @@ droced_port_tx_wake(struct droced_port *p)
 }
 
 /*
- * The link's speed, the reaction point's max rate (doc/congestion.md): 0 (the engine's
- * 100 Gb/s) when the PMD does not know it, as net_ring and net_memif.
+ * The port's speed, the reaction point's max rate (doc/congestion.md): the link's if it is
+ * up already, else the fastest the device says it can do (a NIC just started is still
+ * negotiating), else 0 (the engine's 100 Gb/s), as net_ring and net_memif.
  */
 static uint32_t
 droced_port_speed_mbps(uint16_t port_id)
 {
+	static const uint32_t speeds[] = {
+		RTE_ETH_SPEED_NUM_200G, RTE_ETH_SPEED_NUM_100G,
+		RTE_ETH_SPEED_NUM_56G, RTE_ETH_SPEED_NUM_50G, RTE_ETH_SPEED_NUM_40G,
+		RTE_ETH_SPEED_NUM_25G, RTE_ETH_SPEED_NUM_20G, RTE_ETH_SPEED_NUM_10G,
+		RTE_ETH_SPEED_NUM_5G, RTE_ETH_SPEED_NUM_2_5G, RTE_ETH_SPEED_NUM_1G,
+	};
+	struct rte_eth_dev_info info;
 	struct rte_eth_link link;
+	unsigned int i;
 
-	if (rte_eth_link_get_nowait(port_id, &link) != 0 ||
-	    link.link_speed == RTE_ETH_SPEED_NUM_NONE || link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+	if (rte_eth_link_get_nowait(port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_NONE &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN)
+		return link.link_speed;
+	if (rte_eth_dev_info_get(port_id, &info) != 0)
 		return 0;
-	return link.link_speed;
+	for (i = 0; i < RTE_DIM(speeds); i++)
+		if (info.speed_capa & rte_eth_speed_bitflag(speeds[i], RTE_ETH_LINK_FULL_DUPLEX))
+			return speeds[i];
+	return 0;
 }
 
 static void

@@ -11,9 +11,9 @@
 #define NS_PER_US	1000u
 #define KBPS_PER_MBPS	1000u
 /*
- * Expirations caught up in one call, past which the rest of the idle spell is skipped:
- * alpha is below 2^-10 after that many periods at any dce_tcp_g below 1023, and the rate
- * increase timer's last steps only matter while the QP sends.
+ * Expirations caught up in one call: alpha is below 2^-10 after that many periods at any
+ * dce_tcp_g below 1023 (the rest of the decay is skipped: 0), and a QP that got no CNP for
+ * that many rate increase periods is unlimited again (droce_cc_rp_update).
  */
 #define CATCH_UP_MAX	16384u
 
@@ -114,6 +114,15 @@ droce_cc_rp_update(const struct droce_cc_params *p, struct droce_cc_rp *rp, uint
 		rp->timer_ns += k * period;
 		for (i = 0; i < k && i < CATCH_UP_MAX && rp->limited; i++)
 			rp_increase(p, rp, true);
+		/*
+		 * An idle spell longer than that: no CNP came for CATCH_UP_MAX increase periods
+		 * (5 s at the default), so the path is as good as uncongested: back to the max
+		 * at once rather than by more steps on the engine's thread.
+		 */
+		if (i == CATCH_UP_MAX && rp->limited) {
+			rp->rc_kbps = rp->rt_kbps = rp->max_kbps;
+			rp->limited = false;
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A port's congestion parameters: one table from DROCE_CC_PARAMS, which droced's
- * configuration, droce-perf's --cc option and doc/congestion.md all go by.
+ * configuration and droce-perf's --cc option go by (doc/congestion.md lists them).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -18,12 +18,11 @@ struct cc_param {
 	uint32_t max;
 	uint32_t def;
 	const char *unit;
-	const char *desc;
 };
 
 static const struct cc_param cc_params[] = {
 #define CC_PARAM_ROW(n, lo, hi, d, u, text) \
-	{ #n, offsetof(struct droce_cc_params, n), lo, hi, d, u, text },
+	{ #n, offsetof(struct droce_cc_params, n), lo, hi, d, u },
 	DROCE_CC_PARAMS(CC_PARAM_ROW)
 #undef CC_PARAM_ROW
 };
@@ -50,24 +49,6 @@ droce_cc_params_disable(struct droce_cc_params *p)
 {
 	p->roce_np_enable = 0;
 	p->roce_rp_enable = 0;
-}
-
-unsigned int
-droce_cc_param_count(void)
-{
-	return CC_NB_PARAMS;
-}
-
-const char *
-droce_cc_param_name(unsigned int i)
-{
-	return i < CC_NB_PARAMS ? cc_params[i].name : NULL;
-}
-
-const char *
-droce_cc_param_desc(unsigned int i)
-{
-	return i < CC_NB_PARAMS ? cc_params[i].desc : NULL;
 }
 
 static bool
@@ -137,7 +118,7 @@ droce_cc_param_set(struct droce_cc_params *p, const char *name, const char *valu
 		return 0;
 	}
 	errno = 0;
-	v = strtoull(value, &end, 0);
+	v = strtoull(value, &end, 10);
 	if (is_mask(d) || errno != 0 || end == value || *end != '\0' || value[0] == '-' ||
 	    v < d->min || v > d->max) {
 		if (err != NULL) {
@@ -153,53 +134,4 @@ droce_cc_param_set(struct droce_cc_params *p, const char *name, const char *valu
 	}
 	*param_field(p, d) = (uint32_t)v;
 	return 0;
-}
-
-/* A mask as the list droce_cc_param_set takes back: "0-7", "3", "none". */
-static void
-format_prio_list(uint32_t mask, char *buf, size_t len)
-{
-	unsigned int lo, hi;
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (lo = 0; lo < DROCE_CC_PRIOS && n < len; lo = hi + 1) {
-		if (!(mask & (1u << lo))) {
-			hi = lo;
-			continue;
-		}
-		for (hi = lo; hi + 1 < DROCE_CC_PRIOS && (mask & (1u << (hi + 1))); hi++)
-			;
-		n += (size_t)snprintf(buf + n, len - n, lo == hi ? "%s%u" : "%s%u-%u",
-				      n != 0 ? "," : "", lo, hi);
-	}
-	if (buf[0] == '\0')
-		snprintf(buf, len, "none");
-}
-
-int
-droce_cc_params_format(const struct droce_cc_params *p, char *buf, unsigned int len)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < CC_NB_PARAMS; i++) {
-		const struct cc_param *d = &cc_params[i];
-		uint32_t v = *(const uint32_t *)((const char *)p + d->off);
-		char value[32];
-		int w;
-
-		if (is_mask(d))
-			format_prio_list(v, value, sizeof(value));
-		else if (d->def == DROCE_CC_NO_VLAN && v == DROCE_CC_NO_VLAN)
-			snprintf(value, sizeof(value), "none");
-		else
-			snprintf(value, sizeof(value), "%u%s%s", v, d->unit[0] != '\0' ? " " : "",
-				 d->unit);
-		w = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, "%s = %s\n",
-			     d->name, value);
-		if (w < 0)
-			return w;
-		n += (unsigned int)w;
-	}
-	return (int)n;
 }

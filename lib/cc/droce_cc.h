@@ -54,7 +54,7 @@
 	X(rpg_gd, 1, 31, 11, "", "rate cut: rate * alpha / 2^rpg_gd (alpha in 1024ths)") \
 	X(rpg_min_dec_fac, 1, 100, 50, "%", "largest cut of one reduction") \
 	X(rpg_min_rate, 1, 1000000, 1, "Mb/s", "lowest rate") \
-	X(rate_to_set_on_first_cnp, 0, 1000000, 0, "Mb/s", "rate the first CNP starts from (0: line rate)") \
+	X(rate_to_set_on_first_cnp, 0, 1000000, 0, "Mb/s", "rate the first CNP sets instead of a cut (0: cut)") \
 	X(dce_tcp_g, 0, 1023, 1019, "1/1024", "alpha's weight kept per update: g = 1 - dce_tcp_g/1024") \
 	X(dce_tcp_rtt, 1, 131071, 1, "us", "alpha update period") \
 	X(initial_alpha_value, 0, 1023, 1023, "1/1024", "alpha at the first CNP") \
@@ -71,18 +71,12 @@ void droce_cc_params_default(struct droce_cc_params *p);
 /* Both points off on every priority: packets not ECN-capable, no CNPs, no rate control. */
 void droce_cc_params_disable(struct droce_cc_params *p);
 /*
- * Sets one parameter by name from text: a decimal number in its range; the two masks also
+ * Sets one parameter by name from text: a decimal number in its range (no unit); the two masks also
  * take priority lists ("0-7", "3,4", "none"); vlan also takes "none". 0, or -ENOENT (no
  * such name) or -EINVAL (not a value of its range), with err (when not NULL) saying why.
  */
 int droce_cc_param_set(struct droce_cc_params *p, const char *name, const char *value,
 		       char *err, unsigned int errlen);
-/* Writes "name = value" lines, one per parameter, to buf; the length it needed. */
-int droce_cc_params_format(const struct droce_cc_params *p, char *buf, unsigned int len);
-/* Number of parameters, and parameter i's name, unit and description. */
-unsigned int droce_cc_param_count(void);
-const char *droce_cc_param_name(unsigned int i);
-const char *droce_cc_param_desc(unsigned int i);
 
 /* A QP's 802.1p priority: its SL when set, else its DSCP's top three bits. */
 static inline uint8_t

@@ -42,7 +42,7 @@ cc_now_ns(const struct droce_engine *e)
 }
 
 void
-cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a)
+cc_path_qos(const struct droce_engine *e, uint8_t sl, bool reacts, struct droce_wire_addr *a)
 {
 	const struct droce_cc_params *p = &e->cc;
 	uint8_t dscp = a->traffic_class >> 2, ecn = a->traffic_class & DROCE_ECN_MASK, prio;
@@ -51,8 +51,15 @@ cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a)
 	if (dscp == 0)
 		dscp = (uint8_t)p->roce_dscp;
 	prio = droce_cc_prio(sl, dscp);
-	/* ECN-capable where the reaction point will answer CNPs (unless the QP chose). */
-	if (ecn == DROCE_ECN_NOT_ECT && (p->roce_rp_enable & (1u << prio)))
+	/* RFC 3168 section 5: a sender never sets CE itself; ECT(0) stands for it. */
+	if (ecn == DROCE_ECN_CE)
+		ecn = DROCE_ECN_ECT0;
+	/*
+	 * ECN-capable where the reaction point will answer CNPs (unless the program chose):
+	 * a connected QP's path. A UD AH's packets have no connected sender to notify (no
+	 * CNP goes for UD), so marking them instead of dropping would only hide their excess.
+	 */
+	if (ecn == DROCE_ECN_NOT_ECT && reacts && (p->roce_rp_enable & (1u << prio)))
 		ecn = DROCE_ECN_ECT0;
 	a->traffic_class = (uint8_t)(dscp << 2 | ecn);
 	if (p->vlan != DROCE_CC_NO_VLAN) {
@@ -62,12 +69,11 @@ cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a)
 }
 
 int
-cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a)
+cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a, uint8_t sl)
 {
 	struct droce_engine *e = qp->engine;
 	struct droce_wire_addr c = *a;
-	uint8_t prio = a->vlan ? (uint8_t)(a->vlan_tci >> 13) :
-		       (uint8_t)(a->traffic_class >> (2 + DROCE_CC_DSCP_PRIO_SHIFT));
+	uint8_t prio = droce_cc_prio(sl, a->traffic_class >> 2);
 
 	/* CNPs: the CNP DSCP, not ECN-capable (A17.9.3), the CNP priority when tagged. */
 	c.traffic_class = (uint8_t)(e->cc.cnp_dscp << 2);
@@ -78,9 +84,24 @@ cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a)
 	qp->cc.prio = prio;
 	qp->cc.rp = (a->traffic_class & DROCE_ECN_MASK) != DROCE_ECN_NOT_ECT &&
 		    (e->cc.roce_rp_enable & (1u << prio));
-	droce_cc_rp_init(&e->cc, &qp->cc.rp_state, e->cc_line_kbps);
-	qp->cc.next_tsc = 0;
+	cc_qp_restart(qp);
 	return 0;
+}
+
+void
+cc_qp_restart(struct droce_engine_qp *qp)
+{
+	struct droce_engine *e = qp->engine;
+	struct droce_cc_rp *rp = &qp->cc.rp_state;
+	uint64_t cuts = rp->cuts, cnps = rp->cnps;
+
+	/* A new path starts unlimited; the QP's counters go on (droce-ctl qps). */
+	droce_cc_rp_init(&e->cc, rp, e->cc_line_kbps);
+	rp->cuts = cuts;
+	rp->cnps = cnps;
+	qp->cc.next_tsc = 0;
+	qp->cc.pace_deadline = 0;
+	memset(&qp->cc.np, 0, sizeof(qp->cc.np));
 }
 
 /* The 802.1p priority a packet came with: its tag's, else its DSCP's. */
@@ -96,14 +117,20 @@ void
 cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 {
 	struct droce_engine *e = qp->engine;
+	struct droce_cc_np np_before;
 	struct droce_wire_hdrs h;
 	struct rte_mbuf *m;
 
 	ENGINE_STAT(e, rx_ce);
 	qp->cc.ce_rcvd++;
-	/* RC and UC: the flow's sender is the connected QP. UD would need the DETH's. */
-	if (qp->type == DROCE_SHM_QPT_UD || !(e->cc.roce_np_enable & (1u << cc_pkt_prio(pkt))))
+	/*
+	 * RC and UC: the flow's sender is the connected QP, reached on the path RTR set up
+	 * (RESET, INIT and ERR have none to answer on). UD would need the DETH's.
+	 */
+	if (qp->type == DROCE_SHM_QPT_UD || qp->state < DROCE_SHM_QPS_RTR ||
+	    qp->state == DROCE_SHM_QPS_ERR || !(e->cc.roce_np_enable & (1u << cc_pkt_prio(pkt))))
 		return;
+	np_before = qp->cc.np;
 	if (!droce_cc_np_ce(&e->cc, &qp->cc.np, cc_now_ns(e)))
 		return;
 	/* A17.9.3: BTH to the sender's QP, BECN set, PSN 0, 16 reserved zero bytes. */
@@ -112,8 +139,10 @@ cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.becn = true;
 	h.dqpn = qp->dest_qpn;
-	if (engine_pkt_start(e, &qp->cc.cnp_tmpl, &h, 0, &m) == NULL)
+	if (engine_pkt_start(e, &qp->cc.cnp_tmpl, &h, 0, &m) == NULL) {
+		qp->cc.np = np_before;	/* not sent: the next CE-marked packet may try */
 		return;
+	}
 	engine_pkt_finish(e, &qp->cc.cnp_tmpl, m);
 	ENGINE_STAT(e, cnp_sent);
 	qp->cc.cnp_sent++;

@@ -426,10 +426,15 @@ void qp_sqd_check(struct droce_engine_qp *qp);
 
 /* The port's congestion parameters and line rate into a new engine. */
 void cc_engine_init(struct droce_engine *e, const struct droce_engine_conf *conf);
-/* A resolved path's DSCP, ECN and VLAN tag by the port's parameters and the AV's SL. */
-void cc_path_qos(const struct droce_engine *e, uint8_t sl, struct droce_wire_addr *a);
-/* qp's new path a (cc_path_qos'd): its CNP template, priority and reaction point. */
-int cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a);
+/*
+ * A resolved path's DSCP, ECN and VLAN tag by the port's parameters and the AV's SL;
+ * reacts: a connected QP's path, made ECN-capable where its priority runs DCQCN.
+ */
+void cc_path_qos(const struct droce_engine *e, uint8_t sl, bool reacts, struct droce_wire_addr *a);
+/* qp's new path a (cc_path_qos'd, with its AV's sl): CNP template, priority, reaction point. */
+int cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a, uint8_t sl);
+/* qp's rate machine, pacer and CNP interval from scratch (a new path, RESET); counters kept. */
+void cc_qp_restart(struct droce_engine_qp *qp);
 /* A CE-marked packet for qp: a CNP to its sender, at most one per interval. */
 void cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt);
 /* A CNP for qp: the reaction point cuts its rate. */

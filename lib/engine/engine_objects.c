@@ -286,9 +286,12 @@ droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey)
 
 /* ---- Paths ---- */
 
-/* Builds the addresses of a path from engine e to the AV's destination. */
+/*
+ * Builds the addresses of a path from engine e to the AV's destination: a connected QP's
+ * (qp: DCQCN may make it ECN-capable) or a UD AH's.
+ */
 static int
-path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah,
+path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah, bool qp,
 	     struct droce_wire_addr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -300,7 +303,7 @@ path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah,
 	a->traffic_class = ah->traffic_class;
 	a->hop_limit = ah->hop_limit;
 	a->flow_label = ah->flow_label & 0xFFFFF;
-	cc_path_qos(e, ah->sl, a);
+	cc_path_qos(e, ah->sl, qp, a);
 	return dev_neigh_lookup(e->dev, ah->dgid, a->dst_mac);
 }
 
@@ -315,7 +318,7 @@ droce_engine_ah_create(struct droce_engine_domain *dom, uint32_t engine_id, uint
 
 	if (e == NULL)
 		return -EINVAL;
-	rc = path_resolve(e, attr, &a);
+	rc = path_resolve(e, attr, false, &a);
 	if (rc != 0)
 		return rc;
 	for (i = 0; i < dom->max_ahs; i++) {
@@ -665,7 +668,7 @@ droce_engine_qp_modify(struct droce_engine_qp *qp, const struct droce_shm_qp_att
 	cmd.qp = qp;
 	cmd.attr = *attr;
 	if (attr->mask & DROCE_SHM_QP_AV) {
-		rc = path_resolve(qp->engine, &attr->ah, &cmd.addr);
+		rc = path_resolve(qp->engine, &attr->ah, true, &cmd.addr);
 		if (rc != 0)
 			return rc;
 	}

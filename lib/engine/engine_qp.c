@@ -265,9 +265,7 @@ qp_reset(struct droce_engine_qp *qp)
 	qp->req.comp_failed_in = 0;
 	/* No path, so no rate: the next RTR's path starts unlimited (its counters stay). */
 	qp->cc.rp = false;
-	qp->cc.pace_deadline = qp->cc.next_tsc = 0;
-	memset(&qp->cc.np, 0, sizeof(qp->cc.np));
-	droce_cc_rp_init(&qp->engine->cc, &qp->cc.rp_state, qp->engine->cc_line_kbps);
+	cc_qp_restart(qp);
 	__atomic_store_n(&qp->ctl->sq.cons, sq_prod, __ATOMIC_RELEASE);
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	if (qp->srq == NULL) {
@@ -317,7 +315,7 @@ qp_modify_apply(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr
 
 		/* The Linux flow-label rule for the UDP source port (A17.2.1 leaves it open). */
 		a.udp_sport = droce_wire_udp_sport(qp->qpn, dqpn);
-		if (droce_wire_tmpl_init(&qp->tmpl, &a) != 0 || cc_qp_path(qp, &a) != 0)
+		if (droce_wire_tmpl_init(&qp->tmpl, &a) != 0 || cc_qp_path(qp, &a, attr->ah.sl) != 0)
 			return -EINVAL;
 		qp->attr.ah = attr->ah;
 	}

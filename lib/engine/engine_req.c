@@ -495,9 +495,11 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 			return n;	/* the completer puts it back on the list */
 		/* Ahead of its DCQCN rate: the pacer's deadline puts it back (req_timer). */
 		if (unlikely(qp->cc.rp_state.limited) && e->now < qp->cc.next_tsc) {
-			ENGINE_STAT(e, cc_paced);
-			qp->cc.pace_deadline = qp->cc.next_tsc;
-			qp_timer_arm(qp, qp->cc.pace_deadline);
+			if (qp->cc.pace_deadline == 0) {
+				ENGINE_STAT(e, cc_paced);
+				qp->cc.pace_deadline = qp->cc.next_tsc;
+				qp_timer_arm(qp, qp->cc.pace_deadline);
+			}
 			return n;
 		}
 		/* SQD: no new message starts (11.2.4.2, send queue drain). */

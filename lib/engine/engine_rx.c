@@ -86,6 +86,11 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 	}
 	flags = pkt->info->flags;
 	dqpn = droce_bth_dqpn(droce_pkt_bth(pkt));
+	/* No flow of QP1's is rate-controlled: a CNP for it is not the control thread's. */
+	if ((flags & DROCE_OPF_CNP) && dqpn == DROCE_ENGINE_GSI_QPN) {
+		ENGINE_STAT(e, rx_cnp_ignored);
+		goto drop;
+	}
 	/* QP1 is the GSI: its MADs (connection management) are the control thread's. */
 	if (dqpn == DROCE_ENGINE_GSI_QPN && e->slow_rx != NULL) {
 		if (rte_ring_mp_enqueue(e->slow_rx, m) == 0) {

@@ -76,6 +76,8 @@ struct runner_opts {
 	struct tc_host_addr self;
 	struct tc_host_addr peer;
 	struct droce_cc_params cc;	/* the engine's congestion parameters */
+	uint8_t tclass;			/* the AV's traffic class and service level */
+	uint8_t sl;
 };
 
 struct runner {
@@ -121,6 +123,7 @@ usage(const char *prog)
 		"  --ipv6               address the peer by its IPv6 GID (GID index 1)\n"
 		"  --polls N            engine passes after each input frame (4)\n"
 		"  --cc NAME=VALUE      a congestion parameter (doc/congestion.md; repeatable)\n"
+		"  --tclass N --sl N    the AV's traffic class and service level, RC/UC (0 0)\n"
 		"  --self-mac M --peer-mac M --self-gid IP --peer-gid IP --self-gid6 IP6\n"
 		"  --peer-gid6 IP6      addresses (%s %s %s %s %s %s)\n"
 		"wr_ids: receive i is 0x%x+i, send i 0x%x+i; byte k of send i is\n"
@@ -217,7 +220,8 @@ enum {
 	OPT_IN = 256, OPT_OUT, OPT_TYPE, OPT_STATE, OPT_RQ_PSN, OPT_SQ_PSN, OPT_DEST_QPN,
 	OPT_QKEY, OPT_MTU, OPT_MIN_RNR, OPT_TIMEOUT, OPT_RETRY, OPT_RNR_RETRY, OPT_RECVS,
 	OPT_RECV_LEN, OPT_SEND, OPT_IPV6, OPT_POLLS, OPT_SELF_MAC, OPT_PEER_MAC,
-	OPT_SELF_GID, OPT_PEER_GID, OPT_SELF_GID6, OPT_PEER_GID6, OPT_CC, OPT_HELP,
+	OPT_SELF_GID, OPT_PEER_GID, OPT_SELF_GID6, OPT_PEER_GID6, OPT_CC, OPT_TCLASS, OPT_SL,
+	OPT_HELP,
 };
 
 static void
@@ -249,6 +253,8 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 		{ "self-gid6", required_argument, NULL, OPT_SELF_GID6 },
 		{ "peer-gid6", required_argument, NULL, OPT_PEER_GID6 },
 		{ "cc", required_argument, NULL, OPT_CC },
+		{ "tclass", required_argument, NULL, OPT_TCLASS },
+		{ "sl", required_argument, NULL, OPT_SL },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -313,6 +319,12 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 			}
 			break;
 		}
+		case OPT_TCLASS:
+			o->tclass = (uint8_t)parse_u32(prog, optarg, UINT8_MAX);
+			break;
+		case OPT_SL:
+			o->sl = (uint8_t)parse_u32(prog, optarg, 7);
+			break;
 		case OPT_RQ_PSN:
 			o->rq_psn = parse_u32(prog, optarg, DROCE_PSN_MASK);
 			break;
@@ -423,6 +435,8 @@ runner_qp_ready(struct runner *r)
 		};
 
 		droce_shm_bringup_ah(&path.ah, o->ipv6 ? o->peer.gid6 : o->peer.gid, o->ipv6 ? 1 : 0);
+		path.ah.traffic_class = o->tclass;
+		path.ah.sl = o->sl;
 		droce_shm_bringup_connected(&path, attr);
 	}
 	for (i = 0; i < steps; i++)

@@ -22,7 +22,7 @@ import time
 import interop_util as u
 from interop_util import check
 
-from scapy.all import IP, UDP, Ether, IPv6, Raw, raw
+from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw, raw
 from scapy.contrib.roce import AETH, BTH
 
 # The runner's defaults (engine_pkt_runner.c): the engine's port and the peer scapy plays.
@@ -697,10 +697,58 @@ def case_cnp_reaction(tool, tmp):
     return r
 
 
+def case_traffic_classes(tool, tmp):
+    """The path's traffic class on the wire (doc/congestion.md, "Traffic classes"): the
+    port's roce_dscp where the AV has none, ECT(0) where the priority (the SL, else the
+    DSCP's top bits) runs DCQCN, a program's ECN bits kept but CE, a VLAN tag with the
+    priority as PCP; a CNP with DSCP 48 and, tagged, PCP 6. Whether the reaction point is
+    on follows the same priority: a CNP cuts the rate, or is ignored."""
+    s0 = 0x900
+    fields = 0
+    # (name, runner options, TOS wanted, reaction point on)
+    for name, opts, tos, rp in (
+            ("dscp_port", ["--cc", "roce_dscp=26"], 26 << 2 | ECN_ECT0, True),
+            ("sl_enabled", ["--sl", "5", "--cc", "roce_rp_enable=5"], ECN_ECT0, True),
+            ("prio_disabled", ["--cc", "roce_rp_enable=5"], 0, False),
+            ("program_ce", ["--tclass", "3"], ECN_ECT0, True),
+            ("program_ect1", ["--tclass", str(8 << 2 | 1)], 8 << 2 | 1, True),
+            ("vlan", ["--sl", "5", "--cc", "vlan=100"], ECN_ECT0, True)):
+        inputs = [cnp_connectx(), rc_send(RC_SEND_ONLY, 0x40, b'', ackreq=True, tos=ECN_CE)]
+        r = Run(tool, tmp, 'tclass_' + name, inputs,
+                ['--state', 'rts', '--sq-psn', s0, '--recvs', 1, '--rq-psn', 0x40,
+                 '--send=8'] + opts)
+        r.eq('requests', len(r.before), 1)
+        pkt = Ether(r.before[0])
+        tagged = name == "vlan"
+        if tagged:
+            r.eq('ethertype', pkt[Ether].type, 0x8100)
+            r.eq('VLAN ID', pkt[Dot1Q].vlan, 100)
+            r.eq('PCP (the SL)', pkt[Dot1Q].prio, 5)
+        else:
+            r.eq('ethertype', pkt[Ether].type, u.ETHERTYPE_IPV4)
+        r.eq('request TOS', pkt[IP].tos, tos)
+        r.eq('request ICRC', r.before[0][-u.ICRC_LEN:].hex(), u.ref_icrc(r.before[0]).hex())
+        r.eq('reaction point', r.js['cc']['rp'], rp)
+        r.counters(rx_cnp=1, rx_cnp_ignored=0 if rp else 1)
+        r.eq('rate cuts', r.js['cc']['rate_cuts'], 1 if rp else 0)
+        # the CE-marked SEND: a CNP on the QP's path, then the ACK
+        cnp = Ether(r.answers[1][0])
+        r.eq('CNP DSCP', cnp[IP].tos, CNP_DSCP << 2)
+        r.eq('CNP opcode', cnp[BTH].opcode, CNP)
+        if tagged:
+            r.eq('CNP PCP', cnp[Dot1Q].prio, 6)
+            r.eq('CNP VLAN ID', cnp[Dot1Q].vlan, 100)
+        r.eq('CNP ICRC', r.answers[1][0][-u.ICRC_LEN:].hex(),
+             u.ref_icrc(r.answers[1][0]).hex())
+        fields += r.fields
+    r.fields = fields
+    return r
+
+
 CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_send_in_progress,
          case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
          case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6, case_cnp_interval,
-         case_cnp_reaction]
+         case_cnp_reaction, case_traffic_classes]
 
 
 def run(argv, tmp):

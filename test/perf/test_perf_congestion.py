@@ -9,10 +9,12 @@ as packets leave, as egress-marking switches do). droce-perf samples what each Q
 delivered and the bottleneck's counters every SAMPLE_MS (--per-qp).
 
 In WINDOW_MS windows this test finds the convergence time: the start of the first window
-from which every window to the end has utilisation >= 90 % of the drain rate (the frame
-bytes out of the bottleneck), Jain's fairness index >= 0.9 over the QPs' goodput, and no
-drop. With DCQCN it must converge within CONVERGE_MAX_MS, and after that the queue stays
-below the buffer. Without DCQCN (--dcqcn off) the same run must show what DCQCN prevents:
+that has utilisation >= 90 % of the drain rate (the frame bytes out of the bottleneck)
+and from which every window to the end has Jain's fairness index >= 0.9 over the QPs'
+goodput and no drop. With DCQCN it must converge within CONVERGE_MAX_MS; from there to
+the end the utilisation must be >= 90 % (over that whole stretch: a window in which this
+process lost the CPU shows as a dip and the next as a burst) and the queue below the
+buffer. Without DCQCN (--dcqcn off) the same run must show what DCQCN prevents:
 tail drops in every stretch of the run, go-back-N retransmissions, and less than
 half the goodput.
 
@@ -21,7 +23,7 @@ the DCQCN paper's K, instead of mlx5's 1 us, which suits links 100 times faster 
 one (doc/congestion.md, "Tuning"). Prints one line per run with the figures
 doc/performance.md keeps.
 
-    test_congestion.py DROCE_PERF [CASE...]
+    test_perf_congestion.py DROCE_PERF [CASE...]
 """
 
 import json
@@ -96,7 +98,7 @@ def windows(cc):
 
 def converged_at(ws):
     for i in range(len(ws)):
-        if all(u >= UTIL_MIN and j >= JAIN_MIN and d == 0 for _, u, j, d, _ in ws[i:]):
+        if ws[i][1] >= UTIL_MIN and all(j >= JAIN_MIN and d == 0 for _, _, j, d, _ in ws[i:]):
             return i
     return None
 
@@ -116,6 +118,7 @@ def with_dcqcn(perf, nqps, engines):
     check(t_conv <= CONVERGE_MAX_MS, "%s: converged only at %.0f ms" % (name, t_conv))
     after = ws[i:]
     util = sum(u for _, u, _, _, _ in after) / len(after)
+    check(util >= UTIL_MIN, "%s: utilisation %.3f after converging" % (name, util))
     fair = min(j for _, _, j, _, _ in after)
     deepest = max(dq for _, _, _, _, dq in after)
     check(deepest < BUFFER, "%s: the queue reached the buffer after converging" % name)
