@@ -254,6 +254,16 @@ class DaemonPair:
     def teardown(self):
         pass
 
+    def __enter__(self):
+        """Starts a, then b (memif: a is the server); a pair that fails to start is closed."""
+        try:
+            self.a.start()
+            self.b.start()
+        except BaseException:
+            self.close(False)
+            raise
+        return self
+
     def close(self, clean=True):
         errs = []
         for d in (self.b, self.a):
@@ -295,15 +305,6 @@ class MemifPair(DaemonPair):
                         "net_memif0,role=client,id=0,socket=%s,bsize=8192%s" % (memif, mac_b),
                         "10.99.0.2/24", mtu=mtu, lcore=1, extra_port=extra_b, **kw)
         self.ip_a, self.ip_b = "10.99.0.1", "10.99.0.2"
-
-    def __enter__(self):
-        try:
-            self.a.start()
-            self.b.start()
-        except BaseException:
-            self.close(False)
-            raise
-        return self
 
 
 def sh(*cmd):

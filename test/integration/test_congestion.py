@@ -50,15 +50,6 @@ class BottleneckPair(DaemonPair):
     def teardown(self):
         shutil.rmtree(os.path.dirname(self.pmd), ignore_errors=True)
 
-    def __enter__(self):
-        try:
-            self.a.start()
-            self.b.start()
-        except BaseException:
-            self.close(False)
-            raise
-        return self
-
 
 def write_bw_with_qps(pair):
     """ib_write_bw -q 4 -D RUN_S from B to A; droce-ctl qps of both daemons half way."""
