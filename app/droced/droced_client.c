@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 
 #include "droced_loc.h"
@@ -563,6 +564,8 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	resp->hello.event_ring_off = (uint64_t)off;
 	droced_port_info(p, &resp->hello.port);
 	limits_fill(&resp->hello.limits);
+	/* the clock of CQE timestamps: every engine's TSC, one invariant counter */
+	resp->hello.tsc_hz = rte_get_tsc_hz();
 	resp->hello.nb_gids = RTE_MIN(p->nb_gids, (uint32_t)DROCE_PROTO_MAX_GIDS);
 	for (i = 0; i < resp->hello.nb_gids; i++) {
 		memcpy(resp->hello.gids[i].gid, p->gids[i], 16);
@@ -746,7 +749,8 @@ op_create_cq(struct droced_client *c, const struct droce_proto_req *req, unsigne
 	int rc;
 
 	if (req->create_cq.notify > 1 || nfds != 0 ||
-	    req->create_cq.cqe > droced.cfg.limits.max_cqe)
+	    req->create_cq.cqe > droced.cfg.limits.max_cqe ||
+	    (req->create_cq.flags & ~(uint32_t)DROCE_PROTO_CQ_TIMESTAMPS))
 		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL)
@@ -780,6 +784,7 @@ op_create_cq(struct droced_client *c, const struct droce_proto_req *req, unsigne
 	conf.size = cq->size;
 	conf.eventfd = cq->efd;
 	conf.handle = handle;
+	conf.timestamps = req->create_cq.flags & DROCE_PROTO_CQ_TIMESTAMPS;
 	cq->cq = droce_engine_cq_create(c->dom, &conf);
 	if (cq->cq == NULL) {
 		rc = -rte_errno;

@@ -390,6 +390,7 @@ struct droce_engine_cq_conf {
 	uint32_t size;			/* power of two */
 	int eventfd;			/* written at notifications; -1: none */
 	uint32_t handle;		/* named in events */
+	bool timestamps;		/* stamp each CQE with the engine's TSC */
 };
 
 struct droce_engine_cq *droce_engine_cq_create(struct droce_engine_domain *dom, const struct droce_engine_cq_conf *conf);

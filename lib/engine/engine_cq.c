@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
+
 #include "engine_loc.h"
 
 void
@@ -101,6 +103,8 @@ engine_cqe_write(struct droce_engine *e, struct droce_engine_cq *cq, const struc
 	cqe->slid = 0;
 	cqe->sl = wc->sl;
 	cqe->dlid_path_bits = 0;
+	/* Read now, not the pass's e->now: completion timestamps time single messages. */
+	cqe->timestamp = cq->timestamps ? rte_rdtsc() : 0;
 	__atomic_store_n(&cqe->owner, droce_shm_cqe_owner(slot, cq->log2_size), __ATOMIC_RELEASE);
 	ENGINE_STAT(e, cqe);
 	cq_notify(cq, wc);

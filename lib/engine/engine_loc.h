@@ -105,6 +105,7 @@ struct droce_engine_cq {
 	_Atomic uint32_t head;		/* next slot to reserve (engines) */
 	_Atomic uint32_t arm_served;	/* n of the last notification given */
 	_Atomic uint32_t error;		/* overrun seen */
+	bool timestamps;		/* droce_shm_cqe.timestamp: the TSC at the write */
 	uint32_t nb_qps;		/* control thread */
 };
 

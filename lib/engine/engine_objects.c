@@ -375,6 +375,7 @@ droce_engine_cq_create(struct droce_engine_domain *dom, const struct droce_engin
 	cq->log2_size = __builtin_ctz(conf->size);
 	cq->handle = conf->handle;
 	cq->eventfd = conf->eventfd;
+	cq->timestamps = conf->timestamps;
 	/* Start where the ring is: a CQ made over a used ring must not look full or fresh. */
 	atomic_store(&cq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
 	atomic_store(&cq->arm_served, __atomic_load_n(&conf->ctl->arm, __ATOMIC_ACQUIRE) >> 1);

@@ -201,7 +201,14 @@ struct droce_shm_cqe {
 	uint16_t slid;
 	uint8_t sl;
 	uint8_t dlid_path_bits;
-	uint8_t rsvd[25];
+	uint8_t rsvd0[2];
+	/*
+	 * The engine's TSC when it wrote the entry, in a CQ created with timestamps (else 0):
+	 * ibv_wc_read_completion_ts's raw clock, hca_core_clock = the TSC's kHz (droced's
+	 * HELLO answer gives its rate).
+	 */
+	uint64_t timestamp;
+	uint8_t rsvd[15];
 	uint8_t owner;		/* written last */
 };
 
@@ -319,6 +326,7 @@ _Static_assert(sizeof(struct droce_shm_rwqe) == 16, "rwqe");
 _Static_assert(sizeof(struct droce_shm_cqe) == 64, "cqe");
 _Static_assert(offsetof(struct droce_shm_cqe, status) == 30, "cqe status");
 _Static_assert(offsetof(struct droce_shm_cqe, owner) == 63, "cqe owner");
+_Static_assert(offsetof(struct droce_shm_cqe, timestamp) == 40, "cqe timestamp");
 _Static_assert(sizeof(struct droce_shm_qp) == 320, "qp");
 _Static_assert(offsetof(struct droce_shm_qp, state) == 256, "qp state");
 _Static_assert(offsetof(struct droce_shm_qp, rq_done) == 260, "qp rq_done");

@@ -103,6 +103,9 @@ int droce_shm_post_srq_recv(struct droce_shm_client_srq *srq, struct ibv_recv_wr
  * value once the CQ has had an overrun (the engine set ctl->error).
  */
 int droce_shm_poll_cq(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc);
+/* The same, with each entry's droce_shm_cqe.timestamp in ts[] (ts may be NULL). */
+int droce_shm_poll_cq_ts(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc,
+			 uint64_t *ts);
 
 /* ibv_req_notify_cq: one notification at the next (solicited, if asked) completion. */
 void droce_shm_req_notify_cq(struct droce_shm_client_cq *cq, bool solicited_only);

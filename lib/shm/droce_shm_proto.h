@@ -343,6 +343,7 @@ struct droce_proto_req {
 		struct {
 			uint32_t cqe;		/* at least this many entries */
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
+			uint32_t flags;		/* DROCE_PROTO_CQ_* */
 		} create_cq;
 		struct {
 			uint32_t pd;
@@ -445,6 +446,9 @@ struct droce_proto_req {
 	};
 };
 
+/* CREATE_CQ flags. */
+#define DROCE_PROTO_CQ_TIMESTAMPS	0x1	/* the engine stamps each CQE (droce_shm_cqe) */
+
 /* One QP's congestion control, as droce-ctl shows it (doc/congestion.md). */
 #define DROCE_PROTO_QP_CC_RP		0x1	/* reaction point on */
 #define DROCE_PROTO_QP_CC_LIMITED	0x2	/* paced below its max since a CNP */
@@ -536,6 +540,8 @@ struct droce_proto_resp {
 			uint32_t nb_gids;
 			uint32_t rsvd;
 			struct droce_proto_gid gids[DROCE_PROTO_MAX_GIDS];
+			/* the engines' TSC rate: CQE timestamps' clock (0: none) */
+			uint64_t tsc_hz;
 		} hello;
 		struct {
 			uint32_t handle;		/* PD, MR, AH (= droce_shm_swqe.ud.ah) */

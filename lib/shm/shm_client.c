@@ -367,6 +367,13 @@ droce_shm_post_srq_recv(struct droce_shm_client_srq *srq, struct ibv_recv_wr *wr
 int
 droce_shm_poll_cq(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc)
 {
+	return droce_shm_poll_cq_ts(cq, num_entries, wc, NULL);
+}
+
+int
+droce_shm_poll_cq_ts(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc,
+		     uint64_t *ts)
+{
 	const uint32_t mask = cq->size - 1;
 	const unsigned int log2_size = cq->log2_size;
 	uint32_t cons = cq->cons;
@@ -395,6 +402,8 @@ droce_shm_poll_cq(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc
 		w->slid = cqe->slid;
 		w->sl = cqe->sl;
 		w->dlid_path_bits = cqe->dlid_path_bits;
+		if (ts != NULL)
+			ts[n] = cqe->timestamp;
 		cons++;
 	}
 	if (n > 0) {

@@ -34,15 +34,16 @@
  * in a row the poller yields: nearly free when nothing else is runnable on its CPU, and
  * the engine's turn when it is. DROCE_POLL_YIELD sets the count (0: never yield).
  */
-int
-verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+/* ibv_poll_cq, with each entry's timestamp in ts[] when ts is not NULL (flushes: 0). */
+static int
+cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc, uint64_t *ts)
 {
 	struct verbs_dcq *cq = to_dcq(ibcq);
 	uint32_t every;
 	int n;
 
 	pthread_spin_lock(&cq->lock);
-	n = droce_shm_poll_cq(&cq->view, num_entries, wc);
+	n = droce_shm_poll_cq_ts(&cq->view, num_entries, wc, ts);
 	/* droced is gone: after its last completions come the flushes (verbs_fatal.c). */
 	if (n >= 0 && n < num_entries && cq->flush_next != cq->flush_len) {
 		uint32_t k = cq->flush_len - cq->flush_next;
@@ -51,6 +52,8 @@ verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 			k = (uint32_t)(num_entries - n);
 
 		memcpy(&wc[n], &cq->flush[cq->flush_next], k * sizeof(*wc));
+		if (ts != NULL)
+			memset(&ts[n], 0, k * sizeof(*ts));
 		cq->flush_next += k;
 		n += (int)k;
 	}
@@ -65,6 +68,12 @@ verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		sched_yield();
 	}
 	return 0;
+}
+
+int
+verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	return cq_poll(ibcq, num_entries, wc, NULL);
 }
 
 int
@@ -254,7 +263,7 @@ log2_of(uint32_t pow2)
 
 static struct verbs_dcq *
 cq_create(struct ibv_context *context, int cqe, void *cq_context,
-	  struct ibv_comp_channel *channel, int comp_vector)
+	  struct ibv_comp_channel *channel, int comp_vector, bool timestamps)
 {
 	unsigned int nfds = 0;
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_CQ };
@@ -274,6 +283,7 @@ cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	cq->efd = -1;
 	req.create_cq.cqe = (uint32_t)cqe;
 	req.create_cq.notify = channel != NULL;
+	req.create_cq.flags = timestamps ? DROCE_PROTO_CQ_TIMESTAMPS : 0;
 	ret = verbs_request_fds(c, &req, &resp, &cq->efd, channel != NULL ? 1 : 0, &nfds);
 	if (ret == 0 && channel != NULL && nfds != 1)
 		ret = EPROTO;
@@ -327,7 +337,7 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 
 	if (context == NULL)
 		return verbs_err_null(EINVAL);
-	cq = cq_create(context, cqe, cq_context, channel, comp_vector);
+	cq = cq_create(context, cqe, cq_context, channel, comp_vector, false);
 	return cq != NULL ? &cq->ibcq : NULL;
 }
 
@@ -335,14 +345,17 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
  * ---- Extended CQ (ibv_create_cq_ex(3)): the ibv_start_poll / next_poll / end_poll
  * iterator and the ibv_wc_read_* accessors, over the same ring as ibv_poll_cq. Each step
  * takes one entry into cq->cur; the accessors read it. The fields droce can supply are
- * those of struct ibv_wc; anything else (timestamps, VLAN, flow tag, tag matching) is
- * refused at creation with EOPNOTSUPP, so no accessor is ever asked for a value it lacks.
+ * those of struct ibv_wc and the completion timestamps (the engine's TSC, verbs_clock.c);
+ * anything else (VLAN, flow tag, tag matching) is refused at creation with EOPNOTSUPP, so
+ * no accessor is ever asked for a value it lacks.
  */
 
 #define CQ_EX_WC_FLAGS	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 			 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
 			 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
 			 IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define CQ_EX_WC_TIMESTAMPS	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+				 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 /* Single-threaded use needs no promise from droce: the CQ locks either way. */
 #define CQ_EX_CREATE_FLAGS	IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 
@@ -357,7 +370,7 @@ static int
 cq_ex_step(struct ibv_cq_ex *ex)
 {
 	struct verbs_dcq *cq = to_dcq_ex(ex);
-	int n = verbs_cq_poll(&cq->ibcq, 1, &cq->cur);
+	int n = cq_poll(&cq->ibcq, 1, &cq->cur, &cq->cur_ts);
 
 	if (n <= 0)
 		return n == 0 ? ENOENT : EINVAL;
@@ -371,6 +384,8 @@ cq_ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 {
 	if (attr == NULL || attr->comp_mask != 0)
 		return EINVAL;
+	if (ex->read_completion_wallclock_ns != NULL)
+		verbs_clock_anchor(&to_dcq_ex(ex)->anchor);
 	return cq_ex_step(ex);
 }
 
@@ -446,6 +461,20 @@ cq_ex_read_dlid_path_bits(struct ibv_cq_ex *ex)
 	return to_dcq_ex(ex)->cur.dlid_path_bits;
 }
 
+static uint64_t
+cq_ex_read_completion_ts(struct ibv_cq_ex *ex)
+{
+	return to_dcq_ex(ex)->cur_ts;
+}
+
+static uint64_t
+cq_ex_read_completion_wallclock_ns(struct ibv_cq_ex *ex)
+{
+	struct verbs_dcq *cq = to_dcq_ex(ex);
+
+	return verbs_clock_wallclock_ns(&cq->anchor, to_dctx(ex->context)->tsc_hz, cq->cur_ts);
+}
+
 /* context->create_cq_ex, reached through the inline ibv_create_cq_ex(). */
 struct ibv_cq_ex *
 verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
@@ -464,12 +493,15 @@ verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr->flags & ~(uint32_t)CQ_EX_CREATE_FLAGS))
 		return verbs_err_null(EOPNOTSUPP);
-	if (attr->wc_flags & ~(uint64_t)CQ_EX_WC_FLAGS)
+	if (attr->wc_flags & ~(uint64_t)(CQ_EX_WC_FLAGS | CQ_EX_WC_TIMESTAMPS))
+		return verbs_err_null(EOPNOTSUPP);
+	/* timestamps: droced's engines' TSC, which this process must be able to read too */
+	if ((attr->wc_flags & CQ_EX_WC_TIMESTAMPS) && to_dctx(context)->tsc_hz == 0)
 		return verbs_err_null(EOPNOTSUPP);
 	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX)
 		return verbs_err_null(EINVAL);
 	cq = cq_create(context, (int)attr->cqe, attr->cq_context, attr->channel,
-		       (int)attr->comp_vector);
+		       (int)attr->comp_vector, (attr->wc_flags & CQ_EX_WC_TIMESTAMPS) != 0);
 	if (cq == NULL)
 		return NULL;
 	ex = &cq->ibcq_ex;
@@ -486,6 +518,10 @@ verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr
 	ex->read_slid = cq_ex_read_slid;
 	ex->read_sl = cq_ex_read_sl;
 	ex->read_dlid_path_bits = cq_ex_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		ex->read_completion_ts = cq_ex_read_completion_ts;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		ex->read_completion_wallclock_ns = cq_ex_read_completion_wallclock_ns;
 	return ex;
 }
 

@@ -245,6 +245,7 @@ ibv_open_device(struct ibv_device *device)
 		c->wake_fd[i] = -1;
 	c->port = resp.hello.port;
 	c->limits = resp.hello.limits;
+	c->tsc_hz = verbs_clock_hz(resp.hello.tsc_hz);
 	/*
 	 * The GID table has a fixed length with droced's GIDs first and empty entries after
 	 * them, as on a NIC whose table outgrows its addresses: a program scanning it meets
@@ -263,6 +264,7 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.query_device_ex = verbs_query_device_ex;
 	c->vctx.create_qp_ex = verbs_qp_create_ex;
 	c->vctx.create_cq_ex = verbs_cq_create_ex;
+	c->vctx.query_rt_values = verbs_query_rt_values;
 	c->vctx.context.device = device;
 	c->vctx.context.cmd_fd = sock;
 	c->ev_pipe = fds[1];
@@ -390,6 +392,11 @@ verbs_query_device_ex(struct ibv_context *context, const struct ibv_query_device
 	device_attr_fill(to_dctx(context), &a.orig_attr);
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	/* completion timestamps: the engines' TSC, 64 bits wide, its rate in kHz */
+	if (to_dctx(context)->tsc_hz != 0) {
+		a.completion_timestamp_mask = UINT64_MAX;
+		a.hca_core_clock = to_dctx(context)->tsc_hz / 1000;
+	}
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	if (attr_size > sizeof(a))
 		memset((uint8_t *)attr + sizeof(a), 0, attr_size - sizeof(a));

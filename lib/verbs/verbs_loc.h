@@ -141,6 +141,7 @@ struct verbs_dctx {
 	int wake_fd[DROCE_SHM_MAX_ENGINES];
 	struct droce_proto_port_info port;
 	struct droce_proto_limits limits;
+	uint64_t tsc_hz;			/* CQE timestamps' clock; 0: none (verbs_clock.c) */
 	uint32_t poll_yield;			/* empty polls before a yield; 0: never */
 	uint32_t nb_gids;			/* table length: VERBS_GID_TBL_LEN */
 	struct droce_proto_gid gids[DROCE_PROTO_MAX_GIDS];
@@ -158,6 +159,26 @@ struct verbs_dctx {
 	struct verbs_context vctx;		/* last: ends with struct ibv_context */
 };
 
+/*
+ * CQE timestamps (verbs_clock.c): the engines' TSC is the "HCA clock". A wallclock reading
+ * is the TSC against CLOCK_REALTIME at one instant, taken at each ibv_start_poll.
+ */
+struct verbs_clock_anchor {
+	uint64_t tsc;
+	uint64_t realtime_ns;
+};
+
+/* The TSC now: the same counter the engines stamp with; 0 where there is none. */
+uint64_t verbs_clock_tsc(void);
+/* The TSC's rate droced gave, or 0 where this process cannot read the TSC. */
+uint64_t verbs_clock_hz(uint64_t droced_tsc_hz);
+void verbs_clock_anchor(struct verbs_clock_anchor *a);
+/* tsc as nanoseconds since the epoch, by the anchor and the rate. */
+uint64_t verbs_clock_wallclock_ns(const struct verbs_clock_anchor *a, uint64_t tsc_hz,
+				  uint64_t tsc);
+/* context->query_rt_values: ibv_query_rt_values_ex's raw clock. */
+int verbs_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values);
+
 struct verbs_dcq {
 	/*
 	 * struct ibv_cq_ex begins with struct ibv_cq's fields (rdma-core's
@@ -170,6 +191,8 @@ struct verbs_dcq {
 	};
 	pthread_spinlock_t lock;
 	struct ibv_wc cur;			/* ibv_start_poll/next_poll's current entry */
+	uint64_t cur_ts;			/* its timestamp (TSC), with timestamps */
+	struct verbs_clock_anchor anchor;	/* wallclock conversion, from start_poll */
 	uint32_t empty_polls;			/* in a row, for the poll yield */
 	struct droce_shm_client_cq view;
 	int efd;				/* notification fd with a channel, else -1 */

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, main, parse_args, run_cases,
+from droce_harness import (App, MemifPair, check, expect_idle, log, main, parse_args, run_cases,
                            run_pair)
 
 # Distinct from the other integration tests' ports (meson may run them at the same time).
@@ -111,6 +111,34 @@ def t_rc_10000():
     pingpong("ibv_rc_pingpong", iters=10000, size=64, timeout=240)
 
 
+def t_rc_timestamps():
+    """-t: completion timestamps (ibv_create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+    which needs ibv_query_device_ex's completion_timestamp_mask). The engine stamps each
+    CQE with its TSC; ibv_devinfo -v gives the clock (hca_core_clock, kHz). Each side's
+    average gap between receive completions, in that clock, must be its own measured time
+    per iteration within a factor of 3, and min <= average <= max."""
+    info = tool(["ibv_devinfo", "-v", "-d", "droce0"], pair.a)
+    m = re.search(r"hca_core_clock:\s+(\d+)\s*kHZ", info)
+    check(m is not None and int(m.group(1)) > 0, "no hca_core_clock in:\n%s" % info)
+    khz = int(m.group(1))
+    m = re.search(r"completion timestamp_mask:\s+0x([0-9a-f]+)", info)
+    check(m is not None and int(m.group(1), 16) != 0, "no timestamp mask in:\n%s" % info)
+    srv, cli, _, _ = pingpong("ibv_rc_pingpong", ["-t"], iters=2000, size=64)
+    for side, out in (("server", srv), ("client", cli)):
+        got = {}
+        for k in ("Max", "Min", "Average"):
+            m = re.search(r"^%s receive completion clock cycles = ([\d.]+)" % k, out, re.M)
+            check(m is not None, "%s: no %s completion clock cycles in:\n%s" % (side, k, out))
+            got[k] = float(m.group(1))
+        usec = float(re.search(r"iters in [\d.]+ seconds = ([\d.]+) usec/iter", out).group(1))
+        avg_us = got["Average"] / khz * 1000
+        check(0 < got["Min"] <= got["Average"] <= got["Max"], "%s: cycles %s" % (side, got))
+        check(usec / 3 <= avg_us <= usec * 3, "%s: %.2f us between completions by the "
+              "timestamps, %.2f us per iteration measured" % (side, avg_us, usec))
+        log("  %s: %.2f us between receive completions by the timestamps, %.2f us/iter "
+            "measured (clock %d kHz)" % (side, avg_us, usec, khz))
+
+
 def t_srq_16():
     # 16 QPs on one SRQ on each side: 16 connections, each one reported.
     srv, cli, n_srv, n_cli = pingpong("ibv_srq_pingpong", ["-q", "16"], iters=100)
@@ -180,6 +208,7 @@ CASE_LIST = [
     ("rc_sizes", t_rc_sizes),
     ("rc_mtus", t_rc_mtus),
     ("rc_10000", t_rc_10000),
+    ("rc_timestamps", t_rc_timestamps),
     ("srq_16", t_srq_16),
     ("srq_events", t_srq_events),
     ("ud", t_ud),
