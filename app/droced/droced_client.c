@@ -44,9 +44,12 @@ struct droced_pd {
 struct droced_mr {
 	uint8_t *view;		/* the pieces, mapped one after another */
 	uint64_t view_len;
+	uint64_t first_off;	/* the MR's first byte in the view */
+	uint64_t iova;
 	uint64_t length;
 	uint32_t lkey;
 	uint32_t pd;
+	uint32_t access;
 };
 
 struct droced_cq {
@@ -643,35 +646,68 @@ piece_check(int fd, const struct droce_proto_mr_piece *pc)
 	return 0;
 }
 
+/* IB 10.6.3.1: remote write or atomic access needs local write. */
+static bool
+access_ok(uint32_t access)
+{
+	const uint32_t remote = DROCE_SHM_ACCESS_REMOTE_WRITE | DROCE_SHM_ACCESS_REMOTE_ATOMIC;
+
+	return !(access & remote) || (access & DROCE_SHM_ACCESS_LOCAL_WRITE);
+}
+
+/*
+ * The np pieces of a registration (their memfds in fds), checked, then mapped one after
+ * another in one reservation, contiguous as in the application: *view of *view_len bytes,
+ * of which [first_off, first_off + length) is the MR. 0 or -errno, nothing left mapped.
+ */
+static int
+pieces_map(const struct droce_proto_mr_piece *pieces, uint32_t np, const int *fds,
+	   uint64_t first_off, uint64_t length, uint8_t **view, uint64_t *view_len)
+{
+	uint64_t total = 0, pos = 0;
+	uint8_t *v;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < np; i++) {
+		rc = piece_check(fds[i], &pieces[i]);
+		if (rc != 0)
+			return rc;
+		total += pieces[i].len;
+		if (total < pieces[i].len)
+			return -EINVAL;
+	}
+	if (length == 0 || first_off >= total || length > total - first_off)
+		return -EINVAL;
+	v = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (v == MAP_FAILED)
+		return -ENOMEM;
+	for (i = 0; i < np; i++) {
+		if (mmap(v + pos, pieces[i].len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 fds[i], pieces[i].off) == MAP_FAILED) {
+			munmap(v, total);
+			return -EINVAL;
+		}
+		pos += pieces[i].len;
+	}
+	*view = v;
+	*view_len = total;
+	return 0;
+}
+
 static int
 op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, const int *fds,
 	  unsigned int nfds, struct droce_proto_resp *resp)
 {
-	const uint32_t remote = DROCE_SHM_ACCESS_REMOTE_WRITE | DROCE_SHM_ACCESS_REMOTE_ATOMIC;
-	uint32_t np = req->reg_mr.nb_pieces, i;
+	uint32_t np = req->reg_mr.nb_pieces;
 	struct droced_pd *pd = pd_get(c, req->reg_mr.pd);
 	struct droced_mr *mr;
-	uint64_t total = 0, pos = 0;
-	uint8_t *view;
 	int rc;
 
 	if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds != np ||
 	    n < offsetof(struct droce_proto_req, reg_mr.pieces) + np * sizeof(req->reg_mr.pieces[0]))
 		return -EINVAL;
-	if (pd == NULL || req->reg_mr.length == 0)
-		return -EINVAL;
-	/* IB 10.6.3.1: remote write or atomic access needs local write. */
-	if ((req->reg_mr.access & remote) && !(req->reg_mr.access & DROCE_SHM_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	for (i = 0; i < np; i++) {
-		rc = piece_check(fds[i], &req->reg_mr.pieces[i]);
-		if (rc != 0)
-			return rc;
-		total += req->reg_mr.pieces[i].len;
-		if (total < req->reg_mr.pieces[i].len)
-			return -EINVAL;
-	}
-	if (req->reg_mr.first_off >= total || req->reg_mr.length > total - req->reg_mr.first_off)
+	if (pd == NULL || req->reg_mr.length == 0 || !access_ok(req->reg_mr.access))
 		return -EINVAL;
 	if (c->mrs.nb >= c->mrs.max ||
 	    req->reg_mr.length > droced.cfg.limits.max_mr_bytes - c->mr_bytes)
@@ -679,26 +715,15 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return -ENOMEM;
-	/* One reservation, then the pieces in order over it: contiguous as in the application. */
-	view = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (view == MAP_FAILED) {
+	rc = pieces_map(req->reg_mr.pieces, np, fds, req->reg_mr.first_off, req->reg_mr.length,
+			&mr->view, &mr->view_len);
+	if (rc != 0) {
 		free(mr);
-		return -ENOMEM;
+		return rc;
 	}
-	mr->view = view;
-	mr->view_len = total;
-	for (i = 0; i < np; i++) {
-		const struct droce_proto_mr_piece *pc = &req->reg_mr.pieces[i];
-
-		if (mmap(view + pos, pc->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds[i],
-			 pc->off) == MAP_FAILED) {
-			rc = -EINVAL;
-			goto fail;
-		}
-		pos += pc->len;
-	}
-	rc = droce_engine_mr_reg(c->dom, req->reg_mr.pd, view + req->reg_mr.first_off, req->reg_mr.iova,
-			  req->reg_mr.length, req->reg_mr.access, &mr->lkey, &resp->obj.rkey);
+	rc = droce_engine_mr_reg(c->dom, req->reg_mr.pd, mr->view + req->reg_mr.first_off,
+				 req->reg_mr.iova, req->reg_mr.length, req->reg_mr.access,
+				 &mr->lkey, &resp->obj.rkey);
 	if (rc != 0)
 		goto fail;
 	rc = table_add(&c->mrs, mr, &resp->obj.handle);
@@ -706,16 +731,89 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 		droce_engine_mr_dereg(c->dom, mr->lkey);
 		goto fail;
 	}
+	mr->first_off = req->reg_mr.first_off;
+	mr->iova = req->reg_mr.iova;
 	mr->length = req->reg_mr.length;
 	mr->pd = req->reg_mr.pd;
+	mr->access = req->reg_mr.access;
 	pd->users++;
 	c->mr_bytes += mr->length;
 	resp->obj.lkey = mr->lkey;
 	return 0;
 fail:
-	munmap(view, total);
+	munmap(mr->view, mr->view_len);
 	free(mr);
 	return rc;
+}
+
+/*
+ * ibv_rereg_mr in place: the same handle and keys, what flags name changed (a new
+ * translation: new pieces, mapped before the engine switches, the old unmapped after).
+ * On failure the MR is as it was.
+ */
+static int
+op_rereg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n,
+	    const int *fds, unsigned int nfds, struct droce_proto_resp *resp)
+{
+	const uint32_t known = DROCE_PROTO_REREG_TRANSLATION | DROCE_PROTO_REREG_PD |
+			       DROCE_PROTO_REREG_ACCESS;
+	struct droced_mr *mr = table_get(&c->mrs, req->rereg_mr.handle);
+	uint32_t flags = req->rereg_mr.flags, np = req->rereg_mr.nb_pieces;
+	bool trans = flags & DROCE_PROTO_REREG_TRANSLATION;
+	uint32_t pd = flags & DROCE_PROTO_REREG_PD ? req->rereg_mr.pd : mr != NULL ? mr->pd : 0;
+	uint32_t access = flags & DROCE_PROTO_REREG_ACCESS ? req->rereg_mr.access :
+			  mr != NULL ? mr->access : 0;
+	uint64_t length, first_off, iova, view_len = 0;
+	uint8_t *view = NULL;
+	int rc;
+
+	if (mr == NULL || flags == 0 || (flags & ~known) || pd_get(c, pd) == NULL ||
+	    !access_ok(access))
+		return -EINVAL;
+	if (trans) {
+		if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds != np ||
+		    n < offsetof(struct droce_proto_req, rereg_mr.pieces) +
+			np * sizeof(req->rereg_mr.pieces[0]))
+			return -EINVAL;
+		length = req->rereg_mr.length;
+		first_off = req->rereg_mr.first_off;
+		iova = req->rereg_mr.iova;
+		if (length > droced.cfg.limits.max_mr_bytes - (c->mr_bytes - mr->length))
+			return -ENOMEM;
+		rc = pieces_map(req->rereg_mr.pieces, np, fds, first_off, length, &view,
+				&view_len);
+		if (rc != 0)
+			return rc;
+	} else {
+		if (nfds != 0)
+			return -EINVAL;
+		length = mr->length;
+		first_off = mr->first_off;
+		iova = mr->iova;
+	}
+	rc = droce_engine_mr_rereg(c->dom, mr->lkey, pd, (trans ? view : mr->view) + first_off,
+				   iova, length, access);
+	if (rc != 0) {
+		if (trans)
+			munmap(view, view_len);
+		return rc;
+	}
+	if (trans) {
+		munmap(mr->view, mr->view_len);
+		mr->view = view;
+		mr->view_len = view_len;
+		mr->first_off = first_off;
+		mr->iova = iova;
+		c->mr_bytes = c->mr_bytes - mr->length + length;
+		mr->length = length;
+	}
+	pd_get(c, mr->pd)->users--;
+	pd_get(c, pd)->users++;
+	mr->pd = pd;
+	mr->access = access;
+	resp->obj.handle = req->rereg_mr.handle;
+	resp->obj.lkey = resp->obj.rkey = mr->lkey;
+	return 0;
 }
 
 static int
@@ -1300,6 +1398,7 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_QUERY_PORTS] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_STATUS] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_QUERY_QPS] = REQ_SIZE(query_qps),
+	[DROCE_PROTO_OP_REREG_MR] = offsetof(struct droce_proto_req, rereg_mr.pieces),
 	[DROCE_PROTO_OP_HELLO] = REQ_SIZE(hello),
 	[DROCE_PROTO_OP_ALLOC_PD] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_DEALLOC_PD] = REQ_SIZE(obj),
@@ -1390,6 +1489,9 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_REG_MR:
 		rc = op_reg_mr(c, req, n, fds, nfds, resp);
+		break;
+	case DROCE_PROTO_OP_REREG_MR:
+		rc = op_rereg_mr(c, req, n, fds, nfds, resp);
 		break;
 	case DROCE_PROTO_OP_DEREG_MR:
 		rc = op_dereg_mr(c, req->obj.handle);

@@ -375,6 +375,14 @@ int droce_engine_domain_wake_fd(const struct droce_engine_domain *dom, uint32_t 
 int droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base, uint64_t iova,
 		 uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey);
 /* Waits until no engine can still be using the MR before returning. */
+/*
+ * ibv_rereg_mr in place: the MR of lkey takes pd, base, iova, length and access and keeps
+ * its keys. No engine uses it meanwhile: it is invalid while the fields change, after every
+ * engine has finished a pass (a remote access then meets an invalid key, as during a
+ * re-registration on a NIC). 0 or -EINVAL (no such MR).
+ */
+int droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t pd,
+			  void *base, uint64_t iova, uint64_t length, uint32_t access);
 int droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey);
 
 /* UD address handles: number *ah for droce_shm_swqe.ud.ah. -EHOSTUNREACH: no neighbour. */

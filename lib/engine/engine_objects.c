@@ -284,6 +284,31 @@ droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey)
 	return 0;
 }
 
+int
+droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t pd,
+		      void *base, uint64_t iova, uint64_t length, uint32_t access)
+{
+	uint32_t idx = lkey >> 8;
+	struct engine_mr *mr;
+
+	if (idx == 0 || idx >= dom->max_mrs || base == NULL || length == 0 ||
+	    iova + length < iova)
+		return -EINVAL;
+	mr = &dom->mrs[idx];
+	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->key != lkey)
+		return -EINVAL;
+	atomic_store_explicit(&mr->valid, 0, memory_order_release);
+	/* Nobody reads the old fields any more once every engine passed a quiescent point. */
+	engine_quiesce(dom->dev);
+	mr->base = base;
+	mr->iova = iova;
+	mr->length = length;
+	mr->access = access;
+	mr->pd = pd;
+	atomic_store_explicit(&mr->valid, 1, memory_order_release);
+	return 0;
+}
+
 /* ---- Paths ---- */
 
 /*

@@ -103,6 +103,14 @@ int droce_shm_post_srq_recv(struct droce_shm_client_srq *srq, struct ibv_recv_wr
  * value once the CQ has had an overrun (the engine set ctl->error).
  */
 int droce_shm_poll_cq(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc);
+/*
+ * Removes every completion of QP qpn waiting in the CQ, keeping the others in order: a QP
+ * moved to RESET has none left (IB 11.2.4.2 discards its work; mlx4 and mlx5's providers
+ * clean their CQs so, and programs that restart a QP rely on it). The consumer's side,
+ * under the caller's poll lock; only entries the engines have finished (owner set) are
+ * moved. Returns how many it removed.
+ */
+uint32_t droce_shm_cq_clean(struct droce_shm_client_cq *cq, uint32_t qpn);
 /* The same, with each entry's droce_shm_cqe.timestamp in ts[] (ts may be NULL). */
 int droce_shm_poll_cq_ts(struct droce_shm_client_cq *cq, int num_entries, struct ibv_wc *wc,
 			 uint64_t *ts);

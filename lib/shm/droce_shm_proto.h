@@ -87,6 +87,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_CM_GET_EVENT,
 	DROCE_PROTO_OP_CM_NOTIFY,
 	DROCE_PROTO_OP_QUERY_QPS,	/* no fds; allowed before HELLO: QPs' congestion state */
+	DROCE_PROTO_OP_REREG_MR,	/* <- fds: the new pieces with DROCE_PROTO_REREG_TRANSLATION */
 	DROCE_PROTO_OP_MAX
 };
 
@@ -340,6 +341,22 @@ struct droce_proto_req {
 			uint32_t rsvd;
 			struct droce_proto_mr_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 		} reg_mr;
+		/*
+		 * ibv_rereg_mr: the MR of handle keeps its keys; what flags name changes, the
+		 * rest of the fields is read only for it (pieces with TRANSLATION).
+		 */
+		struct {
+			uint32_t handle;
+			uint32_t flags;		/* DROCE_PROTO_REREG_* */
+			uint32_t pd;
+			uint32_t access;
+			uint64_t iova;
+			uint64_t length;
+			uint64_t first_off;
+			uint32_t nb_pieces;
+			uint32_t rsvd;
+			struct droce_proto_mr_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
+		} rereg_mr;
 		struct {
 			uint32_t cqe;		/* at least this many entries */
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
@@ -445,6 +462,11 @@ struct droce_proto_req {
 		} cm_notify;
 	};
 };
+
+/* REREG_MR flags: enum ibv_rereg_mr_flags' values. */
+#define DROCE_PROTO_REREG_TRANSLATION	0x1
+#define DROCE_PROTO_REREG_PD		0x2
+#define DROCE_PROTO_REREG_ACCESS	0x4
 
 /* CREATE_CQ flags. */
 #define DROCE_PROTO_CQ_TIMESTAMPS	0x1	/* the engine stamps each CQE (droce_shm_cqe) */

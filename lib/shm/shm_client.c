@@ -413,6 +413,39 @@ droce_shm_poll_cq_ts(struct droce_shm_client_cq *cq, int num_entries, struct ibv
 	return n;
 }
 
+uint32_t
+droce_shm_cq_clean(struct droce_shm_client_cq *cq, uint32_t qpn)
+{
+	const uint32_t mask = cq->size - 1;
+	uint32_t cons = cq->cons, prod, nfreed = 0;
+
+	/* What the engines have finished: from cons, each slot whose owner says this lap. */
+	for (prod = cons; prod - cons < cq->size; prod++)
+		if (__atomic_load_n(&cq->ring[prod & mask].owner, __ATOMIC_ACQUIRE) !=
+		    droce_shm_cqe_owner(prod, cq->log2_size))
+			break;
+	/*
+	 * Backwards, each kept entry moves nfreed slots on, over the removed ones: the kept
+	 * end where it was, in order, and cons advances by nfreed. Slots keep their owner
+	 * byte (valid for this lap already); an engine writes only beyond prod meanwhile.
+	 */
+	while (prod != cons) {
+		const struct droce_shm_cqe *src = &cq->ring[--prod & mask];
+
+		if (src->qp_num == qpn)
+			nfreed++;
+		else if (nfreed != 0)
+			memcpy(&cq->ring[(prod + nfreed) & mask], src,
+			       offsetof(struct droce_shm_cqe, owner));
+	}
+	if (nfreed != 0) {
+		cq->cons = cons + nfreed;
+		/* the moves before the engines may reuse the freed slots */
+		__atomic_store_n(&cq->ctl->ring.cons, cq->cons, __ATOMIC_RELEASE);
+	}
+	return nfreed;
+}
+
 /*
  * The arm store and the caller's next poll form a store-then-load pair against the
  * engine's CQE write and its read of arm: without a full fence on both sides each could

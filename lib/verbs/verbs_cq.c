@@ -76,6 +76,16 @@ verbs_cq_poll(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	return cq_poll(ibcq, num_entries, wc, NULL);
 }
 
+void
+verbs_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct verbs_dcq *cq = to_dcq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	droce_shm_cq_clean(&cq->view, qpn);
+	pthread_spin_unlock(&cq->lock);
+}
+
 int
 verbs_cq_req_notify(struct ibv_cq *ibcq, int solicited_only)
 {

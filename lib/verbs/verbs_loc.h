@@ -340,6 +340,8 @@ bool verbs_ah_check(void *arg, uint32_t ah);
 
 /* verbs_cq.c */
 int verbs_cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+/* The completions of QP qpn waiting in cq removed (its move to RESET: droce_shm_cq_clean). */
+void verbs_cq_clean(struct ibv_cq *ibcq, uint32_t qpn);
 int verbs_cq_req_notify(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *verbs_cq_create_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr);

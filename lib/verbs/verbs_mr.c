@@ -117,39 +117,31 @@ access_check(unsigned int access, uint32_t *out)
 	return 0;
 }
 
-VERBS_EXPORT struct ibv_mr *
-ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-		 unsigned int access)
+/*
+ * Registers [addr, addr + length) at iova with access acc (access_check's) in pd: droced
+ * makes the MR, the context learns its lkey; mr's handle, keys, pd, addr and length are
+ * set. 0 or an errno, and nothing changed.
+ */
+static int
+mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, uint32_t acc,
+	    struct ibv_mr *mr)
 {
 	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 	int fds[DROCE_PROTO_MR_MAX_PIECES];
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REG_MR };
 	struct droce_proto_resp resp;
-	struct verbs_dctx *c;
-	struct verbs_dmr *mr;
+	struct verbs_dctx *c = to_dctx(pd->context);
 	unsigned int i, n = 0;
 	uint64_t first_off = 0;
-	uint32_t acc = 0;
 	int ret;
 
-	if (pd == NULL)
-		return verbs_err_null(EINVAL);
-	ret = access_check(access, &acc);
-	if (ret != 0)
-		return verbs_err_null(ret);
-	c = to_dctx(pd->context);
 	/* A zero-length MR maps no page: droce has nothing to share (kernel umem: EINVAL). */
 	if (length == 0 || length > c->limits.max_mr_size || iova + length < iova)
-		return verbs_err_null(EINVAL);
-	mr = calloc(1, sizeof(*mr));
-	if (mr == NULL)
-		return verbs_err_null(ENOMEM);
+		return EINVAL;
 	ret = verbs_pages_share(&mr_pages, addr, length, pieces, DROCE_PROTO_MR_MAX_PIECES, &n,
 				&first_off);
-	if (ret < 0) {
-		free(mr);
-		return verbs_err_null(ret == -E2BIG ? ENOMEM : -ret);
-	}
+	if (ret < 0)
+		return ret == -E2BIG ? ENOMEM : -ret;
 	req.reg_mr.pd = pd->handle;
 	req.reg_mr.access = acc;
 	req.reg_mr.iova = iova;
@@ -172,17 +164,54 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
+	if (ret != 0)
+		return ret;
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->handle = resp.obj.handle;
+	mr->lkey = resp.obj.lkey;
+	mr->rkey = resp.obj.rkey;
+	return 0;
+}
+
+/* droced's MR handle gone, and the context's lkey with it: 0 or an errno. */
+static int
+mr_deregister(struct verbs_dctx *c, const struct ibv_mr *mr)
+{
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEREG_MR };
+	struct droce_proto_resp resp;
+	int ret;
+
+	req.obj.handle = mr->handle;
+	ret = verbs_request(c, &req, NULL, 0, &resp);
+	if (ret == 0)
+		key_remove(c, mr->lkey);
+	return ret;
+}
+
+VERBS_EXPORT struct ibv_mr *
+ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+		 unsigned int access)
+{
+	struct verbs_dmr *mr;
+	uint32_t acc = 0;
+	int ret;
+
+	if (pd == NULL)
+		return verbs_err_null(EINVAL);
+	ret = access_check(access, &acc);
+	if (ret != 0)
+		return verbs_err_null(ret);
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL)
+		return verbs_err_null(ENOMEM);
+	ret = mr_register(pd, addr, length, iova, acc, &mr->ibmr);
 	if (ret != 0) {
 		free(mr);
 		return verbs_err_null(ret);
 	}
-	mr->ibmr.context = pd->context;
-	mr->ibmr.pd = pd;
-	mr->ibmr.addr = addr;
-	mr->ibmr.length = length;
-	mr->ibmr.handle = resp.obj.handle;
-	mr->ibmr.lkey = resp.obj.lkey;
-	mr->ibmr.rkey = resp.obj.rkey;
 	return &mr->ibmr;
 }
 
@@ -207,32 +236,128 @@ ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t io
 	return verbs_err_null(EOPNOTSUPP);
 }
 
-/* ibv_rereg_mr(3): an enum ibv_rereg_mr_err_code; errno EOPNOTSUPP (not implemented). */
+/* The iova and access of lkey as registered (the context's key table). */
+static bool
+key_lookup(struct verbs_dctx *c, uint32_t lkey, uint64_t *iova, uint32_t *access)
+{
+	uint32_t idx = lkey >> 8;
+	bool ok = false;
+
+	pthread_rwlock_rdlock(&c->key_lock);
+	if (idx < c->nb_keys && c->keys[idx].live && c->keys[idx].lkey == lkey) {
+		*iova = c->keys[idx].iova;
+		*access = c->keys[idx].access;
+		ok = true;
+	}
+	pthread_rwlock_unlock(&c->key_lock);
+	return ok;
+}
+
+#define REREG_FLAGS	(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | \
+			 IBV_REREG_MR_CHANGE_ACCESS)
+_Static_assert(IBV_REREG_MR_CHANGE_TRANSLATION == DROCE_PROTO_REREG_TRANSLATION &&
+	       IBV_REREG_MR_CHANGE_PD == DROCE_PROTO_REREG_PD &&
+	       IBV_REREG_MR_CHANGE_ACCESS == DROCE_PROTO_REREG_ACCESS, "rereg flags");
+
+/*
+ * ibv_rereg_mr(3): droced changes the MR in place (REREG_MR), keys kept, as NICs and
+ * soft-RoCE do and as rdma-core's tests expect. A new translation is shared as ibv_reg_mr
+ * shares one and registered at iova = addr, as the kernel does. The input checks are
+ * libibverbs' own. Failures leave the MR as it was: input errors IBV_REREG_MR_ERR_INPUT,
+ * droced's refusals IBV_REREG_MR_ERR_CMD (the man page's codes), errno set.
+ */
 VERBS_EXPORT int
 ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 	     int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
+	int fds[DROCE_PROTO_MR_MAX_PIECES];
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REREG_MR };
+	struct droce_proto_resp resp;
+	struct verbs_dctx *c;
+	unsigned int i, n = 0;
+	uint64_t iova, first_off = 0;
+	uint32_t acc;
+	int ret;
+
+	if (mr == NULL || mr->context == NULL || flags == 0 || (flags & ~REREG_FLAGS) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == NULL || length == 0)) ||
+	    (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) &&
+	     (pd == NULL || pd->context != mr->context))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	c = to_dctx(mr->context);
+	if (!key_lookup(c, mr->lkey, &iova, &acc)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		ret = access_check((unsigned int)access, &acc);
+		if (ret != 0) {
+			errno = ret;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+	}
+	req.rereg_mr.handle = mr->handle;
+	req.rereg_mr.flags = (uint32_t)flags;
+	req.rereg_mr.pd = flags & IBV_REREG_MR_CHANGE_PD ? pd->handle : mr->pd->handle;
+	req.rereg_mr.access = acc;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (length > c->limits.max_mr_size) {
+			errno = EINVAL;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+		ret = verbs_pages_share(&mr_pages, addr, length, pieces,
+					DROCE_PROTO_MR_MAX_PIECES, &n, &first_off);
+		if (ret < 0) {
+			errno = ret == -E2BIG ? ENOMEM : -ret;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+		iova = (uintptr_t)addr;
+		req.rereg_mr.iova = iova;
+		req.rereg_mr.length = length;
+		req.rereg_mr.first_off = first_off;
+		req.rereg_mr.nb_pieces = n;
+		for (i = 0; i < n; i++) {
+			req.rereg_mr.pieces[i].off = pieces[i].off;
+			req.rereg_mr.pieces[i].len = pieces[i].len;
+			fds[i] = pieces[i].fd;
+		}
+	} else {
+		addr = mr->addr;
+		length = mr->length;
+	}
+	ret = verbs_request(c, &req, fds, n, &resp);
+	verbs_pieces_close(pieces, n);
+	if (ret != 0) {
+		errno = ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	/* the same lkey: its entry rewritten with what the MR is now */
+	ret = key_insert(c, mr->lkey, iova, length, acc);
+	if (ret != 0) {
+		errno = ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	return 0;
 }
 
 VERBS_EXPORT int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEREG_MR };
-	struct droce_proto_resp resp;
-	struct verbs_dctx *c;
 	int ret;
 
 	if (mr == NULL)
 		return verbs_err(EINVAL);
-	c = to_dctx(mr->context);
-	req.obj.handle = mr->handle;
-	ret = verbs_request(c, &req, NULL, 0, &resp);
+	ret = mr_deregister(to_dctx(mr->context), mr);
 	if (ret != 0)
 		return verbs_err(ret);
-	key_remove(c, mr->lkey);
 	free(verbs_container_of(mr, struct verbs_dmr, ibmr));
 	return 0;
 }

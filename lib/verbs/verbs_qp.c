@@ -812,6 +812,12 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 		return verbs_err(ret);
 	if (attr_mask & IBV_QP_STATE)
 		ib->state = attr->qp_state;
+	/* RESET: the engine wrote the QP's last completions already; none may come out now */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		verbs_cq_clean(ib->send_cq, ib->qp_num);
+		if (ib->recv_cq != ib->send_cq)
+			verbs_cq_clean(ib->recv_cq, ib->qp_num);
+	}
 	return 0;
 }
 

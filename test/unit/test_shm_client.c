@@ -1265,6 +1265,46 @@ DROCE_TEST(poll_every_field_partial_and_zero)
 }
 
 /*
+ * A QP's move to RESET cleans the CQ of its completions (droce_shm_cq_clean): the others
+ * come out in order, exactly once, across the ring's wrap; entries written after the
+ * clean still come out.
+ */
+DROCE_TEST(cq_clean_removes_one_qp)
+{
+	struct ibv_wc wc[CQ_SIZE + 1];
+	struct droce_shm_cqe c;
+	uint32_t i, qpn_gone;
+	struct fake f;
+	int n;
+
+	fake_init(&f, DROCE_SHM_QPT_RC, DROCE_SHM_QPS_RTS, false);
+	/* move the ring half way first, so that the entries wrap */
+	for (i = 0; i < CQ_SIZE / 2; i++)
+		engine_write(&f, i);
+	CHECK_EQ_I64(droce_shm_poll_cq(&f.cq, CQ_SIZE, wc), CQ_SIZE / 2);
+	/* a full ring: entries i of QP (i odd ? gone : kept) */
+	make_cqe(1, &c);
+	qpn_gone = c.qp_num;
+	for (i = CQ_SIZE / 2; i < CQ_SIZE / 2 + CQ_SIZE; i++) {
+		make_cqe(i, &c);
+		if (i % 2 == 1)
+			c.qp_num = qpn_gone;
+		engine_write_cqe(f.cq.ring, CQ_SIZE, CQ_LOG2, i, &c);
+	}
+	CHECK_EQ_U64(droce_shm_cq_clean(&f.cq, qpn_gone), CQ_SIZE / 2);
+	CHECK_EQ_U64(f.cq_ctl->ring.cons, CQ_SIZE / 2 + CQ_SIZE / 2);
+	n = droce_shm_poll_cq(&f.cq, CQ_SIZE + 1, wc);
+	CHECK_EQ_I64(n, CQ_SIZE / 2);
+	for (i = 0; i < (uint32_t)n; i++)
+		check_wc(&wc[i], CQ_SIZE / 2 + 2 * i);
+	/* nothing of that QP left: cleaning again removes nothing; new entries still come */
+	CHECK_EQ_U64(droce_shm_cq_clean(&f.cq, qpn_gone), 0);
+	engine_write(&f, CQ_SIZE / 2 + CQ_SIZE);
+	CHECK_EQ_I64(droce_shm_poll_cq(&f.cq, CQ_SIZE + 1, wc), 1);
+	check_wc(&wc[0], CQ_SIZE / 2 + CQ_SIZE);
+}
+
+/*
  * Many laps of a 4-entry ring with random write and poll sizes: entries come out in
  * order, exactly once, and a slot holding last lap's entry never looks fresh.
  */
