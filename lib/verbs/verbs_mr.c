@@ -117,6 +117,20 @@ access_check(unsigned int access, uint32_t *out)
 	return 0;
 }
 
+/* A share's pieces as a request carries them: offset and length, the memfds beside. */
+static void
+pieces_out(const struct verbs_piece *pieces, unsigned int n, struct droce_proto_mr_piece *out,
+	   int *fds)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		out[i].off = pieces[i].off;
+		out[i].len = pieces[i].len;
+		fds[i] = pieces[i].fd;
+	}
+}
+
 /*
  * Registers [addr, addr + length) at iova with access acc (access_check's) in pd: droced
  * makes the MR, the context learns its lkey; mr's handle, keys, pd, addr and length are
@@ -131,7 +145,7 @@ mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, uint32_
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REG_MR };
 	struct droce_proto_resp resp;
 	struct verbs_dctx *c = to_dctx(pd->context);
-	unsigned int i, n = 0;
+	unsigned int n = 0;
 	uint64_t first_off = 0;
 	int ret;
 
@@ -148,11 +162,7 @@ mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, uint32_
 	req.reg_mr.length = length;
 	req.reg_mr.first_off = first_off;
 	req.reg_mr.nb_pieces = n;
-	for (i = 0; i < n; i++) {
-		req.reg_mr.pieces[i].off = pieces[i].off;
-		req.reg_mr.pieces[i].len = pieces[i].len;
-		fds[i] = pieces[i].fd;
-	}
+	pieces_out(pieces, n, req.reg_mr.pieces, fds);
 	ret = verbs_request(c, &req, fds, n, &resp);
 	verbs_pieces_close(pieces, n);
 	if (ret == 0) {
@@ -275,7 +285,7 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REREG_MR };
 	struct droce_proto_resp resp;
 	struct verbs_dctx *c;
-	unsigned int i, n = 0;
+	unsigned int n = 0;
 	uint64_t iova, first_off = 0;
 	uint32_t acc;
 	int ret;
@@ -320,11 +330,7 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 		req.rereg_mr.length = length;
 		req.rereg_mr.first_off = first_off;
 		req.rereg_mr.nb_pieces = n;
-		for (i = 0; i < n; i++) {
-			req.rereg_mr.pieces[i].off = pieces[i].off;
-			req.rereg_mr.pieces[i].len = pieces[i].len;
-			fds[i] = pieces[i].fd;
-		}
+		pieces_out(pieces, n, req.rereg_mr.pieces, fds);
 	} else {
 		addr = mr->addr;
 		length = mr->length;

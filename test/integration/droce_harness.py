@@ -254,9 +254,14 @@ class DaemonPair:
     def teardown(self):
         pass
 
+    def setup(self):
+        """What must exist before the daemons start (links, namespaces): none here."""
+
     def __enter__(self):
-        """Starts a, then b (memif: a is the server); a pair that fails to start is closed."""
+        """setup(), then a, then b (memif: a is the server); a pair that fails to start is
+        closed."""
         try:
+            self.setup()
             self.a.start()
             self.b.start()
         except BaseException:
@@ -398,24 +403,17 @@ class VethPair(DaemonPair):
                         "net_af_packet0,iface=%s%s" % (self.ifs[1], devargs),
                         self.ip_b + "/24", mtu=mtu, lcore=1, netns=self.ns[1])
 
-    def __enter__(self):
-        try:
-            for ns in self.ns:
-                sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", self.ifs[0], "netns", self.ns[0], "type", "veth",
-               "peer", "name", self.ifs[1], "netns", self.ns[1])
-            for ns, ifn in zip(self.ns, self.ifs):
-                # Room for a 4096-byte RoCE payload and its headers.
-                sh("ip", "-n", ns, "link", "set", ifn, "mtu", "9000", "up")
-                sh("ip", "-n", ns, "link", "set", "lo", "up")
-            if self.on_link_up is not None:
-                self.on_link_up(self)
-            self.a.start()
-            self.b.start()
-        except BaseException:
-            self.close(False)
-            raise
-        return self
+    def setup(self):
+        for ns in self.ns:
+            sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", self.ifs[0], "netns", self.ns[0], "type", "veth",
+           "peer", "name", self.ifs[1], "netns", self.ns[1])
+        for ns, ifn in zip(self.ns, self.ifs):
+            # Room for a 4096-byte RoCE payload and its headers.
+            sh("ip", "-n", ns, "link", "set", ifn, "mtu", "9000", "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        if self.on_link_up is not None:
+            self.on_link_up(self)
 
     def teardown(self):
         for ns in self.ns:
