@@ -909,6 +909,44 @@ fail:
 	return rc;
 }
 
+/*
+ * ibv_resize_cq: a new ring in the region, the waiting completions moved into it by the
+ * engine layer (droce_engine_cq_resize), the old ring freed. libdroce holds the CQ's poll
+ * lock throughout, so the application's consumer index starts again at 0 with the ring.
+ */
+static int
+op_resize_cq(struct droced_client *c, const struct droce_proto_req *req,
+	     struct droce_proto_resp *resp)
+{
+	struct droced_cq *cq = table_get(&c->cqs, req->resize_cq.handle);
+	uint32_t size;
+	int64_t off;
+	int rc;
+
+	if (cq == NULL || req->resize_cq.cqe == 0 ||
+	    req->resize_cq.cqe > droced.cfg.limits.max_cqe)
+		return -EINVAL;
+	size = pow2_at_least(req->resize_cq.cqe);
+	off = droce_shm_arena_alloc(c->arena, (uint64_t)size * sizeof(struct droce_shm_cqe),
+				    DROCE_SHM_CACHE_LINE);
+	if (off < 0)
+		return -ENOMEM;
+	rc = droce_engine_cq_resize(cq->cq, region_ptr(c, off), size);
+	if (rc != 0) {
+		droce_shm_arena_free(c->arena, off, (uint64_t)size * sizeof(struct droce_shm_cqe));
+		return rc;
+	}
+	droce_shm_arena_free(c->arena, cq->ring_off, (uint64_t)cq->size *
+			     sizeof(struct droce_shm_cqe));
+	cq->ring_off = off;
+	cq->size = size;
+	resp->cq.handle = req->resize_cq.handle;
+	resp->cq.size = size;
+	resp->cq.ctl_off = (uint64_t)cq->ctl_off;
+	resp->cq.ring_off = (uint64_t)off;
+	return 0;
+}
+
 static int
 op_destroy_cq(struct droced_client *c, uint32_t handle)
 {
@@ -1406,6 +1444,7 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_DEREG_MR] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_CREATE_CQ] = REQ_SIZE(create_cq),
 	[DROCE_PROTO_OP_DESTROY_CQ] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_RESIZE_CQ] = REQ_SIZE(resize_cq),
 	[DROCE_PROTO_OP_CREATE_SRQ] = REQ_SIZE(create_srq),
 	[DROCE_PROTO_OP_MODIFY_SRQ] = REQ_SIZE(modify_srq),
 	[DROCE_PROTO_OP_QUERY_SRQ] = REQ_SIZE(obj),
@@ -1501,6 +1540,9 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_DESTROY_CQ:
 		rc = op_destroy_cq(c, req->obj.handle);
+		break;
+	case DROCE_PROTO_OP_RESIZE_CQ:
+		rc = op_resize_cq(c, req, resp);
 		break;
 	case DROCE_PROTO_OP_CREATE_SRQ:
 		rc = op_create_srq(c, req, resp);

@@ -405,6 +405,14 @@ struct droce_engine_cq *droce_engine_cq_create(struct droce_engine_domain *dom, 
 /* -EBUSY while a QP uses it. */
 int droce_engine_cq_destroy(struct droce_engine_cq *cq);
 /*
+ * ibv_resize_cq: cq's completions move to ring (size entries, a power of two, zeroed),
+ * the oldest first at entry 0, and the engines write there from then on; the
+ * application's consumer index is set to 0. Every engine of the device waits outside a
+ * pass meanwhile. 0; -EINVAL when more completions wait than size holds; -EIO after an
+ * overrun. The control thread, while the application does not poll cq.
+ */
+int droce_engine_cq_resize(struct droce_engine_cq *cq, struct droce_shm_cqe *ring, uint32_t size);
+/*
  * After IBV_EVENT_CQ_ERR (overrun): moves every QP that uses cq to ERR, as the control
  * path must (11.4.2.1: the CQ's QPs go to error), and raises IBV_EVENT_QP_FATAL for each.
  * Returns how many it moved.

@@ -49,6 +49,15 @@ int droce_engine_region_cq_free(const struct droce_engine_region *r, const struc
 			  uint32_t size);
 
 /*
+ * ibv_resize_cq of a region's CQ: a new ring of size entries (a power of two) in the
+ * region, droce_engine_cq_resize, the old ring freed, view following the new one from
+ * its first entry; mem and old_size describe the CQ before. 0, or -errno (nothing changed).
+ */
+int droce_engine_region_cq_resize(const struct droce_engine_region *r, struct droce_engine_cq *cq,
+			   struct droce_engine_region_cq_mem *mem, uint32_t old_size, uint32_t size,
+			   struct droce_shm_client_cq *view);
+
+/*
  * A QP as conf says, its control block and rings placed in the region here (conf's ctl,
  * sq and rq are set; rq_size and rq_max_sge 0 with an SRQ). view posts to it, through the
  * doorbell block of the QP's engine; its supported_wr (SEND only) and checks (none) are

@@ -671,6 +671,11 @@ void engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmp
 /* ---- Device ---- */
 
 struct droce_engine_dev {
+	/*
+	 * Non-zero while the control thread moves a CQ's ring (droce_engine_cq_resize): no
+	 * engine runs a pass, so no completion is written meanwhile (engine_loop.c).
+	 */
+	_Atomic uint32_t freeze;
 	uint32_t max_qps;
 	struct droce_engine_qp *_Atomic *qps;	/* by QPN */
 	uint32_t qpn_next;		/* control thread: allocation cursor */

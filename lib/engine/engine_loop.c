@@ -18,6 +18,21 @@ droce_engine_poll(struct droce_engine *e)
 
 	/* seq_cst: the epoch is published before this pass reads any table (engine_quiesce). */
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_seq_cst);
+	/*
+	 * A CQ's ring moving: this pass ends before it starts, and the next waits. The load
+	 * after the epoch's seq_cst increment pairs with the freeze store before
+	 * engine_quiesce's loads: either the control thread waits for this pass, or this
+	 * pass sees the freeze.
+	 */
+	if (unlikely(atomic_load_explicit(&e->dev->freeze, memory_order_seq_cst))) {
+		atomic_store_explicit(&e->epoch,
+				      atomic_load_explicit(&e->epoch, memory_order_relaxed) + 1,
+				      memory_order_release);
+		while (atomic_load_explicit(&e->dev->freeze, memory_order_acquire) &&
+		       !atomic_load_explicit(&e->stop, memory_order_acquire))
+			rte_pause();
+		return 1;	/* not idle: the pass that waited is run next */
+	}
 	e->now = rte_rdtsc();
 	work = engine_cmd_stage(e);			/* engine_cmd.c */
 	work += rx_stage(e);				/* engine_rx.c */

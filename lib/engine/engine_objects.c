@@ -439,6 +439,46 @@ droce_engine_cq_in_error(const struct droce_engine_cq *cq)
 }
 
 int
+droce_engine_cq_resize(struct droce_engine_cq *cq, struct droce_shm_cqe *ring, uint32_t size)
+{
+	struct droce_engine_dev *dev = cq->dom->dev;
+	uint32_t cons, head, n, i;
+	int rc = 0;
+
+	if (ring == NULL || size == 0 || (size & (size - 1)) != 0)
+		return -EINVAL;
+	/* Every pass that may be writing to cq ends; no new one starts (engine_loop.c). */
+	atomic_store_explicit(&dev->freeze, 1, memory_order_seq_cst);
+	engine_quiesce(dev);
+	cons = __atomic_load_n(&cq->ctl->ring.cons, __ATOMIC_ACQUIRE);
+	head = atomic_load_explicit(&cq->head, memory_order_relaxed);
+	n = head - cons;
+	if (atomic_load_explicit(&cq->error, memory_order_relaxed)) {
+		rc = -EIO;
+	} else if (n > size || n > cq->size) {
+		/* 11.2.9.3: fewer entries than the completions waiting is refused */
+		rc = -EINVAL;
+	} else {
+		unsigned int log2 = __builtin_ctz(size);
+
+		for (i = 0; i < n; i++) {
+			const struct droce_shm_cqe *src = &cq->ring[(cons + i) & (cq->size - 1)];
+
+			memcpy(&ring[i], src, offsetof(struct droce_shm_cqe, owner));
+			ring[i].owner = droce_shm_cqe_owner(i, log2);
+		}
+		cq->ring = ring;
+		cq->size = size;
+		cq->log2_size = log2;
+		atomic_store_explicit(&cq->head, n, memory_order_relaxed);
+		__atomic_store_n(&cq->ctl->ring.cons, 0, __ATOMIC_RELEASE);
+	}
+	/* the new ring and index before any pass runs again */
+	atomic_store_explicit(&dev->freeze, 0, memory_order_release);
+	return rc;
+}
+
+int
 droce_engine_cq_destroy(struct droce_engine_cq *cq)
 {
 	if (cq->nb_qps != 0)

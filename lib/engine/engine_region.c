@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <string.h>
 
 #include <droce_shm.h>
@@ -54,6 +55,31 @@ droce_engine_region_cq_free(const struct droce_engine_region *r, const struct dr
 	    droce_shm_arena_free(r->arena, mem->ring_off,
 				 (uint64_t)size * sizeof(struct droce_shm_cqe)) != 0)
 		return -1;
+	return 0;
+}
+
+int
+droce_engine_region_cq_resize(const struct droce_engine_region *r, struct droce_engine_cq *cq,
+			   struct droce_engine_region_cq_mem *mem, uint32_t old_size, uint32_t size,
+			   struct droce_shm_client_cq *view)
+{
+	int64_t off = region_alloc(r, (uint64_t)size * sizeof(struct droce_shm_cqe));
+	struct droce_shm_cqe *ring = region_at(r, off);
+	int rc;
+
+	if (ring == NULL)
+		return -ENOMEM;
+	rc = droce_engine_cq_resize(cq, ring, size);
+	if (rc != 0) {
+		droce_shm_arena_free(r->arena, off, (uint64_t)size * sizeof(struct droce_shm_cqe));
+		return rc;
+	}
+	droce_shm_arena_free(r->arena, mem->ring_off, (uint64_t)old_size * sizeof(struct droce_shm_cqe));
+	mem->ring_off = off;
+	view->ring = ring;
+	view->size = size;
+	view->log2_size = (unsigned int)__builtin_ctz(size);
+	view->cons = 0;
 	return 0;
 }
 

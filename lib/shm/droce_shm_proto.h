@@ -88,6 +88,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_CM_NOTIFY,
 	DROCE_PROTO_OP_QUERY_QPS,	/* no fds; allowed before HELLO: QPs' congestion state */
 	DROCE_PROTO_OP_REREG_MR,	/* <- fds: the new pieces with DROCE_PROTO_REREG_TRANSLATION */
+	DROCE_PROTO_OP_RESIZE_CQ,
 	DROCE_PROTO_OP_MAX
 };
 
@@ -362,6 +363,10 @@ struct droce_proto_req {
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
 			uint32_t flags;		/* DROCE_PROTO_CQ_* */
 		} create_cq;
+		struct {
+			uint32_t handle;
+			uint32_t cqe;		/* at least this many entries */
+		} resize_cq;		/* answered as CREATE_CQ: the new ring (cq) */
 		struct {
 			uint32_t pd;
 			uint32_t max_wr;

@@ -141,6 +141,7 @@ static const char *const op_names[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_CM_NOTIFY] = "CM_NOTIFY",
 	[DROCE_PROTO_OP_QUERY_QPS] = "QUERY_QPS",
 	[DROCE_PROTO_OP_REREG_MR] = "REREG_MR",
+	[DROCE_PROTO_OP_RESIZE_CQ] = "RESIZE_CQ",
 };
 
 const char *

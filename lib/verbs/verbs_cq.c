@@ -535,12 +535,46 @@ verbs_cq_create_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr
 	return ex;
 }
 
-/* The ring cannot grow in place: EOPNOTSUPP. */
+/*
+ * ibv_resize_cq(3): droced moves the waiting completions into a new ring of at least cqe
+ * entries (RESIZE_CQ), oldest first, while this process holds the poll lock; then the
+ * view follows the new ring from its first entry. Fewer entries than completions waiting:
+ * EINVAL, and nothing changed. cq->cqe becomes the new size.
+ */
 VERBS_EXPORT int
-ibv_resize_cq(struct ibv_cq *cq, int cqe)
+ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq; (void)cqe;
-	return verbs_err(EOPNOTSUPP);
+	struct droce_proto_req req = { .op = DROCE_PROTO_OP_RESIZE_CQ };
+	struct droce_proto_resp resp;
+	struct verbs_dctx *c;
+	struct verbs_dcq *cq;
+	int ret;
+
+	if (ibcq == NULL || cqe < 1)
+		return verbs_err(EINVAL);
+	c = to_dctx(ibcq->context);
+	if ((uint32_t)cqe > c->limits.max_cqe)
+		return verbs_err(EINVAL);
+	cq = to_dcq(ibcq);
+	req.resize_cq.handle = ibcq->handle;
+	req.resize_cq.cqe = (uint32_t)cqe;
+	pthread_spin_lock(&cq->lock);
+	ret = verbs_request(c, &req, NULL, 0, &resp);
+	if (ret == 0 && (resp.cq.size < (uint32_t)cqe || (resp.cq.size & (resp.cq.size - 1)) ||
+			 resp.cq.size > DROCE_SHM_MAX_CQE || resp.cq.ctl_off !=
+			 (uint64_t)((uint8_t *)cq->view.ctl - c->region) ||
+			 !verbs_region_ok(c, resp.cq.ring_off,
+					  (uint64_t)resp.cq.size * sizeof(struct droce_shm_cqe))))
+		ret = EPROTO;
+	if (ret == 0) {
+		cq->view.ring = (struct droce_shm_cqe *)(c->region + resp.cq.ring_off);
+		cq->view.size = resp.cq.size;
+		cq->view.log2_size = log2_of(resp.cq.size);
+		cq->view.cons = 0;
+		ibcq->cqe = (int)resp.cq.size;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return ret != 0 ? verbs_err(ret) : 0;
 }
 
 /*

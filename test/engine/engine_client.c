@@ -531,6 +531,14 @@ objs_remove(void **arr, unsigned int *n, void *p)
 	}
 }
 
+int
+tc_cq_resize(struct tc_cq *cq, uint32_t size)
+{
+	struct droce_engine_region r = host_region(cq->h);
+
+	return droce_engine_region_cq_resize(&r, cq->cq, &cq->mem, cq->view.size, size, &cq->view);
+}
+
 void
 tc_cq_destroy(struct tc_cq *cq)
 {

@@ -156,6 +156,8 @@ void tc_pair_close(struct tc_host *a, struct tc_host *b);
 struct tc_mr *tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access);
 struct tc_cq *tc_cq_create(struct tc_host *h, uint32_t size);
 void tc_cq_destroy(struct tc_cq *cq);
+/* ibv_resize_cq: 0 or -errno (droce_engine_region_cq_resize). */
+int tc_cq_resize(struct tc_cq *cq, uint32_t size);
 struct tc_srq *tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge,
 			     uint32_t limit);
 void tc_srq_destroy(struct tc_srq *srq);

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Congestion control through droced (doc/congestion.md). Two droced joined by net_memif;
 A's port is the net_fault vdev's bottleneck queue around the memif port: a switch port
-that drains at 500 Mb/s and marks ECN-capable packets CE above 16 KiB (drivers/net/fault).
+that drains at 500 Mb/s and marks ECN-capable packets CE above 16 KiB as they leave
+(drivers/net/fault); both daemons run DCQCN with the paper's alpha period for a link that
+slow (doc/congestion.md, "Tuning").
 Debian's ib_write_bw -q 4 runs unmodified from B to A for a few seconds, and while it runs
 droce-ctl qps shows each daemon's QPs:
 
@@ -17,6 +19,7 @@ usage: test_congestion.py DROCED DROCE_CTL COMPAT_DIR FAULT_PMD [CASE...]
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -26,7 +29,10 @@ from droce_harness import (App, DaemonPair, Daemon, Workdir, check, ctl_lines,  
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir", "fault_pmd"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
-BOTTLENECK = "rate=500,buffer=1048576,ecn_min=16384,ecn_max=131072,ecn_pmax=200000"
+BOTTLENECK = ("rate=500,buffer=1048576,ecn_min=16384,ecn_max=131072,ecn_pmax=200000,"
+              "ecn_dequeue=1")
+# the DCQCN paper's alpha period: a 500 Mb/s link (doc/congestion.md, "Tuning")
+CC_SLOW_LINK = "dce_tcp_rtt = 55"
 RUN_S = 4
 LINE_MBPS = 100000      # the reaction point's max on a memif port (no link speed)
 
@@ -34,7 +40,7 @@ LINE_MBPS = 100000      # the reaction point's max on a memif port (no link spee
 class BottleneckPair(DaemonPair):
     """A (memif server, the receiver) behind the bottleneck, B (memif client) sending."""
 
-    def __init__(self, cc_a="", cc_b=""):
+    def __init__(self, cc_a=CC_SLOW_LINK, cc_b=CC_SLOW_LINK):
         self.work = Workdir("congestion")
         memif = self.work.file("pair.memif")
         self.pmd = private_copy(BIN["fault_pmd"])
@@ -54,16 +60,27 @@ class BottleneckPair(DaemonPair):
 def write_bw_with_qps(pair):
     """ib_write_bw -q 4 -D RUN_S from B to A; droce-ctl qps of both daemons half way."""
     port = free_tcp_port()
+    # 32 WRITEs of 64 KiB out per QP (perftest's -t): what is left at the end of -D drains
+    # at the bottleneck's rate
     common = ["ib_write_bw", "-d", "droce0", "-p", str(port), "-q", "4", "-s", "65536",
-              "-D", str(RUN_S)]
+              "-t", "32", "-D", str(RUN_S)]
     srv = App(common, pair.a, 120, "server", env=ENV)
     time.sleep(0.5)
     cli = App(common + ["127.0.0.1"], pair.b, 120, "client", env=ENV)
     time.sleep(RUN_S / 2 + 1)
     qa = ctl_lines(BIN["droce_ctl"], pair.a, "qps")
     qb = ctl_lines(BIN["droce_ctl"], pair.b, "qps")
-    rc_c = cli.wait(60)
-    rc_s = srv.wait(60)
+    try:
+        rc_c = cli.wait(90)
+        rc_s = srv.wait(30)
+    except subprocess.TimeoutExpired:
+        # what the QPs were doing, for the log: a stall of the rate machine shows here
+        log("  stalled; A: %s\n  B: %s\n  client:\n%s\n  server:\n%s" %
+            (ctl_lines(BIN["droce_ctl"], pair.a, "qps"), ctl_lines(BIN["droce_ctl"], pair.b, "qps"),
+             cli.text(), srv.text()))
+        cli.kill9()
+        srv.kill9()
+        raise
     check(rc_c == 0 and rc_s == 0, "ib_write_bw: server %s, client %s\n%s\n%s" %
           (rc_s, rc_c, srv.output, cli.output))
     # perftest's QPs (4) and its exchange's: every QP droced has, RC
@@ -97,7 +114,7 @@ def t_dcqcn():
 
 
 def t_np_off():
-    with BottleneckPair(cc_a="roce_np_enable = none") as pair:
+    with BottleneckPair(cc_a=CC_SLOW_LINK + "\nroce_np_enable = none") as pair:
         qa, qb = write_bw_with_qps(pair)
     check(sum(num(q, "ce_rcvd") for q in qa) > 0, "no CE-marked packet reached A: %s" % qa)
     check(all(num(q, "cnp_sent") == 0 for q in qa), "A sent CNPs with its NP off: %s" % qa)
@@ -106,7 +123,7 @@ def t_np_off():
 
 
 def t_rp_off():
-    with BottleneckPair(cc_b="roce_rp_enable = none") as pair:
+    with BottleneckPair(cc_b=CC_SLOW_LINK + "\nroce_rp_enable = none") as pair:
         qa, qb = write_bw_with_qps(pair)
     check(all(num(q, "ce_rcvd") == 0 for q in qa),
           "packets that are not ECN-capable were marked CE: %s" % qa)
