@@ -715,7 +715,20 @@ r_destroy_channel_busy(struct fx *f)
 static long
 r_resize_cq(struct fx *f)
 {
+	/* ibv_resize_cq(3): the fixture's CQ, its QP attached and nothing waiting: grows */
 	return CALL(f, ibv_resize_cq(f->cq, 512));
+}
+
+static long
+r_resize_cq_zero(struct fx *f)
+{
+	return CALL(f, ibv_resize_cq(f->cq, 0));
+}
+
+static long
+r_resize_cq_over_max(struct fx *f)
+{
+	return CALL(f, ibv_resize_cq(f->cq, f->dattr.max_cqe + 1));
 }
 
 static long
@@ -1711,7 +1724,9 @@ static const struct row rows[] = {
 	ROW(r_create_cq_ex_over_max, 0, EINVAL, EOPNOTSUPP),
 	ROW(r_destroy_cq_busy, EBUSY, ERR_ANY, 0),
 	ROW(r_destroy_channel_busy, EBUSY, ERR_ANY, 0),
-	ROW(r_resize_cq, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_resize_cq, 0, ERR_ANY, 0),
+	ROW(r_resize_cq_zero, EINVAL, ERR_ANY, 0),
+	ROW(r_resize_cq_over_max, EINVAL, ERR_ANY, 0),
 	ROW(r_req_notify_cq, 0, ERR_ANY, 0),
 	ROW(r_poll_cq_zero, 0, ERR_ANY, 0),
 	/* SRQ */
