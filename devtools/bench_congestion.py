@@ -68,7 +68,7 @@ def main():
     print()
     rows = (("64 B SEND, 1 QP (Mpps)", "send", 64, 1), ("64 KiB WRITE, 4 QPs (Gb/s)", "write",
                                                          65536, 4))
-    builds = [("DCQCN on (default)", binary, []), ("--dcqcn off", binary, ["--dcqcn", "off"])]
+    builds = [("--dcqcn on", binary, ["--dcqcn", "on"]), ("--dcqcn off", binary, ["--dcqcn", "off"])]
     if baseline:
         builds.append(("baseline", baseline, []))
     print("| figure | " + " | ".join(b[0] for b in builds) + " |")

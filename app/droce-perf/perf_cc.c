@@ -111,7 +111,7 @@ perf_cc_usage(void)
 	       "      --cc NAME=V     a congestion parameter of both hosts (doc/congestion.md:\n"
 	       "                      rpg_ai_rate=10, min_time_between_cnps=0, ...); repeatable\n"
 	       "      --dcqcn on|off  ECN, CNPs and DCQCN rate control on every priority, or\n"
-	       "                      none (default on, as a ConnectX)\n"
+	       "                      none (default: CNPs for CE marks, no ECN-capable sends)\n"
 	       "      --engines N     host a's engines, 1..%u, QP i on engine i %% N (default\n"
 	       "                      one per 4096 QPs); internal net_ring pair only\n"
 	       "      --per-qp MS     what each QP delivered, and the bottleneck, every MS ms\n"

@@ -35,13 +35,16 @@
 /*
  * X(name, min, max, default, unit, description): every parameter is a uint32_t field of
  * struct droce_cc_params. Names and defaults are mlx5's (roce_np / roce_rp), the traffic
- * class ones are what a RoCE port is configured with; doc/congestion.md explains each.
+ * class ones are what a RoCE port is configured with; doc/congestion.md explains each. One
+ * default is not mlx5's: the reaction point is off (roce_rp_enable none) until configured,
+ * as ECN-capable packets make a marking switch stop dropping them, and a peer without a
+ * notification point (Linux's soft-RoCE) then never slows the sender (doc/congestion.md).
  */
 #define DROCE_CC_PARAMS(X) \
 	X(roce_dscp, 0, 63, 0, "", "DSCP of RoCE packets whose QP traffic class has none") \
 	X(vlan, 0, 4094, DROCE_CC_NO_VLAN, "", "802.1Q VLAN ID on RoCE packets (0: priority tag)") \
 	X(roce_np_enable, 0, 0xFF, DROCE_CC_PRIO_ALL, "mask", "priorities whose CE-marked packets get CNPs") \
-	X(roce_rp_enable, 0, 0xFF, DROCE_CC_PRIO_ALL, "mask", "priorities sent ECN-capable and rate-controlled") \
+	X(roce_rp_enable, 0, 0xFF, 0, "mask", "priorities sent ECN-capable and rate-controlled") \
 	X(min_time_between_cnps, 0, 1000000, 4, "us", "least time between two CNPs of one QP") \
 	X(cnp_dscp, 0, 63, 48, "", "DSCP of CNPs") \
 	X(cnp_802p_prio, 0, 7, 6, "", "802.1p priority of CNPs, with vlan set") \
@@ -66,7 +69,7 @@ struct droce_cc_params {
 #undef DROCE_CC_PARAM_FIELD
 };
 
-/* mlx5's defaults: both points enabled on every priority. */
+/* The defaults: the notification point on every priority, the reaction point off. */
 void droce_cc_params_default(struct droce_cc_params *p);
 /* Both points off on every priority: packets not ECN-capable, no CNPs, no rate control. */
 void droce_cc_params_disable(struct droce_cc_params *p);

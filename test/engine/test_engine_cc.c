@@ -86,6 +86,7 @@ DROCE_TEST(dcqcn_through_a_bottleneck)
 	struct cc_run r;
 
 	droce_cc_params_default(&cc);
+	cc.roce_rp_enable = DROCE_CC_PRIO_ALL;
 	cc.dce_tcp_rtt = 55;		/* a slow link: the paper's alpha period */
 	cc_streams(&cc, &r);
 	CHECK(r.rp);

@@ -11,8 +11,8 @@ droce-ctl qps shows each daemon's QPs:
   the reaction point, received them, cut their rates and are paced below the line;
 - np_off: [congestion] roce_np_enable = none on A: the same marks, but no CNP, so B's
   QPs never cut;
-- rp_off: [congestion] roce_rp_enable = none on B: B's packets are not ECN-capable, so
-  the bottleneck marks none and nothing else happens.
+- rp_off: [congestion] roce_rp_enable = none on B (the default): B's packets are not
+  ECN-capable, so the bottleneck marks none and nothing else happens.
 
 usage: test_congestion.py DROCED DROCE_CTL COMPAT_DIR FAULT_PMD [CASE...]
 """
@@ -31,8 +31,9 @@ BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir", "fault_pmd"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
 BOTTLENECK = ("rate=500,buffer=1048576,ecn_min=16384,ecn_max=131072,ecn_pmax=200000,"
               "ecn_dequeue=1")
-# the DCQCN paper's alpha period: a 500 Mb/s link (doc/congestion.md, "Tuning")
-CC_SLOW_LINK = "dce_tcp_rtt = 55"
+# DCQCN on every priority (the reaction point is off by default), with the paper's alpha
+# period: a 500 Mb/s link (doc/congestion.md, "Tuning")
+CC_SLOW_LINK = "roce_rp_enable = 0-7\ndce_tcp_rtt = 55"
 RUN_S = 4
 LINE_MBPS = 100000      # the reaction point's max on a memif port (no link speed)
 
@@ -123,7 +124,7 @@ def t_np_off():
 
 
 def t_rp_off():
-    with BottleneckPair(cc_b=CC_SLOW_LINK + "\nroce_rp_enable = none") as pair:
+    with BottleneckPair(cc_b="roce_rp_enable = none\ndce_tcp_rtt = 55") as pair:
         qa, qb = write_bw_with_qps(pair)
     check(all(num(q, "ce_rcvd") == 0 for q in qa),
           "packets that are not ECN-capable were marked CE: %s" % qa)

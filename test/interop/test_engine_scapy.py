@@ -220,9 +220,9 @@ LINE_KBPS = 100000000               # the reaction point's max on a port with no
 
 
 def tclass_want(pkt):
-    """The IP traffic class droce's defaults give: CNPs DSCP 48 and not ECN-capable,
-    everything else DSCP 0 and ECT(0)."""
-    return CNP_DSCP << 2 if pkt.haslayer(BTH) and pkt[BTH].opcode == 0x81 else ECN_ECT0
+    """The IP traffic class droce's defaults give: CNPs DSCP 48, everything else DSCP 0;
+    not ECN-capable, the reaction point being off by default (doc/congestion.md)."""
+    return CNP_DSCP << 2 if pkt.haslayer(BTH) and pkt[BTH].opcode == 0x81 else 0
 
 
 def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
@@ -242,8 +242,8 @@ def check_ip_udp(r, what, frame, pkt, req, v6, l4_len):
     if v6:
         ip = pkt[IPv6]
         r.eq(what + ' IPv6 version', ip.version, 6)
-        # DSCP 0 (the port's roce_dscp), ECN-capable: DCQCN is on by default
-        # (doc/congestion.md), as on a ConnectX; CNPs are not ECN-capable.
+        # DSCP 0 (the port's roce_dscp), Not-ECT: the reaction point is off by default
+        # (doc/congestion.md); CNPs carry DSCP 48.
         r.eq(what + ' IPv6 traffic class', ip.tc, tclass_want(pkt))
         r.eq(what + ' IPv6 flow label', ip.fl, 0)
         r.eq(what + ' IPv6 payload length', ip.plen, l4_len)
@@ -676,7 +676,7 @@ def case_cnp_reaction(tool, tmp):
                   '!I', AETH_ACK_NO_CREDITS << 24 | 1), tos=ECN_CE)]
     r = Run(tool, tmp, 'cnp_reaction', inputs,
             ['--state', 'rts', '--sq-psn', s0, '--recvs', 0, '--send=8',
-             '--cc', 'rate_reduce_monitor_period=1000000'])
+             '--cc', 'rate_reduce_monitor_period=1000000', '--cc', 'roce_rp_enable=0-7'])
     for i in range(4):
         r.silent(i)
     r.eq('answers to input 4', len(r.answers[4]), 1)
@@ -698,21 +698,24 @@ def case_cnp_reaction(tool, tmp):
 
 
 def case_traffic_classes(tool, tmp):
-    """The path's traffic class on the wire (doc/congestion.md, "Traffic classes"): the
-    port's roce_dscp where the AV has none, ECT(0) where the priority (the SL, else the
-    DSCP's top bits) runs DCQCN, a program's ECN bits kept but CE, a VLAN tag with the
-    priority as PCP; a CNP with DSCP 48 and, tagged, PCP 6. Whether the reaction point is
-    on follows the same priority: a CNP cuts the rate, or is ignored."""
+    """The path's traffic class on the wire (doc/congestion.md, "Traffic classes"): Not-ECT
+    by default (the reaction point is off); the port's roce_dscp where the AV has none,
+    ECT(0) where the priority (the SL, else the DSCP's top bits) runs DCQCN, a program's
+    ECN bits kept but CE, a VLAN tag with the priority as PCP; a CNP with DSCP 48 and,
+    tagged, PCP 6. Whether the reaction point is on follows the same priority: a CNP cuts
+    the rate, or is ignored."""
     s0 = 0x900
     fields = 0
     # (name, runner options, TOS wanted, reaction point on)
+    rp_all = ["--cc", "roce_rp_enable=0-7"]
     for name, opts, tos, rp in (
-            ("dscp_port", ["--cc", "roce_dscp=26"], 26 << 2 | ECN_ECT0, True),
+            ("default", [], 0, False),
+            ("dscp_port", ["--cc", "roce_dscp=26"] + rp_all, 26 << 2 | ECN_ECT0, True),
             ("sl_enabled", ["--sl", "5", "--cc", "roce_rp_enable=5"], ECN_ECT0, True),
             ("prio_disabled", ["--cc", "roce_rp_enable=5"], 0, False),
-            ("program_ce", ["--tclass", "3"], ECN_ECT0, True),
-            ("program_ect1", ["--tclass", str(8 << 2 | 1)], 8 << 2 | 1, True),
-            ("vlan", ["--sl", "5", "--cc", "vlan=100"], ECN_ECT0, True)):
+            ("program_ce", ["--tclass", "3"] + rp_all, ECN_ECT0, True),
+            ("program_ect1", ["--tclass", str(8 << 2 | 1)] + rp_all, 8 << 2 | 1, True),
+            ("vlan", ["--sl", "5", "--cc", "vlan=100"] + rp_all, ECN_ECT0, True)):
         inputs = [cnp_connectx(), rc_send(RC_SEND_ONLY, 0x40, b'', ackreq=True, tos=ECN_CE)]
         r = Run(tool, tmp, 'tclass_' + name, inputs,
                 ['--state', 'rts', '--sq-psn', s0, '--recvs', 1, '--rq-psn', 0x40,

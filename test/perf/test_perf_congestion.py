@@ -39,7 +39,7 @@ RATE_MBPS = 1000
 BOTTLENECK = ("rate=%d,buffer=1048576,ecn_min=16384,ecn_max=131072,ecn_pmax=200000,"
               "ecn_dequeue=1" % RATE_MBPS)
 BUFFER = 1048576
-CC = ["--cc", "dce_tcp_rtt=55"]
+CC = ["--dcqcn", "on", "--cc", "dce_tcp_rtt=55"]
 RUN_S = 2
 SAMPLE_MS = 5
 WINDOW_MS = 50

@@ -335,7 +335,8 @@ DROCE_TEST(cc_params_by_name)
 
 	CHECK_EQ_U64(p.cnp_dscp, 48);
 	CHECK_EQ_U64(p.rpg_time_reset, 300);
-	CHECK_EQ_U64(p.roce_rp_enable, 0xFF);
+	CHECK_EQ_U64(p.roce_np_enable, 0xFF);
+	CHECK_EQ_U64(p.roce_rp_enable, 0);	/* off until configured (doc/congestion.md) */
 	CHECK_EQ_U64(p.vlan, DROCE_CC_NO_VLAN);
 	CHECK_EQ_I64(droce_cc_param_set(&p, "rpg_ai_rate", "20", err, sizeof(err)), 0);
 	CHECK_EQ_U64(p.rpg_ai_rate, 20);

@@ -443,7 +443,7 @@ DROCE_TEST(congestion_per_port)
 	CHECK_EQ_STR(err, "");
 	CHECK_EQ_U64(cfg->ports[0].cc.roce_dscp, 26);
 	CHECK_EQ_U64(cfg->ports[0].cc.rpg_ai_rate, 10);
-	CHECK_EQ_U64(cfg->ports[0].cc.roce_rp_enable, 0xFF);
+	CHECK_EQ_U64(cfg->ports[0].cc.roce_rp_enable, 0);
 	CHECK_EQ_U64(cfg->ports[0].cc.vlan, DROCE_CC_NO_VLAN);
 	CHECK_EQ_U64(cfg->ports[1].cc.roce_dscp, 26);
 	CHECK_EQ_U64(cfg->ports[1].cc.rpg_ai_rate, 40);
