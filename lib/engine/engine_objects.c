@@ -665,7 +665,7 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 	qp->qpn = qpn;
 	qp->type = c->qp_type;
 	qp->engine = e;
-	droce_cc_rp_init(&e->cc, &qp->cc.rp_state, e->cc_line_kbps);
+	cc_qp_restart(qp);	/* no path yet: unlimited, nothing counted */
 	qp->dom = dom;
 	qp->pd = c->pd;
 	qp->scq = c->send_cq;

@@ -50,6 +50,27 @@ es_init(struct es_stream *s, uint32_t q, uint32_t total, struct tc_qp *tx, struc
 		s->rmr = tc_mr_reg(rx->h, (uint64_t)ES_SLOTS * ES_MAX_MSG, IBV_ACCESS_LOCAL_WRITE);
 }
 
+void
+es_open_pairs(struct es_stream *st, unsigned int n, uint32_t total, struct tc_host *a,
+	      struct tc_host *b, struct tc_qp_init *in, struct tc_cq *scq, struct tc_cq *rcq,
+	      struct tc_path *path, uint32_t psn_a0, uint32_t psn_a_step)
+{
+	unsigned int q;
+
+	for (q = 0; q < n; q++) {
+		struct tc_qp *tx, *rx;
+
+		in->scq = in->rcq = scq;
+		tx = tc_qp_create(a, in);
+		in->scq = in->rcq = rcq;
+		rx = tc_qp_create(b, in);
+		path->psn_a = (psn_a0 + q * psn_a_step) & DROCE_PSN_MASK;
+		path->psn_b = q * 1000;
+		tc_connect(tx, rx, path);
+		es_init(&st[q], q, total, tx, rx, tx->qpn);
+	}
+}
+
 static bool
 es_done(const struct es_stream *s)
 {

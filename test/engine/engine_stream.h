@@ -32,6 +32,15 @@ void es_init(struct es_stream *s, uint32_t q, uint32_t total, struct tc_qp *tx,
 	     struct tc_qp *rx, uint32_t peer_qpn);
 
 /*
+ * n RC streams a -> b of total messages each: QP pairs as in (sends on scq of a, receives
+ * on rcq of b), connected by path with stream q's PSNs psn_a0 + q * psn_a_step on a and
+ * q * 1000 on b, each stream's buffers registered.
+ */
+void es_open_pairs(struct es_stream *st, unsigned int n, uint32_t total, struct tc_host *a,
+		   struct tc_host *b, struct tc_qp_init *in, struct tc_cq *scq, struct tc_cq *rcq,
+		   struct tc_path *path, uint32_t psn_a0, uint32_t psn_a_step);
+
+/*
  * Moves every stream to the end: posts receives and sends, polls scq and rcq (either may
  * be NULL), checks every completion and every received byte. Fails the test on any
  * error completion, reordering, loss, duplicate or corrupt byte, or after timeout_s.

@@ -42,18 +42,7 @@ cc_streams(const struct droce_cc_params *cc, struct cc_run *out)
 	tc_pair_open_faults(&a, &b, 1, 1, NULL, "seed=3," BOTTLENECK);
 	scq = tc_cq_create(&a, 1024);
 	rcq = tc_cq_create(&b, 1024);
-	for (q = 0; q < NB_QPS; q++) {
-		struct tc_qp *tx, *rx;
-
-		in.scq = in.rcq = scq;
-		tx = tc_qp_create(&a, &in);
-		in.scq = in.rcq = rcq;
-		rx = tc_qp_create(&b, &in);
-		path.psn_a = q * 100;
-		path.psn_b = q * 1000;
-		tc_connect(tx, rx, &path);
-		es_init(&st[q], q, NB_MSGS, tx, rx, tx->qpn);
-	}
+	es_open_pairs(st, NB_QPS, NB_MSGS, &a, &b, &in, scq, rcq, &path, 0, 100);
 	es_run(st, NB_QPS, scq, rcq, 120);
 	CHECK(droce_fault_stats_get(b.fault, -1, &fs) == 0);
 	*out = (struct cc_run){

@@ -69,18 +69,8 @@ rc_streams_two(const char *fault_data, const char *fault_ack, uint32_t nb_msgs, 
 	tc_pair_open_faults(&a, &b, 1, 1, fault_ack[0] ? fa : NULL, fault_data[0] ? fb : NULL);
 	scq = tc_cq_create(&a, 1024);
 	rcq = tc_cq_create(&b, 1024);
-	for (q = 0; q < NB_QPS; q++) {
-		struct tc_qp *tx, *rx;
-
-		in.scq = in.rcq = scq;
-		tx = tc_qp_create(&a, &in);
-		in.scq = in.rcq = rcq;
-		rx = tc_qp_create(&b, &in);
-		path.psn_a = 0xFFFF00 + q * 7;	/* PSNs wrap during the run */
-		path.psn_b = q * 1000;
-		tc_connect(tx, rx, &path);
-		es_init(&st[q], q, nb_msgs, tx, rx, tx->qpn);
-	}
+	/* a's PSNs wrap during the run */
+	es_open_pairs(st, NB_QPS, nb_msgs, &a, &b, &in, scq, rcq, &path, 0xFFFF00, 7);
 	es_run(st, NB_QPS, scq, rcq, 240);
 	for (q = 0; q < NB_QPS; q++) {
 		CHECK_EQ_U64(tc_qp_state(st[q].tx), DROCE_SHM_QPS_RTS);

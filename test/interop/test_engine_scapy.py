@@ -303,13 +303,18 @@ def check_icrc(r, what, frame, pkt, v6):
     r.eq(what + ' ICRC on the wire vs the reference', wire.hex(), u.ref_icrc(frame).hex())
 
 
-def check_answer(r, i, k, syndrome, msn, p, v6=False):
-    """Answer k to input i: an RC ACKNOWLEDGE with this AETH and PSN."""
-    what = 'answer %d to input %d' % (k, i)
+def answer(r, i, k, what):
+    """Frame k the engine sent after input i, and scapy's dissection of it."""
     check(k < len(r.answers[i]), '%s: no %s (input %d got %d answers)'
           % (r.name, what, i, len(r.answers[i])))
     frame = r.answers[i][k]
-    pkt = Ether(frame)
+    return frame, Ether(frame)
+
+
+def check_answer(r, i, k, syndrome, msn, p, v6=False):
+    """Answer k to input i: an RC ACKNOWLEDGE with this AETH and PSN."""
+    what = 'answer %d to input %d' % (k, i)
+    frame, pkt = answer(r, i, k, what)
     l4_len = u.UDP_HLEN + u.BTH_LEN + AETH_LEN + u.ICRC_LEN
     r.eq(what + ' frame length', len(frame),
          u.ETH_HLEN + (u.IPV6_HLEN if v6 else u.IPV4_HLEN) + l4_len)
@@ -327,10 +332,7 @@ def check_cnp(r, i, k):
     """Answer k to input i: a CNP to the sender's QP (A17.9.3): BECN set, PSN 0, 16
     reserved zero bytes, DSCP 48 and not ECN-capable, the QP's UDP source port."""
     what = 'CNP %d to input %d' % (k, i)
-    check(k < len(r.answers[i]), '%s: no %s (input %d got %d answers)'
-          % (r.name, what, i, len(r.answers[i])))
-    frame = r.answers[i][k]
-    pkt = Ether(frame)
+    frame, pkt = answer(r, i, k, what)
     l4_len = u.UDP_HLEN + u.BTH_LEN + CNP_RSVD_LEN + u.ICRC_LEN
     r.eq(what + ' frame length', len(frame), u.ETH_HLEN + u.IPV4_HLEN + l4_len)
     check_ip_udp(r, what, frame, pkt, r.inputs[i], False, l4_len)
