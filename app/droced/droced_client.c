@@ -52,6 +52,11 @@ struct droced_mr {
 	uint32_t access;
 };
 
+struct droced_mw {
+	uint32_t rkey;		/* as allocated: names it to the engine */
+	uint32_t pd;
+};
+
 struct droced_cq {
 	struct droce_engine_cq *cq;
 	int64_t ctl_off, ring_off;
@@ -255,7 +260,7 @@ static uint32_t
 client_release(struct droced_client *c)
 {
 	struct droce_shm_qp_attr err;
-	uint32_t i, alive = c->pds.nb + c->mrs.nb + c->cqs.nb + c->srqs.nb + c->qps.nb + c->nb_ahs;
+	uint32_t i, alive = c->pds.nb + c->mrs.nb + c->mws.nb + c->cqs.nb + c->srqs.nb + c->qps.nb + c->nb_ahs;
 
 	memset(&err, 0, sizeof(err));
 	err.mask = DROCE_SHM_QP_STATE;
@@ -299,10 +304,13 @@ client_release(struct droced_client *c)
 			free(mr);
 		}
 	}
+	for (i = 0; i < c->mws.cap; i++)
+		free(c->mws.obj[i]);
 	for (i = 0; i < c->pds.cap; i++)
 		free(c->pds.obj[i]);
 	table_free(&c->pds);
 	table_free(&c->mrs);
+	table_free(&c->mws);
 	table_free(&c->cqs);
 	table_free(&c->srqs);
 	table_free(&c->qps);
@@ -544,7 +552,8 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	memset(&dc, 0, sizeof(dc));
 	dc.region = c->region;
 	dc.region_size = c->region_size;
-	dc.max_mrs = l->max_mrs + 1;	/* MR index 0 is never used (key 0 never resolves) */
+	/* MRs and MWs share the key table; index 0 is never used (key 0 never resolves). */
+	dc.max_mrs = 2 * l->max_mrs + 1;
 	dc.max_ahs = l->max_ahs;
 	dc.max_events = DROCED_MAX_EVENTS;
 	c->dom = droce_engine_domain_create(droced.dev, &dc);
@@ -554,6 +563,7 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	}
 	table_init(&c->pds, DROCED_MAX_PDS);
 	table_init(&c->mrs, l->max_mrs);
+	table_init(&c->mws, l->max_mrs);
 	table_init(&c->cqs, l->max_cqs);
 	table_init(&c->srqs, l->max_srqs);
 	table_init(&c->qps, l->max_qps);
@@ -832,6 +842,58 @@ op_dereg_mr(struct droced_client *c, uint32_t handle)
 	c->mr_bytes -= mr->length;
 	table_del(&c->mrs, handle);
 	free(mr);
+	return 0;
+}
+
+/* ---- Memory windows ---- */
+
+static int
+op_alloc_mw(struct droced_client *c, const struct droce_proto_req *req,
+	    struct droce_proto_resp *resp)
+{
+	struct droced_pd *pd = pd_get(c, req->alloc_mw.pd);
+	struct droced_mw *mw;
+	int rc;
+
+	/* A type other than 1 and 2: -EINVAL from the engine, as rxe answers. */
+	if (pd == NULL)
+		return -EINVAL;
+	if (c->mws.nb >= c->mws.max)
+		return -ENOMEM;
+	mw = calloc(1, sizeof(*mw));
+	if (mw == NULL)
+		return -ENOMEM;
+	rc = droce_engine_mw_alloc(c->dom, req->alloc_mw.pd, req->alloc_mw.type, &mw->rkey);
+	if (rc != 0) {
+		free(mw);
+		return rc;
+	}
+	rc = table_add(&c->mws, mw, &resp->obj.handle);
+	if (rc != 0) {
+		droce_engine_mw_dealloc(c->dom, mw->rkey);
+		free(mw);
+		return rc;
+	}
+	mw->pd = req->alloc_mw.pd;
+	pd->users++;
+	resp->obj.rkey = mw->rkey;
+	return 0;
+}
+
+static int
+op_dealloc_mw(struct droced_client *c, uint32_t handle)
+{
+	struct droced_mw *mw = table_get(&c->mws, handle);
+	int rc;
+
+	if (mw == NULL)
+		return -EINVAL;
+	rc = droce_engine_mw_dealloc(c->dom, mw->rkey);
+	if (rc != 0)
+		return rc;
+	pd_get(c, mw->pd)->users--;
+	table_del(&c->mws, handle);
+	free(mw);
 	return 0;
 }
 
@@ -1122,9 +1184,13 @@ supported_wr(uint8_t qp_type)
 {
 	uint32_t wr = (1u << DROCE_SHM_WR_SEND) | (1u << DROCE_SHM_WR_SEND_WITH_IMM);
 
-	/* Send with Invalidate is an RC operation (IB 9.4.4; the engine refuses it elsewhere). */
+	/*
+	 * Send with Invalidate is an RC operation (IB 9.4.4; the engine refuses it elsewhere),
+	 * and so, in droce, are the memory window operations.
+	 */
 	if (qp_type == DROCE_SHM_QPT_RC)
-		wr |= 1u << DROCE_SHM_WR_SEND_WITH_INV;
+		wr |= (1u << DROCE_SHM_WR_SEND_WITH_INV) | (1u << DROCE_SHM_WR_BIND_MW) |
+		      (1u << DROCE_SHM_WR_LOCAL_INV);
 	/* RDMA WRITE is for the connected services (RC, UC), not UD; RDMA READ is RC only. */
 	if (qp_type == DROCE_SHM_QPT_RC || qp_type == DROCE_SHM_QPT_UC)
 		wr |= (1u << DROCE_SHM_WR_RDMA_WRITE) | (1u << DROCE_SHM_WR_RDMA_WRITE_WITH_IMM);
@@ -1442,6 +1508,8 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_DEALLOC_PD] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_REG_MR] = offsetof(struct droce_proto_req, reg_mr.pieces),
 	[DROCE_PROTO_OP_DEREG_MR] = REQ_SIZE(obj),
+	[DROCE_PROTO_OP_ALLOC_MW] = REQ_SIZE(alloc_mw),
+	[DROCE_PROTO_OP_DEALLOC_MW] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_CREATE_CQ] = REQ_SIZE(create_cq),
 	[DROCE_PROTO_OP_DESTROY_CQ] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_RESIZE_CQ] = REQ_SIZE(resize_cq),
@@ -1534,6 +1602,12 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_DEREG_MR:
 		rc = op_dereg_mr(c, req->obj.handle);
+		break;
+	case DROCE_PROTO_OP_ALLOC_MW:
+		rc = op_alloc_mw(c, req, resp);
+		break;
+	case DROCE_PROTO_OP_DEALLOC_MW:
+		rc = op_dealloc_mw(c, req->obj.handle);
 		break;
 	case DROCE_PROTO_OP_CREATE_CQ:
 		rc = op_create_cq(c, req, nfds, resp, out_fds, out_nfds);

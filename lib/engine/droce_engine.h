@@ -70,6 +70,7 @@ struct droce_engine_dev_objects {
 	uint32_t cqs;
 	uint32_t srqs;
 	uint32_t mrs;
+	uint32_t mws;
 	uint32_t ahs;
 };
 
@@ -242,6 +243,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(req_early_retransmit, "go-backs before the local ACK timeout, no retry spent") \
 	X(rd_retry, "READs asked again from the first response packet missing") \
 	X(req_ud_too_long, "UD sends longer than the path MTU (completed, not sent)") \
+	X(req_local_ops, "memory window binds and local invalidations executed") \
 	X(ack_rcvd, "ACKs received") \
 	X(ack_stale, "ACKs/NAKs outside the outstanding PSN range (ignored)") \
 	X(nak_seq_rcvd, "PSN sequence error NAKs received") \
@@ -275,6 +277,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(resp_err_read_access, "READs refused by their R_Key") \
 	X(resp_err_atomic_invalid, "atomics refused: not allowed, or misaligned") \
 	X(resp_err_atomic_access, "atomics refused by their R_Key") \
+	X(resp_err_invalidate, "Sends with Invalidate whose R_Key could not be invalidated") \
+	X(resp_invalidate, "memory windows invalidated by a Send with Invalidate") \
 	/* Each send the completer failed, by the state it failed in (engine_comp.c). */ \
 	X(comp_err_read_resp, "sends failed in the completer's READ response state") \
 	X(comp_err_atomic_ack, "sends failed in the completer's atomic acknowledge state") \
@@ -384,6 +388,15 @@ int droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base
 int droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t pd,
 			  void *base, uint64_t iova, uint64_t length, uint32_t access);
 int droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey);
+/*
+ * Memory windows (ibv_alloc_mw): a key of the same table, unbound; *rkey names it until
+ * dealloc (binding changes only its low byte). type: an enum ibv_mw_type. Binds and
+ * invalidations run on engines (BIND_MW, LOCAL_INV WQEs; Send with Invalidate).
+ * dealloc waits until no engine can still be using the window.
+ */
+int droce_engine_mw_alloc(struct droce_engine_domain *dom, uint32_t pd, uint32_t type,
+			  uint32_t *rkey);
+int droce_engine_mw_dealloc(struct droce_engine_domain *dom, uint32_t rkey);
 
 /* UD address handles: number *ah for droce_shm_swqe.ud.ah. -EHOSTUNREACH: no neighbour. */
 int droce_engine_ah_create(struct droce_engine_domain *dom, uint32_t engine_id, uint32_t pd,

@@ -50,6 +50,9 @@ comp_retire(struct droce_engine_qp *qp, uint32_t ack)
 			break;
 		if (swqe_rd_atomic(w) && w->rd_got != w->npkts)
 			break;
+		/* A local operation spans no PSN: it retires once the requester executed it. */
+		if (swqe_local(w) && !w->local_done)
+			break;
 		qp->req.cons++;
 	}
 	/*

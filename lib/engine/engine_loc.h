@@ -46,8 +46,34 @@ extern int droce_engine_logtype;
 /* Responder resources kept per QP: max_dest_rd_atomic's largest value, a power of two. */
 #define ENGINE_RD_RES		DROCE_ENGINE_MAX_DEST_RD_ATOMIC
 
-/* ---- Memory regions and address handles (engine_mr.c) ---- */
+/* ---- Memory keys: regions, windows, and address handles (engine_mr.c) ---- */
 
+/* What an entry of the domain's key table is (IB 10.6: MRs and MWs share the R_Key space). */
+enum engine_key_kind {
+	KEY_MR,
+	KEY_MW1,		/* memory window type 1: bound by ibv_bind_mw, any QP of its PD */
+	KEY_MW2,		/* type 2 (2B): bound by a BIND_MW WQE, to that QP and PD */
+};
+
+/*
+ * A memory window's binding, as one unit (engine_mr.c's seqlock): a range of an MR (its
+ * index and its key then, so a re-registered or deregistered MR is never reached through
+ * a stale window) with remote rights. length 0: unbound (a type 2 window is then free).
+ */
+struct engine_mw_binding {
+	uint64_t iova;
+	uint64_t length;
+	uint32_t access;	/* IBV_ACCESS_REMOTE_* */
+	uint32_t key;		/* the window's current R_Key */
+	uint32_t mr_idx;
+	uint32_t mr_key;
+	uint32_t qpn;		/* type 2: the QP it is bound to */
+};
+
+/*
+ * One key: an MR (base..length, access, pd, key) or a memory window (pd, kind, and the
+ * binding under seq, which engines change: bind, invalidate). valid: allocated.
+ */
 struct engine_mr {
 	uint8_t *base;		/* this process's address of iova */
 	uint64_t iova;
@@ -56,6 +82,9 @@ struct engine_mr {
 	uint32_t pd;
 	uint32_t key;
 	_Atomic uint32_t valid;
+	uint8_t kind;		/* enum engine_key_kind */
+	_Atomic uint32_t seq;	/* windows: odd while a writer changes mw */
+	struct engine_mw_binding mw;
 };
 
 struct engine_ah {
@@ -64,9 +93,24 @@ struct engine_ah {
 	_Atomic uint32_t valid;
 };
 
-/* Where [addr, addr + len) of key lives, or NULL: wrong key, PD, access or range. */
+/* Where [addr, addr + len) of lkey lives, or NULL: wrong key, PD, access or range. MRs only. */
 uint8_t *mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_t pd,
 		    uint32_t access, uint64_t addr, uint64_t len);
+/*
+ * The same for an R_Key arriving at qp: an MR of its PD, or a window bound in its PD (a
+ * type 2 one to qp itself) that grants access on the range, over an MR still registered.
+ */
+uint8_t *mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
+			 uint64_t addr, uint64_t len);
+/* Executes a BIND_MW WQE of qp: DROCE_SHM_WC_SUCCESS or DROCE_SHM_WC_MW_BIND_ERR. */
+uint8_t mw_bind(struct droce_engine_qp *qp, const struct droce_shm_swqe *s);
+/*
+ * Invalidates the type 2 window rkey names for qp (LOCAL_INV; remote: Send with Invalidate,
+ * which must come to the QP the window is bound to): 0 or -EINVAL.
+ */
+int mw_invalidate(struct droce_engine_qp *qp, uint32_t rkey, bool remote);
+/* Control thread: a window's binding taken away (dealloc), writers excluded. */
+void mw_unbind_all(struct engine_mr *mw);
 
 /* ---- Domain (engine_objects.c) ---- */
 
@@ -78,6 +122,7 @@ struct droce_engine_domain {
 	uint32_t max_mrs;
 	uint32_t mr_next;		/* control thread: key variant counter */
 	uint32_t nb_mrs;		/* control thread: valid MRs */
+	uint32_t nb_mws;		/* control thread: allocated memory windows */
 	uint32_t nb_ahs;		/* control thread: valid AHs */
 	struct engine_ah *ahs;
 	uint32_t max_ahs;
@@ -200,6 +245,7 @@ struct engine_swqe {
 	uint32_t len;
 	uint8_t status;		/* enum droce_shm_wc_status, for a WQE failed at fetch */
 	uint8_t wc_opcode;
+	bool local_done;	/* a local operation (npkts 0) executed: never again */
 	struct droce_shm_swqe *wqe;	/* header + SGEs/inline in the private copy */
 };
 
@@ -394,6 +440,13 @@ swqe_rd_atomic(const struct engine_swqe *w)
 {
 	return w->wc_opcode == DROCE_SHM_WC_RDMA_READ || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
 	       w->wc_opcode == DROCE_SHM_WC_FETCH_ADD;
+}
+
+/* A local memory operation (BIND_MW, LOCAL_INV): no packet, no PSN (npkts 0). */
+static inline bool
+swqe_local(const struct engine_swqe *w)
+{
+	return w->wc_opcode == DROCE_SHM_WC_BIND_MW || w->wc_opcode == DROCE_SHM_WC_LOCAL_INV;
 }
 
 /* The engine's private copy of slot i of the send ring. */

@@ -12,6 +12,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <infiniband/verbs.h>
+
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -213,6 +215,7 @@ droce_engine_domain_destroy(struct droce_engine_domain *dom)
 	engine_quiesce(dev);
 	/* Its MRs and AHs go with it. */
 	dev->objs.mrs -= dom->nb_mrs;
+	dev->objs.mws -= dom->nb_mws;
 	dev->objs.ahs -= dom->nb_ahs;
 	dev->objs.domains--;
 	rte_ring_free(dom->events);
@@ -254,6 +257,7 @@ droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base, ui
 		mr->length = length;
 		mr->access = access;
 		mr->pd = pd;
+		mr->kind = KEY_MR;
 		/* The low byte changes at every registration, so a stale key misses. */
 		mr->key = (i << 8) | (dom->mr_next++ & 0xFF);
 		atomic_store_explicit(&mr->valid, 1, memory_order_release);
@@ -274,7 +278,8 @@ droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey)
 	if (idx == 0 || idx >= dom->max_mrs)
 		return -EINVAL;
 	mr = &dom->mrs[idx];
-	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->key != lkey)
+	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->kind != KEY_MR ||
+	    mr->key != lkey)
 		return -EINVAL;
 	atomic_store_explicit(&mr->valid, 0, memory_order_release);
 	dom->nb_mrs--;
@@ -295,7 +300,8 @@ droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t p
 	    iova + length < iova)
 		return -EINVAL;
 	mr = &dom->mrs[idx];
-	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->key != lkey)
+	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->kind != KEY_MR ||
+	    mr->key != lkey)
 		return -EINVAL;
 	atomic_store_explicit(&mr->valid, 0, memory_order_release);
 	/* Nobody reads the old fields any more once every engine passed a quiescent point. */
@@ -306,6 +312,58 @@ droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t p
 	mr->access = access;
 	mr->pd = pd;
 	atomic_store_explicit(&mr->valid, 1, memory_order_release);
+	return 0;
+}
+
+int
+droce_engine_mw_alloc(struct droce_engine_domain *dom, uint32_t pd, uint32_t type,
+		      uint32_t *rkey)
+{
+	uint32_t i;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return -EINVAL;
+	for (i = 1; i < dom->max_mrs; i++) {
+		struct engine_mr *mw = &dom->mrs[i];
+
+		if (atomic_load_explicit(&mw->valid, memory_order_relaxed))
+			continue;
+		mw->base = NULL;
+		mw->iova = mw->length = 0;
+		mw->access = 0;
+		mw->pd = pd;
+		mw->kind = type == IBV_MW_TYPE_1 ? KEY_MW1 : KEY_MW2;
+		mw->key = (i << 8) | (dom->mr_next++ & 0xFF);
+		/* No engine reads an invalid entry's binding: no lock needed to start it. */
+		memset(&mw->mw, 0, sizeof(mw->mw));
+		mw->mw.key = mw->key;
+		atomic_store_explicit(&mw->valid, 1, memory_order_release);
+		*rkey = mw->key;
+		dom->nb_mws++;
+		dom->dev->objs.mws++;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+int
+droce_engine_mw_dealloc(struct droce_engine_domain *dom, uint32_t rkey)
+{
+	uint32_t idx = rkey >> 8;
+	struct engine_mr *mw;
+
+	if (idx == 0 || idx >= dom->max_mrs)
+		return -EINVAL;
+	mw = &dom->mrs[idx];
+	if (!atomic_load_explicit(&mw->valid, memory_order_relaxed) || mw->kind == KEY_MR ||
+	    mw->key != rkey)
+		return -EINVAL;
+	/* Unbound first, so an engine that still finds it valid grants nothing. */
+	mw_unbind_all(mw);
+	atomic_store_explicit(&mw->valid, 0, memory_order_release);
+	dom->nb_mws--;
+	dom->dev->objs.mws--;
+	engine_quiesce(dom->dev);
 	return 0;
 }
 

@@ -74,8 +74,7 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 		return 0;
 	}
 	if (plen != 0) {
-		src = mr_resolve(qp->dom, r->rkey, qp->pd, IBV_ACCESS_REMOTE_READ,
-				 r->va + r->off, plen);
+		src = mr_resolve_rkey(qp, r->rkey, IBV_ACCESS_REMOTE_READ, r->va + r->off, plen);
 		if (src == NULL) {
 			ENGINE_STAT(e, nak_err_sent);
 			read_resp_aeth(qp, r->psn, DROCE_AETH_NAK | DROCE_NAK_REMOTE_ACCESS);

@@ -80,7 +80,13 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 		/* RC only (IB 9.4.5), its 8-byte original value into the SGEs. */
 		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
-		/* fall through */
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_BIND_MW:
+	case DROCE_SHM_WR_LOCAL_INV:
+		/* Executed when the requester reaches them (req_local); no data. */
+		if (qp->type == DROCE_SHM_QPT_RC)
+			return DROCE_SHM_WC_SUCCESS;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	default:
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	}
@@ -142,12 +148,18 @@ req_fetch(struct droce_engine_qp *qp)
 			       w->wqe->opcode == DROCE_SHM_WR_ATOMIC_CMP_AND_SWP ?
 			       DROCE_SHM_WC_COMP_SWAP :
 			       w->wqe->opcode == DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD ?
-			       DROCE_SHM_WC_FETCH_ADD : DROCE_SHM_WC_SEND;
+			       DROCE_SHM_WC_FETCH_ADD :
+			       w->wqe->opcode == DROCE_SHM_WR_BIND_MW ? DROCE_SHM_WC_BIND_MW :
+			       w->wqe->opcode == DROCE_SHM_WR_LOCAL_INV ?
+			       DROCE_SHM_WC_LOCAL_INV : DROCE_SHM_WC_SEND;
+		w->local_done = false;
 		w->status = req_validate(qp, w);
 		w->first_psn = qp->req.next_psn;
 		/* A READ takes one PSN per response packet, as a SEND one per packet. */
-		if (qp->type == DROCE_SHM_QPT_UD || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
-		    w->wc_opcode == DROCE_SHM_WC_FETCH_ADD)
+		if (swqe_local(w))
+			w->npkts = 0;
+		else if (qp->type == DROCE_SHM_QPT_UD || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
+			 w->wc_opcode == DROCE_SHM_WC_FETCH_ADD)
 			w->npkts = 1;
 		else
 			w->npkts = w->len == 0 ? 1 : (w->len + qp->mtu - 1) / qp->mtu;
@@ -366,6 +378,39 @@ req_may_start(const struct droce_engine_qp *qp, const struct engine_swqe *w)
 	return !read || out < RTE_MAX(qp->attr.max_rd_atomic, 1u);
 }
 
+/*
+ * The local operation at cur (IB 10.6.7.2, 10.6.7.3): executed once, in send queue order,
+ * so the WQEs after it see its effect. It completes with the WQEs before it: at once if
+ * every one of them has retired, else when the ACK that retires them comes (comp_retire).
+ * False when it failed (the QP goes to ERR once those before it are done).
+ */
+static bool
+req_local(struct droce_engine_qp *qp, struct engine_swqe *w)
+{
+	if (!w->local_done) {
+		uint8_t st = DROCE_SHM_WC_SUCCESS;
+
+		if (w->wc_opcode == DROCE_SHM_WC_BIND_MW)
+			st = mw_bind(qp, w->wqe);
+		else if (mw_invalidate(qp, w->wqe->imm_data, false) != 0)
+			st = DROCE_SHM_WC_LOC_QP_OP_ERR;
+		if (st != DROCE_SHM_WC_SUCCESS) {
+			req_fail(qp, w, st);
+			return false;
+		}
+		ENGINE_STAT(qp->engine, req_local_ops);
+		w->local_done = true;
+	}
+	qp->req.cur++;
+	if (qp->req.cons == qp->req.cur - 1) {
+		qp->req.cons++;
+		__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
+		qp_send_complete(qp, w, DROCE_SHM_WC_SUCCESS);
+		qp_sqd_check(qp);
+	}
+	return qp->state != DROCE_SHM_QPS_ERR;
+}
+
 /* Builds and queues the next packet of the WQE at cur: 0, or -EAGAIN (no mbuf), -EACCES. */
 static int
 req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
@@ -512,6 +557,11 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 		}
 		if (qp->req.cur_off == 0 && !req_may_start(qp, w))
 			return n;
+		if (swqe_local(w)) {
+			if (!req_local(qp, w))
+				return n;
+			continue;
+		}
 		if (swqe_rd_atomic(w)) {
 			if ((w->wc_opcode == DROCE_SHM_WC_RDMA_READ ? req_read_packet(qp, w) :
 			     req_atomic_packet(qp, w)) != 0)

@@ -259,6 +259,7 @@ enum resp_err {
 	RESP_ERR_READ_ACCESS,	/* the R_Key refuses the READ's range */
 	RESP_ERR_ATOMIC_INVALID,	/* remote atomics not allowed, or misaligned */
 	RESP_ERR_ATOMIC_ACCESS,	/* the R_Key refuses the atomic's 8 bytes */
+	RESP_ERR_INVALIDATE,	/* a Send with Invalidate's R_Key is no window to invalidate */
 };
 
 #define RESP_ERR_STAT(f)	offsetof(struct droce_engine_stats, f)
@@ -299,6 +300,10 @@ static const struct {
 	[RESP_ERR_ATOMIC_ACCESS] = { "atomic R_Key refused", DROCE_NAK_REMOTE_ACCESS,
 				     DROCE_SHM_WC_REM_ACCESS_ERR,
 		RESP_ERR_STAT(resp_err_atomic_access) },
+	/* As rxe: invalid request there, the receive WQE in error here (10.6.7.2.3). */
+	[RESP_ERR_INVALIDATE] = { "IETH R_Key not invalidated", DROCE_NAK_INVALID_REQ,
+				  DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_invalidate) },
 };
 
 /*
@@ -340,7 +345,7 @@ resp_write_start(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) || len > ENGINE_MSG_MAX)
 		return -EINVAL;
 	/* A zero-length transfer neither checks nor uses its R_Key (IB spec, RDMA WRITE). */
-	if (len != 0 && mr_resolve(qp->dom, rkey, qp->pd, IBV_ACCESS_REMOTE_WRITE, va, len) ==
+	if (len != 0 && mr_resolve_rkey(qp, rkey, IBV_ACCESS_REMOTE_WRITE, va, len) ==
 	    NULL)
 		return -EACCES;
 	qp->resp.va = va;
@@ -358,8 +363,8 @@ resp_write_start(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 static int
 resp_write_data(struct droce_engine_qp *qp, const struct resp_src *src, uint32_t plen, bool last)
 {
-	uint8_t *dst = mr_resolve(qp->dom, qp->resp.rkey, qp->pd, IBV_ACCESS_REMOTE_WRITE,
-				  qp->resp.va, plen);
+	uint8_t *dst = mr_resolve_rkey(qp, qp->resp.rkey, IBV_ACCESS_REMOTE_WRITE, qp->resp.va,
+				       plen);
 	uint8_t tail;
 
 	if (dst == NULL)
@@ -438,7 +443,7 @@ resp_rc_read(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		resp_fail(qp, pkt, RESP_ERR_READ_INVALID);
 		return;
 	}
-	if (len != 0 && mr_resolve(qp->dom, rkey, qp->pd, IBV_ACCESS_REMOTE_READ, va, len) ==
+	if (len != 0 && mr_resolve_rkey(qp, rkey, IBV_ACCESS_REMOTE_READ, va, len) ==
 	    NULL) {
 		resp_fail(qp, pkt, RESP_ERR_READ_ACCESS);
 		return;
@@ -526,8 +531,8 @@ resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		resp_fail(qp, pkt, RESP_ERR_ATOMIC_INVALID);
 		return;
 	}
-	target = (uint64_t *)mr_resolve(qp->dom, droce_atmeth_rkey(ath), qp->pd,
-					IBV_ACCESS_REMOTE_ATOMIC, va, ENGINE_ATOMIC_LEN);
+	target = (uint64_t *)mr_resolve_rkey(qp, droce_atmeth_rkey(ath), IBV_ACCESS_REMOTE_ATOMIC,
+					     va, ENGINE_ATOMIC_LEN);
 	if (target == NULL) {
 		resp_fail(qp, pkt, RESP_ERR_ATOMIC_ACCESS);
 		return;
@@ -746,6 +751,14 @@ resp_rc_send(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const
 	if (plen != 0 && resp_place(qp, &qp->resp.wqe, qp->resp.off, plen, src) != 0) {
 		resp_fail(qp, pkt, RESP_ERR_PLACE);
 		return RESP_STEP_DONE;
+	}
+	/* The window is invalid before the receive completes (10.6.7.2.3). */
+	if (flags & DROCE_OPF_INV) {
+		if (mw_invalidate(qp, droce_ieth_rkey(droce_pkt_ieth(pkt)), true) != 0) {
+			resp_fail(qp, pkt, RESP_ERR_INVALIDATE);
+			return RESP_STEP_DONE;
+		}
+		ENGINE_STAT(qp->engine, resp_invalidate);
 	}
 	qp->resp.off += plen;
 	qp->resp.epsn = droce_psn_add(psn, 1);

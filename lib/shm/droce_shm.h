@@ -111,7 +111,8 @@ struct droce_shm_swqe {
 	uint8_t num_sge;	/* 0 with DROCE_SHM_SEND_INLINE */
 	uint8_t rsvd0;
 	uint32_t inline_len;	/* bytes after the header when DROCE_SHM_SEND_INLINE */
-	uint32_t imm_data;	/* network byte order, as ibv_send_wr.imm_data; or invalidate rkey */
+	uint32_t imm_data;	/* network byte order, as ibv_send_wr.imm_data; or invalidate rkey
+				 * (SEND_WITH_INV, LOCAL_INV) */
 	uint32_t rsvd1;
 	union {
 		struct {
@@ -132,6 +133,15 @@ struct droce_shm_swqe {
 			uint32_t remote_qkey;	/* high bit set: use the QP's own Q_Key (C10-15) */
 			uint32_t rsvd;
 		} ud;
+		/* BIND_MW (ibv_bind_mw too): the window mw_rkey names takes rkey's low byte. */
+		struct {
+			uint64_t addr;		/* bound range, in the MR's address space */
+			uint64_t length;	/* 0: unbind (type 1 only) */
+			uint32_t mr_lkey;
+			uint32_t mw_rkey;
+			uint32_t rkey;		/* the window's key once bound */
+			uint32_t access;	/* enum ibv_access_flags */
+		} bind;
 	};
 	uint64_t rsvd2;
 };
@@ -152,6 +162,7 @@ enum droce_shm_wc_status {
 	DROCE_SHM_WC_LOC_QP_OP_ERR = 2,
 	DROCE_SHM_WC_LOC_PROT_ERR = 4,
 	DROCE_SHM_WC_WR_FLUSH_ERR = 5,
+	DROCE_SHM_WC_MW_BIND_ERR = 6,
 	DROCE_SHM_WC_BAD_RESP_ERR = 7,
 	DROCE_SHM_WC_LOC_ACCESS_ERR = 8,
 	DROCE_SHM_WC_REM_INV_REQ_ERR = 9,
@@ -170,6 +181,8 @@ enum droce_shm_wc_opcode {
 	DROCE_SHM_WC_RDMA_READ = 2,
 	DROCE_SHM_WC_COMP_SWAP = 3,
 	DROCE_SHM_WC_FETCH_ADD = 4,
+	DROCE_SHM_WC_BIND_MW = 5,
+	DROCE_SHM_WC_LOCAL_INV = 6,
 	DROCE_SHM_WC_RECV = 128,
 	DROCE_SHM_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -322,6 +335,7 @@ _Static_assert(offsetof(struct droce_shm_swqe, imm_data) == 16, "swqe imm");
 _Static_assert(offsetof(struct droce_shm_swqe, rdma) == 24, "swqe rdma");
 _Static_assert(offsetof(struct droce_shm_swqe, atomic.rkey) == 48, "swqe atomic rkey");
 _Static_assert(offsetof(struct droce_shm_swqe, ud.remote_qkey) == 32, "swqe ud qkey");
+_Static_assert(offsetof(struct droce_shm_swqe, bind.access) == 52, "swqe bind access");
 _Static_assert(sizeof(struct droce_shm_rwqe) == 16, "rwqe");
 _Static_assert(sizeof(struct droce_shm_cqe) == 64, "cqe");
 _Static_assert(offsetof(struct droce_shm_cqe, status) == 30, "cqe status");

@@ -89,6 +89,8 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_QUERY_QPS,	/* no fds; allowed before HELLO: QPs' congestion state */
 	DROCE_PROTO_OP_REREG_MR,	/* <- fds: the new pieces with DROCE_PROTO_REREG_TRANSLATION */
 	DROCE_PROTO_OP_RESIZE_CQ,
+	DROCE_PROTO_OP_ALLOC_MW,	/* answered in obj: handle and rkey */
+	DROCE_PROTO_OP_DEALLOC_MW,
 	DROCE_PROTO_OP_MAX
 };
 
@@ -359,6 +361,10 @@ struct droce_proto_req {
 			struct droce_proto_mr_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 		} rereg_mr;
 		struct {
+			uint32_t pd;
+			uint32_t type;		/* enum ibv_mw_type */
+		} alloc_mw;
+		struct {
 			uint32_t cqe;		/* at least this many entries */
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
 			uint32_t flags;		/* DROCE_PROTO_CQ_* */
@@ -571,9 +577,9 @@ struct droce_proto_resp {
 			uint64_t tsc_hz;
 		} hello;
 		struct {
-			uint32_t handle;		/* PD, MR, AH (= droce_shm_swqe.ud.ah) */
+			uint32_t handle;		/* PD, MR, MW, AH (= droce_shm_swqe.ud.ah) */
 			uint32_t lkey;			/* MR */
-			uint32_t rkey;			/* MR */
+			uint32_t rkey;			/* MR, MW */
 		} obj;
 		struct {
 			uint32_t handle;

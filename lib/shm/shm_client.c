@@ -44,11 +44,8 @@
 #define OPS_RC		(OPS_UC | OP(RDMA_READ) | OP(ATOMIC_CMP_AND_SWP) | \
 			 OP(ATOMIC_FETCH_AND_ADD) | OP(LOCAL_INV) | OP(BIND_MW) | \
 			 OP(SEND_WITH_INV))
-/*
- * What a send WQE can express. BIND_MW needs the MW, the MR and the bound range, which
- * the WQE has no room for: it is "not supported" whatever the engine advertises.
- */
-#define OPS_ENCODABLE	(OPS_RC & ~OP(BIND_MW))
+/* The local memory operations: no packet, no SGEs (they are ignored). */
+#define OPS_LOCAL	(OP(LOCAL_INV) | OP(BIND_MW))
 /* Opcodes whose imm_data field means something (immediate or rkey to invalidate). */
 #define OPS_IMM		(OP(RDMA_WRITE_WITH_IMM) | OP(SEND_WITH_IMM) | OP(SEND_WITH_INV) | \
 			 OP(LOCAL_INV))
@@ -127,6 +124,20 @@ send_wr_check(const struct droce_shm_client_qp *qp, const struct ibv_send_wr *wr
 		return EOPNOTSUPP;
 	if ((bit & OPS_INLINE) == 0)
 		f &= (uint8_t)~DROCE_SHM_SEND_INLINE;
+	if (bit & OPS_LOCAL) {
+		/*
+		 * A bind names its window and, unless it unbinds (length 0), its MR; the rest
+		 * (keys, PDs, range, rights) the engine checks when it executes the WQE, as an
+		 * HCA does, and answers a bad one with a MW_BIND_ERR completion.
+		 */
+		if (bit == OP(BIND_MW) &&
+		    (wr->bind_mw.mw == NULL ||
+		     (wr->bind_mw.bind_info.length != 0 && wr->bind_mw.bind_info.mr == NULL)))
+			return EINVAL;
+		*flags = f;
+		*len = 0;
+		return 0;
+	}
 	if (f & DROCE_SHM_SEND_INLINE) {
 		/* Inline data is copied now and needs no lkey (ibv_post_send(3)). */
 		for (i = 0; i < wr->num_sge; i++)
@@ -188,8 +199,19 @@ swqe_write(uint8_t *slot, const struct droce_shm_client_qp *qp, const struct ibv
 		h.atomic.compare_add = wr->wr.atomic.compare_add;
 		h.atomic.swap = wr->wr.atomic.swap;
 		h.atomic.rkey = wr->wr.atomic.rkey;
+	} else if (bit == OP(BIND_MW)) {
+		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+		h.bind.addr = b->addr;
+		h.bind.length = b->length;
+		h.bind.mr_lkey = b->length != 0 ? b->mr->lkey : 0;
+		h.bind.mw_rkey = wr->bind_mw.mw->rkey;
+		h.bind.rkey = wr->bind_mw.rkey;
+		h.bind.access = b->mw_access_flags;
 	}
-	if (flags & DROCE_SHM_SEND_INLINE) {
+	if (bit & OPS_LOCAL) {
+		/* num_sge stays 0: a local operation moves no data. */
+	} else if (flags & DROCE_SHM_SEND_INLINE) {
 		/* num_sge stays 0: the body is inline_len bytes of data. */
 		h.inline_len = len;
 		for (i = 0; i < wr->num_sge; i++) {
@@ -238,7 +260,7 @@ droce_shm_post_send(struct droce_shm_client_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr)
 {
 	const uint32_t allowed = qp_type_ops(qp->qp_type);
-	const uint32_t supported = qp->supported_wr & OPS_ENCODABLE;
+	const uint32_t supported = qp->supported_wr;
 	const uint32_t size = qp->sq_size;
 	const uint32_t mask = size - 1;
 	uint32_t prod = qp->sq_prod;

@@ -276,6 +276,9 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.context.ops.post_send = verbs_qp_post_send;
 	c->vctx.context.ops.post_recv = verbs_qp_post_recv;
 	c->vctx.context.ops.post_srq_recv = verbs_srq_post_recv;
+	c->vctx.context.ops.alloc_mw = verbs_mw_alloc;
+	c->vctx.context.ops.dealloc_mw = verbs_mw_dealloc;
+	c->vctx.context.ops.bind_mw = verbs_mw_bind;
 	err = verbs_watch_start(c);
 	if (err != 0) {
 		verbs_debug("open %s: watcher thread: %s", device->name, strerror(err));
@@ -349,13 +352,18 @@ device_attr_fill(const struct verbs_dctx *c, struct ibv_device_attr *a)
 	a->page_size_cap = (uint64_t)sysconf(_SC_PAGESIZE);
 	a->max_qp = (int)l->max_qp;
 	a->max_qp_wr = (int)l->max_qp_wr;
-	/* The responder sends RNR NAKs when no receive WQE is posted (9.7.5.2.8). */
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	/*
+	 * The responder sends RNR NAKs when no receive WQE is posted (9.7.5.2.8). Memory
+	 * windows: type 1, and type 2 bound to a QP and a PD (2B, as rxe).
+	 */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = (int)l->max_sge;
 	a->max_sge_rd = l->max_qp_rd_atom != 0 ? (int)l->max_sge : 0;
 	a->max_cq = (int)l->max_cq;
 	a->max_cqe = (int)l->max_cqe;
 	a->max_mr = (int)l->max_mr;
+	a->max_mw = (int)l->max_mr;	/* droced keeps as many windows as MRs */
 	a->max_pd = (int)l->max_pd;
 	a->max_qp_rd_atom = (int)l->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = (int)l->max_qp_init_rd_atom;

@@ -348,6 +348,11 @@ struct ibv_cq_ex *verbs_cq_create_ex(struct ibv_context *context,
 
 /* verbs_qp.c */
 int verbs_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+
+/* verbs_mw.c: the context's alloc_mw, dealloc_mw and bind_mw */
+struct ibv_mw *verbs_mw_alloc(struct ibv_pd *pd, enum ibv_mw_type type);
+int verbs_mw_dealloc(struct ibv_mw *mw);
+int verbs_mw_bind(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 int verbs_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_qp *verbs_qp_create_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr);

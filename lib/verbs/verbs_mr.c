@@ -24,12 +24,10 @@
 
 /* Access bits droce implements: what droced is told. */
 #define MR_ACCESS_SUPPORTED	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-/*
- * Accepted and ignored: MW_BIND (there are no memory windows to bind), HUGETLB (a hint
- * about the backing pages).
- */
-#define MR_ACCESS_IGNORED	(IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB)
+				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+				 IBV_ACCESS_MW_BIND)
+/* Accepted and ignored: HUGETLB (a hint about the backing pages). */
+#define MR_ACCESS_IGNORED	IBV_ACCESS_HUGETLB
 /* Known flags droce does not implement. */
 #define MR_ACCESS_UNSUPPORTED	(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND)
 

@@ -22,7 +22,7 @@
 			 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
 			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | \
-			 IBV_QP_EX_WITH_SEND_WITH_INV)
+			 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
 #define QP_INIT_MASKS	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | \
 			 IBV_QP_INIT_ATTR_CREATE_FLAGS)
 /* enum ibv_qp_attr_mask bits droce knows (droce_shm_qp_mask); others -> EINVAL. */
@@ -181,6 +181,19 @@ wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 }
 
 static void
+wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+	   const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *w = wr_new(qpx, IBV_WR_BIND_MW);
+
+	if (w == NULL)
+		return;
+	w->bind_mw.mw = mw;
+	w->bind_mw.rkey = rkey;
+	w->bind_mw.bind_info = *info;
+}
+
+static void
 wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr,
 	__be32 imm)
 {
@@ -333,6 +346,7 @@ qp_batch_init(struct verbs_dqp *qp)
 	x->wr_send_imm = wr_send_imm;
 	x->wr_send_inv = wr_send_inv;
 	x->wr_local_inv = wr_local_inv;
+	x->wr_bind_mw = wr_bind_mw;
 	x->wr_rdma_write = wr_rdma_write;
 	x->wr_rdma_write_imm = wr_rdma_write_imm;
 	x->wr_rdma_read = wr_rdma_read;
@@ -442,6 +456,7 @@ send_ops_supported(const struct ibv_qp_init_attr_ex *a, uint32_t supported_wr)
 		{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
 		{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 		{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
+		{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
 	};
 	size_t i;
 

@@ -494,6 +494,28 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	return mr;
 }
 
+int
+tc_mr_dereg(struct tc_host *h, struct tc_mr *mr)
+{
+	return droce_engine_mr_dereg(h->dom, mr->lkey);
+}
+
+void
+tc_mw_alloc(struct tc_host *h, enum ibv_mw_type type, struct ibv_mw *mw)
+{
+	memset(mw, 0, sizeof(*mw));
+	mw->type = type;
+	CHECK_EQ_I64(droce_engine_mw_alloc(h->dom, h->pd, type, &mw->rkey), 0);
+	mw->handle = mw->rkey;
+}
+
+int
+tc_mw_dealloc(struct tc_host *h, struct ibv_mw *mw)
+{
+	/* handle: the key it was allocated with (bindings change rkey's low byte). */
+	return droce_engine_mw_dealloc(h->dom, mw->handle);
+}
+
 /* The host's region as lib/engine/droce_engine_region.h takes it. */
 static struct droce_engine_region
 host_region(struct tc_host *h)

@@ -154,6 +154,14 @@ void tc_host_close(struct tc_host *h);
 void tc_pair_close(struct tc_host *a, struct tc_host *b);
 
 struct tc_mr *tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access);
+/* droce_engine_mr_dereg of mr (its buffer stays, for checks): 0 or -errno. */
+int tc_mr_dereg(struct tc_host *h, struct tc_mr *mr);
+/*
+ * ibv_alloc_mw in the host's PD: *mw as libibverbs would hold it (rkey, type; no context),
+ * for BIND_MW WRs; tc_mw_dealloc frees the window: 0 or -errno.
+ */
+void tc_mw_alloc(struct tc_host *h, enum ibv_mw_type type, struct ibv_mw *mw);
+int tc_mw_dealloc(struct tc_host *h, struct ibv_mw *mw);
 struct tc_cq *tc_cq_create(struct tc_host *h, uint32_t size);
 void tc_cq_destroy(struct tc_cq *cq);
 /* ibv_resize_cq: 0 or -errno (droce_engine_region_cq_resize). */

@@ -34,8 +34,6 @@ SKIP_REASONS = [
     r"^Resize CQ is not supported$",
     r"^Create Extended CQ is not supported$",
     r"^Create XRCD is not supported$",
-    r"^Create MW is not supported$",
-    r"^Create memory window of type \d is not supported$",
     r"^Rereg MR is not supported \(.*Errno: 95, Operation not supported\)$",
     r"^Create Raw Packet QP (with|without) (extended )?attrs is not supported$",
     r"^Extended QP is not supported on this device$",

@@ -623,6 +623,51 @@ r_alloc_mw(struct fx *f)
 }
 
 static long
+r_alloc_mw_type2(struct fx *f)
+{
+	CALL_PTR(f, ibv_alloc_mw(f->pd, IBV_MW_TYPE_2), ibv_dealloc_mw);
+}
+
+static long
+r_alloc_mw_type3(struct fx *f)
+{
+	/* ibv_alloc_mw(3): types 1 and 2 only; rxe answers EINVAL too */
+	CALL_PTR(f, ibv_alloc_mw(f->pd, (enum ibv_mw_type)3), ibv_dealloc_mw);
+}
+
+static long
+r_dealloc_pd_with_mw(struct fx *f)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(f->ctx);
+	struct ibv_mw *mw = pd != NULL ? ibv_alloc_mw(pd, IBV_MW_TYPE_2) : NULL;
+	long rc;
+
+	if (mw == NULL)
+		return -100;
+	rc = CALL(f, ibv_dealloc_pd(pd));
+	if (ibv_dealloc_mw(mw) != 0 || ibv_dealloc_pd(pd) != 0)
+		return -101;
+	return rc;
+}
+
+static long
+r_bind_mw_type2(struct fx *f)
+{
+	/* ibv_bind_mw(3) binds type 1 windows; a type 2 one is bound by a BIND_MW WR */
+	struct ibv_mw *mw = ibv_alloc_mw(f->pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind b = { .wr_id = 1, .bind_info = { .mr = f->mr,
+		.addr = (uintptr_t)f->buf, .length = 64,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE } };
+	long rc;
+
+	if (mw == NULL)
+		return -100;
+	rc = CALL(f, ibv_bind_mw(f->qp_a, mw, &b));
+	ibv_dealloc_mw(mw);
+	return rc;
+}
+
+static long
 r_alloc_null_mr(struct fx *f)
 {
 	CALL_PTR(f, ibv_alloc_null_mr(f->pd), ibv_dereg_mr);
@@ -1029,10 +1074,23 @@ r_create_qp_ex_send_ops_local_inv(struct fx *f)
 {
 	struct ibv_qp_init_attr_ex ia;
 
-	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no LOCAL_INV yet). */
+	/* The memory window opcodes of the wr_* API, on an RC QP. */
 	qiax_default(f, &ia);
 	ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV |
+			    IBV_QP_EX_WITH_BIND_MW;
+	return create_qp_ex_row(f, &ia);
+}
+
+static long
+r_create_qp_ex_send_ops_tso(struct fx *f)
+{
+	struct ibv_qp_init_attr_ex ia;
+
+	/* rxe: send_ops_flags the provider lacks are EOPNOTSUPP (droce: no TSO). */
+	qiax_default(f, &ia);
+	ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
 	return create_qp_ex_row(f, &ia);
 }
 
@@ -1400,12 +1458,12 @@ r_post_send_local_inv(struct fx *f)
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
-	/* An opcode the QP type allows but droce does not implement: EOPNOTSUPP. */
+	/* A memory operation on a UD QP: not an operation of its type (EINVAL). */
 	send_wr(f, &wr, &sge, 0);
 	wr.num_sge = 0;
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.invalidate_rkey = f->mr->rkey;
-	return post_send(f, f->qp_a, &wr);
+	return post_send(f, f->ud, &wr);
 }
 
 static long
@@ -1710,7 +1768,11 @@ static const struct row rows[] = {
 	ROW(r_reg_mr_optional_access, 1, ERR_ANY, 0),
 	ROW(r_reg_mr_iova2_bad_access, 0, EINVAL, 0),
 	ROW(r_reg_mr_then_dereg, 0, ERR_ANY, 0),
-	ROW(r_alloc_mw, 0, EOPNOTSUPP, 0),
+	ROW(r_alloc_mw, 1, ERR_ANY, 0),
+	ROW(r_alloc_mw_type2, 1, ERR_ANY, 0),
+	ROW(r_alloc_mw_type3, 0, EINVAL, 0),
+	ROW(r_dealloc_pd_with_mw, EBUSY, ERR_ANY, 0),
+	ROW(r_bind_mw_type2, EINVAL, ERR_ANY, 0),
 	ROW(r_alloc_null_mr, 0, EOPNOTSUPP, 0),
 	ROW(r_advise_mr, EOPNOTSUPP, ERR_ANY, 0),
 	/* CQ, completion channel */
@@ -1753,7 +1815,8 @@ static const struct row rows[] = {
 	ROW(r_create_qp_no_recv_cq, 0, EINVAL, 0),
 	ROW(r_create_qp_ex_create_flags, 0, EOPNOTSUPP, 0),
 	ROW(r_create_qp_ex_rx_hash, 0, EOPNOTSUPP, 0),
-	ROW(r_create_qp_ex_send_ops_local_inv, 0, EOPNOTSUPP, 0),
+	ROW(r_create_qp_ex_send_ops_local_inv, 1, ERR_ANY, 0),
+	ROW(r_create_qp_ex_send_ops_tso, 0, EOPNOTSUPP, 0),
 	/* QP modify */
 	ROW(r_modify_reset_to_rtr, EINVAL, ERR_ANY, 0),
 	ROW(r_modify_reset_to_rts, EINVAL, ERR_ANY, 0),
@@ -1787,7 +1850,7 @@ static const struct row rows[] = {
 	ROW(r_post_send_lkey, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_outside_mr, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_huge_len, EINVAL, ERR_ANY, 0),
-	ROW(r_post_send_local_inv, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_post_send_local_inv, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_atomic_len, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_bogus_opcode, EINVAL, ERR_ANY, 0),
 	ROW(r_post_send_ud_rdma_write, EINVAL, ERR_ANY, 0),

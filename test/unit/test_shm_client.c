@@ -69,6 +69,8 @@ struct fake {
 	struct droce_shm_client_cq cq;
 	struct checker chk;
 	struct ibv_ah ah;
+	struct ibv_mw mw;		/* what a BIND_MW names */
+	struct ibv_mr mr;
 	struct ibv_sge sge[MAX_SGE + 2];
 };
 
@@ -254,6 +256,14 @@ base_wr(struct fake *f, struct ibv_send_wr *wr, uint64_t wr_id)
 	wr->sg_list = &f->sge[0];
 	wr->num_sge = 1;
 	wr->send_flags = IBV_SEND_SIGNALED;
+	/* Read only by a BIND_MW (its own union): a window, an MR, a range. */
+	f->mw.rkey = 0x4242;
+	f->mr.lkey = LKEY_RW;
+	wr->bind_mw.mw = &f->mw;
+	wr->bind_mw.rkey = 0x4243;
+	wr->bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = &f->mr, .addr = 0x1000,
+							   .length = 0x2000,
+							   .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
 	if (f->qp.qp_type == DROCE_SHM_QPT_UD) {
 		wr->wr.ud.ah = &f->ah;
 		wr->wr.ud.remote_qpn = 0xABCDEF;
@@ -287,7 +297,9 @@ expect_swqe(const struct fake *f, const struct ibv_send_wr *wr, struct droce_shm
 	e->wr_id = wr->wr_id;
 	e->opcode = (uint8_t)wr->opcode;
 	e->flags = (uint8_t)wr->send_flags;
-	e->num_sge = (uint8_t)wr->num_sge;
+	/* The local operations carry no SGEs. */
+	e->num_sge = wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_BIND_MW ? 0 :
+		     (uint8_t)wr->num_sge;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_SEND_WITH_IMM:
@@ -318,6 +330,14 @@ expect_swqe(const struct fake *f, const struct ibv_send_wr *wr, struct droce_shm
 		e->atomic.swap = wr->wr.atomic.swap;
 		e->atomic.rkey = wr->wr.atomic.rkey;
 		break;
+	case IBV_WR_BIND_MW:
+		e->bind.addr = wr->bind_mw.bind_info.addr;
+		e->bind.length = wr->bind_mw.bind_info.length;
+		e->bind.mr_lkey = wr->bind_mw.bind_info.mr->lkey;
+		e->bind.mw_rkey = wr->bind_mw.mw->rkey;
+		e->bind.rkey = wr->bind_mw.rkey;
+		e->bind.access = wr->bind_mw.bind_info.mw_access_flags;
+		break;
 	default:
 		break;
 	}
@@ -328,9 +348,10 @@ static void
 check_swqe(const struct fake *f, const uint8_t *slot, const struct ibv_send_wr *wr)
 {
 	struct droce_shm_swqe e;
-	size_t sges = (size_t)wr->num_sge * sizeof(struct ibv_sge);
+	size_t sges;
 
 	expect_swqe(f, wr, &e);
+	sges = (size_t)e.num_sge * sizeof(struct ibv_sge);
 	CHECK_MEM(slot, &e, sizeof(e));
 	CHECK_MEM(slot + sizeof(e), wr->sg_list, sges);
 	check_poisoned(slot + sizeof(e) + sges, f->qp.sq_stride - sizeof(e) - sges);
@@ -343,7 +364,8 @@ DROCE_TEST(send_every_rc_opcode_fields)
 	static const enum ibv_wr_opcode ops[] = {
 		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
 		IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
-		IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV,
+		IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW,
+		IBV_WR_SEND_WITH_INV,
 	};
 	const unsigned int n = sizeof(ops) / sizeof(ops[0]);
 	struct ibv_send_wr wr[sizeof(ops) / sizeof(ops[0])], *bad = NULL;
@@ -372,7 +394,7 @@ DROCE_TEST(send_every_rc_opcode_fields)
 		wr[i].wr.atomic.swap = 0x1122334455667788ull + i;
 		wr[i].wr.atomic.rkey = 0xCAFE0000 + i;
 	}
-	/* Nine WRs, eight slots: two calls. */
+	/* Ten WRs, eight slots: two calls. */
 	chain_send(wr, (int)n);
 	wr[SQ_SIZE - 1].next = NULL;
 	CHECK_EQ_I64(droce_shm_post_send(&f.qp, &wr[0], &bad), 0);
@@ -383,10 +405,13 @@ DROCE_TEST(send_every_rc_opcode_fields)
 		droce_test_ctx("opcode %d", (int)ops[i]);
 		check_swqe(&f, sq_slot(&f, i), &wr[i]);
 	}
-	f.ctl->sq.cons = 1;
+	f.ctl->sq.cons = n - SQ_SIZE;
 	CHECK_EQ_I64(droce_shm_post_send(&f.qp, &wr[SQ_SIZE], &bad), 0);
-	CHECK_EQ_U64(f.ctl->sq.prod, SQ_SIZE + 1);
-	check_swqe(&f, sq_slot(&f, SQ_SIZE), &wr[SQ_SIZE]);
+	CHECK_EQ_U64(f.ctl->sq.prod, n);
+	for (i = SQ_SIZE; i < n; i++) {
+		droce_test_ctx("opcode %d", (int)ops[i]);
+		check_swqe(&f, sq_slot(&f, i), &wr[i]);
+	}
 	/* The last one checked, a SEND_WITH_INV, asked for no access bit. */
 	CHECK_EQ_U64(f.chk.last_access, 0);
 }
@@ -549,15 +574,15 @@ DROCE_TEST(send_flags_copied)
 /* ---- post_send: validation ---- */
 
 /*
- * Opcode against QP type, every pair: UD sends only, UC adds RDMA WRITE, RC everything
- * but BIND_MW, which no WQE can express (EOPNOTSUPP). Then again with an engine that
- * supports nothing: what the type allows is EOPNOTSUPP, the rest still EINVAL.
+ * Opcode against QP type, every pair: UD sends only, UC adds RDMA WRITE, RC everything.
+ * Then again with an engine that supports nothing: what the type allows is EOPNOTSUPP,
+ * the rest still EINVAL.
  */
 DROCE_TEST(send_opcode_per_qp_type)
 {
 	static const uint8_t types[] = { DROCE_SHM_QPT_RC, DROCE_SHM_QPT_UC, DROCE_SHM_QPT_UD };
 	static const char *const allowed[] = {
-		"1111111101",	/* RC: opcodes 0..9, BIND_MW (8) unsupported */
+		"1111111111",	/* RC: opcodes 0..9 */
 		"1111000000",	/* UC */
 		"0011000000",	/* UD */
 	};
@@ -569,8 +594,7 @@ DROCE_TEST(send_opcode_per_qp_type)
 		for (t = 0; t < 3; t++) {
 			for (op = 0; op <= IBV_WR_SEND_WITH_INV + 6; op++) {
 				bool ok = op <= IBV_WR_SEND_WITH_INV && allowed[t][op] == '1';
-				bool typed = ok || (t == 0 && op == IBV_WR_BIND_MW);
-				int want = ok && sup == 0 ? 0 : typed ? EOPNOTSUPP : EINVAL;
+				int want = ok && sup == 0 ? 0 : ok ? EOPNOTSUPP : EINVAL;
 
 				droce_test_ctx("qp type %u opcode %u supported %s", types[t], op,
 					       sup == 0 ? "all" : "none");
@@ -649,6 +673,20 @@ spoil_op_bind_mw(struct fake *f, struct ibv_send_wr *wr)
 {
 	(void)f;
 	wr->opcode = IBV_WR_BIND_MW;
+}
+
+static void
+spoil_bind_no_mw(struct fake *f, struct ibv_send_wr *wr)
+{
+	spoil_op_bind_mw(f, wr);
+	wr->bind_mw.mw = NULL;
+}
+
+static void
+spoil_bind_no_mr(struct fake *f, struct ibv_send_wr *wr)
+{
+	spoil_op_bind_mw(f, wr);
+	wr->bind_mw.bind_info.mr = NULL;	/* with a length: only an unbind has no MR */
 }
 
 static void
@@ -749,7 +787,12 @@ static const struct send_err_case send_err_cases[] = {
 	{ "opcode 1000", DROCE_SHM_QPT_RC, 0xFFFFFFFFu, spoil_op_huge, EINVAL },
 	/* The type check comes first: an opcode both wrong and unsupported is EINVAL. */
 	{ "READ on UD, unsupported", DROCE_SHM_QPT_UD, 1u << IBV_WR_SEND, spoil_op_read, EINVAL },
-	{ "BIND_MW", DROCE_SHM_QPT_RC, 0xFFFFFFFFu, spoil_op_bind_mw, EOPNOTSUPP },
+	{ "BIND_MW unsupported", DROCE_SHM_QPT_RC, ALL_OPS & ~(1u << IBV_WR_BIND_MW),
+	  spoil_op_bind_mw, EOPNOTSUPP },
+	{ "BIND_MW on UC", DROCE_SHM_QPT_UC, ALL_OPS, spoil_op_bind_mw, EINVAL },
+	{ "BIND_MW without a window", DROCE_SHM_QPT_RC, ALL_OPS, spoil_bind_no_mw, EINVAL },
+	{ "BIND_MW of a range without an MR", DROCE_SHM_QPT_RC, ALL_OPS, spoil_bind_no_mr,
+	  EINVAL },
 	{ "atomics unsupported", DROCE_SHM_QPT_RC, ALL_OPS & ~(1u << IBV_WR_ATOMIC_FETCH_AND_ADD),
 	  spoil_op_fadd, EOPNOTSUPP },
 	{ "inline over max_inline", DROCE_SHM_QPT_RC, ALL_OPS, spoil_inline_long, EINVAL },
