@@ -1194,10 +1194,11 @@ supported_wr(uint8_t qp_type)
 	/* RDMA WRITE is for the connected services (RC, UC), not UD; RDMA READ is RC only. */
 	if (qp_type == DROCE_SHM_QPT_RC || qp_type == DROCE_SHM_QPT_UC)
 		wr |= (1u << DROCE_SHM_WR_RDMA_WRITE) | (1u << DROCE_SHM_WR_RDMA_WRITE_WITH_IMM);
-	/* RDMA READ and the atomics (IB 9.4.5) are RC only. */
+	/* RDMA READ, the atomics (IB 9.4.5), FLUSH and ATOMIC WRITE (IBA 1.5) are RC only. */
 	if (qp_type == DROCE_SHM_QPT_RC)
 		wr |= (1u << DROCE_SHM_WR_RDMA_READ) | (1u << DROCE_SHM_WR_ATOMIC_CMP_AND_SWP) |
-		      (1u << DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD);
+		      (1u << DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD) | (1u << DROCE_SHM_WR_FLUSH) |
+		      (1u << DROCE_SHM_WR_ATOMIC_WRITE);
 	return wr;
 }
 

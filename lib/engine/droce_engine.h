@@ -257,6 +257,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rd_replay, "duplicate READ requests answered again") \
 	X(atomic_exec, "atomic requests executed") \
 	X(atomic_replay, "duplicate atomic requests answered from the saved value") \
+	X(atomic_write_exec, "ATOMIC WRITE requests executed") \
+	X(flush_exec, "FLUSH requests executed") \
 	X(ack_sent, "ACKs sent") \
 	X(nak_seq_sent, "PSN sequence error NAKs sent") \
 	X(nak_rnr_sent, "RNR NAKs sent") \
@@ -279,6 +281,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(resp_err_atomic_access, "atomics refused by their R_Key") \
 	X(resp_err_invalidate, "Sends with Invalidate whose R_Key could not be invalidated") \
 	X(resp_invalidate, "memory windows invalidated by a Send with Invalidate") \
+	X(resp_err_flush_invalid, "FLUSHes refused: a placement type the QP does not allow") \
+	X(resp_err_flush_access, "FLUSHes refused by their R_Key") \
 	/* Each send the completer failed, by the state it failed in (engine_comp.c). */ \
 	X(comp_err_read_resp, "sends failed in the completer's READ response state") \
 	X(comp_err_atomic_ack, "sends failed in the completer's atomic acknowledge state") \

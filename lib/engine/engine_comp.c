@@ -232,7 +232,8 @@ comp_read_resp(struct droce_engine_qp *qp, struct comp_pkt *c)
 	w = comp_rd_atomic_wqe(qp, psn, &stale);
 	if (stale)
 		return COMP_ST_STALE;
-	if (w == NULL || w->wc_opcode != DROCE_SHM_WC_RDMA_READ ||
+	/* FLUSH and ATOMIC WRITE are answered by a READ response without payload. */
+	if (w == NULL || (w->wc_opcode != DROCE_SHM_WC_RDMA_READ && !swqe_read_ack(w)) ||
 	    w->status != DROCE_SHM_WC_SUCCESS)
 		return COMP_ST_BAD;
 	comp_retire(qp, droce_psn_add(w->first_psn, DROCE_PSN_MASK));
@@ -251,7 +252,7 @@ comp_read_resp(struct droce_engine_qp *qp, struct comp_pkt *c)
 	}
 	k = w->rd_got;
 	last = k == w->npkts - 1;
-	want = last ? w->len - k * qp->mtu : qp->mtu;
+	want = swqe_read_ack(w) ? 0 : last ? w->len - k * qp->mtu : qp->mtu;
 	if (c->pkt->payload_len != want || last != ((flags & DROCE_OPF_LAST) != 0)) {
 		c->status = DROCE_SHM_WC_BAD_RESP_ERR;
 		return COMP_ST_ERROR;
@@ -291,7 +292,8 @@ comp_atomic_ack(struct droce_engine_qp *qp, struct comp_pkt *c)
 	w = comp_rd_atomic_wqe(qp, c->psn, &stale);
 	if (stale)
 		return COMP_ST_STALE;
-	if (w == NULL || !swqe_rd_atomic(w) || w->wc_opcode == DROCE_SHM_WC_RDMA_READ ||
+	if (w == NULL || (w->wc_opcode != DROCE_SHM_WC_COMP_SWAP &&
+			  w->wc_opcode != DROCE_SHM_WC_FETCH_ADD) ||
 	    w->status != DROCE_SHM_WC_SUCCESS)
 		return COMP_ST_BAD;
 	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));

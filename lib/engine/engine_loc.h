@@ -102,6 +102,12 @@ uint8_t *mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_
  */
 uint8_t *mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
 			 uint64_t addr, uint64_t len);
+/*
+ * May a FLUSH with access (DROCE_SHM_ACCESS_FLUSH_*) reach rkey's MR at qp: the range
+ * [addr, addr + len) (whole: the MR itself, whatever the range)? Windows never do.
+ */
+bool mr_rkey_flushable(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
+		       bool whole, uint64_t addr, uint64_t len);
 /* Executes a BIND_MW WQE of qp: DROCE_SHM_WC_SUCCESS or DROCE_SHM_WC_MW_BIND_ERR. */
 uint8_t mw_bind(struct droce_engine_qp *qp, const struct droce_shm_swqe *s);
 /*
@@ -296,6 +302,8 @@ resp_state_name(unsigned int state)
 	X(WRITE, "WRITE") \
 	X(READ, "READ") \
 	X(ATOMIC, "atomic") \
+	X(FLUSH, "FLUSH") \
+	X(ATOMIC_WRITE, "ATOMIC WRITE") \
 	X(SEND, "SEND") \
 	X(DONE, "done")
 
@@ -435,11 +443,21 @@ struct droce_engine_qp {
 };
 
 /* A READ or an atomic: answered by response packets, counted by max_rd_atomic. */
+/*
+ * FLUSH and ATOMIC WRITE (IBA 1.5): one PSN each, answered like a READ of nothing, an RDMA
+ * READ RESPONSE ONLY without payload, and so counted as READs (responder resources).
+ */
+static inline bool
+swqe_read_ack(const struct engine_swqe *w)
+{
+	return w->wc_opcode == DROCE_SHM_WC_FLUSH || w->wc_opcode == DROCE_SHM_WC_ATOMIC_WRITE;
+}
+
 static inline bool
 swqe_rd_atomic(const struct engine_swqe *w)
 {
 	return w->wc_opcode == DROCE_SHM_WC_RDMA_READ || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
-	       w->wc_opcode == DROCE_SHM_WC_FETCH_ADD;
+	       w->wc_opcode == DROCE_SHM_WC_FETCH_ADD || swqe_read_ack(w);
 }
 
 /* A local memory operation (BIND_MW, LOCAL_INV): no packet, no PSN (npkts 0). */

@@ -127,6 +127,19 @@ mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access
 			addr, len);
 }
 
+bool
+mr_rkey_flushable(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access, bool whole,
+		  uint64_t addr, uint64_t len)
+{
+	const struct engine_mr *mr = key_entry(qp->dom, rkey);
+
+	if (mr == NULL || mr->kind != KEY_MR)
+		return false;
+	if (whole || len == 0)
+		return mr->key == rkey && mr->pd == qp->pd && (mr->access & access) == access;
+	return mr_range(mr, rkey, qp->pd, access, addr, len) != NULL;
+}
+
 uint8_t
 mw_bind(struct droce_engine_qp *qp, const struct droce_shm_swqe *s)
 {

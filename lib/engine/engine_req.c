@@ -81,6 +81,19 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_ATOMIC_WRITE:
+		/* RC only (IBA 1.5), exactly the 8 bytes it stores: checked below. */
+		if (qp->type == DROCE_SHM_QPT_RC)
+			break;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
+	case DROCE_SHM_WR_FLUSH:
+		/* RC only, no data; a placement type and a selectivity level (FETH). */
+		if (qp->type == DROCE_SHM_QPT_RC && s->num_sge == 0 &&
+		    !(s->flags & DROCE_SHM_SEND_INLINE) && s->flush.type != 0 &&
+		    s->flush.type <= (DROCE_SHM_FLUSH_GLOBAL | DROCE_SHM_FLUSH_PERSISTENT) &&
+		    s->flush.level <= DROCE_SHM_FLUSH_MR)
+			return DROCE_SHM_WC_SUCCESS;
+		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	case DROCE_SHM_WR_BIND_MW:
 	case DROCE_SHM_WR_LOCAL_INV:
 		/* Executed when the requester reaches them (req_local); no data. */
@@ -91,7 +104,10 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	}
 	if (s->flags & DROCE_SHM_SEND_INLINE) {
-		if (s->inline_len > qp->max_inline)
+		/* An ATOMIC WRITE's 8 bytes may be inline whatever max_inline (lib/shm). */
+		if (s->inline_len > qp->max_inline &&
+		    !(s->opcode == DROCE_SHM_WR_ATOMIC_WRITE &&
+		      s->inline_len <= qp->sq_stride - sizeof(*s)))
 			return DROCE_SHM_WC_LOC_LEN_ERR;
 		len = s->inline_len;
 	} else {
@@ -104,9 +120,13 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 	}
 	if (len > (1ull << 31))
 		return DROCE_SHM_WC_LOC_LEN_ERR;
-	/* An atomic's local buffer holds exactly the 64-bit original value (IB 9.4.5). */
+	/*
+	 * An atomic's local buffer holds exactly the 64-bit original value (IB 9.4.5); an
+	 * ATOMIC WRITE's, the 64 bits it stores.
+	 */
 	if ((s->opcode == DROCE_SHM_WR_ATOMIC_CMP_AND_SWP ||
-	     s->opcode == DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD) && len != ENGINE_ATOMIC_LEN)
+	     s->opcode == DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD ||
+	     s->opcode == DROCE_SHM_WR_ATOMIC_WRITE) && len != ENGINE_ATOMIC_LEN)
 		return DROCE_SHM_WC_LOC_LEN_ERR;
 	if (qp->type == DROCE_SHM_QPT_UD) {
 		uint32_t ah = s->ud.ah;
@@ -151,7 +171,10 @@ req_fetch(struct droce_engine_qp *qp)
 			       DROCE_SHM_WC_FETCH_ADD :
 			       w->wqe->opcode == DROCE_SHM_WR_BIND_MW ? DROCE_SHM_WC_BIND_MW :
 			       w->wqe->opcode == DROCE_SHM_WR_LOCAL_INV ?
-			       DROCE_SHM_WC_LOCAL_INV : DROCE_SHM_WC_SEND;
+			       DROCE_SHM_WC_LOCAL_INV :
+			       w->wqe->opcode == DROCE_SHM_WR_FLUSH ? DROCE_SHM_WC_FLUSH :
+			       w->wqe->opcode == DROCE_SHM_WR_ATOMIC_WRITE ?
+			       DROCE_SHM_WC_ATOMIC_WRITE : DROCE_SHM_WC_SEND;
 		w->local_done = false;
 		w->status = req_validate(qp, w);
 		w->first_psn = qp->req.next_psn;
@@ -159,7 +182,7 @@ req_fetch(struct droce_engine_qp *qp)
 		if (swqe_local(w))
 			w->npkts = 0;
 		else if (qp->type == DROCE_SHM_QPT_UD || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
-			 w->wc_opcode == DROCE_SHM_WC_FETCH_ADD)
+			 w->wc_opcode == DROCE_SHM_WC_FETCH_ADD || swqe_read_ack(w))
 			w->npkts = 1;
 		else
 			w->npkts = w->len == 0 ? 1 : (w->len + qp->mtu - 1) / qp->mtu;
@@ -332,6 +355,60 @@ req_atomic_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.atomic.compare = cas ? s->atomic.compare_add : 0;
 	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 		return -EAGAIN;
+	if (unlikely(qp->cc.rp_state.limited))
+		cc_sent(qp, m->pkt_len);
+	engine_pkt_finish(e, &qp->tmpl, m);
+	ENGINE_STAT(e, req_pkts);
+	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
+		ENGINE_STAT(e, req_retransmit);
+	qp->req.psn = droce_psn_add(qp->req.psn, 1);
+	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+	qp->req.since_ackreq = 0;
+	qp->req.cur++;
+	qp->req.cur_off = 0;
+	return 0;
+}
+
+/*
+ * The FLUSH or ATOMIC WRITE request of the WQE at cur (IBA 1.5): one PSN, a RETH (FLUSH:
+ * and its FETH; ATOMIC WRITE: and its 8 bytes), AckReq always. 0, -EAGAIN (no mbuf) or
+ * -EACCES (the ATOMIC WRITE's lkey refused its bytes).
+ */
+static int
+req_read_ack_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
+{
+	struct droce_engine *e = qp->engine;
+	const struct droce_shm_swqe *s = w->wqe;
+	bool flush = w->wc_opcode == DROCE_SHM_WC_FLUSH;
+	struct droce_wire_hdrs h;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = flush ? DROCE_OP_RC_FLUSH : DROCE_OP_RC_ATOMIC_WRITE;
+	h.pkey = DROCE_PKEY_DEFAULT;
+	h.psn = qp->req.psn;
+	h.dqpn = qp->dest_qpn;
+	h.ackreq = true;
+	if (flush) {
+		h.reth.va = s->flush.remote_addr;
+		h.reth.rkey = s->flush.rkey;
+		h.reth.len = s->flush.length;
+		h.feth.plt = s->flush.type;
+		h.feth.sel = s->flush.level;
+	} else {
+		h.reth.va = s->rdma.remote_addr;
+		h.reth.rkey = s->rdma.rkey;
+		h.reth.len = ENGINE_ATOMIC_LEN;
+	}
+	payload = engine_pkt_start(e, &qp->tmpl, &h, flush ? 0 : ENGINE_ATOMIC_LEN, &m);
+	if (payload == NULL)
+		return -EAGAIN;
+	if (!flush && req_gather(qp, s, 0, payload, ENGINE_ATOMIC_LEN) != 0) {
+		rte_pktmbuf_free(m);
+		return -EACCES;
+	}
 	if (unlikely(qp->cc.rp_state.limited))
 		cc_sent(qp, m->pkt_len);
 	engine_pkt_finish(e, &qp->tmpl, m);
@@ -563,8 +640,14 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 			continue;
 		}
 		if (swqe_rd_atomic(w)) {
-			if ((w->wc_opcode == DROCE_SHM_WC_RDMA_READ ? req_read_packet(qp, w) :
-			     req_atomic_packet(qp, w)) != 0)
+			rc = w->wc_opcode == DROCE_SHM_WC_RDMA_READ ? req_read_packet(qp, w) :
+			     swqe_read_ack(w) ? req_read_ack_packet(qp, w) :
+			     req_atomic_packet(qp, w);
+			if (rc == -EACCES) {
+				req_fail(qp, w, DROCE_SHM_WC_LOC_PROT_ERR);
+				return n;
+			}
+			if (rc != 0)
 				break;
 			n++;
 			engine_rtt_sent(qp);

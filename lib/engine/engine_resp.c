@@ -260,6 +260,8 @@ enum resp_err {
 	RESP_ERR_ATOMIC_INVALID,	/* remote atomics not allowed, or misaligned */
 	RESP_ERR_ATOMIC_ACCESS,	/* the R_Key refuses the atomic's 8 bytes */
 	RESP_ERR_INVALIDATE,	/* a Send with Invalidate's R_Key is no window to invalidate */
+	RESP_ERR_FLUSH_INVALID,	/* a FLUSH of a placement type the QP does not allow */
+	RESP_ERR_FLUSH_ACCESS,	/* the R_Key refuses the FLUSH */
 };
 
 #define RESP_ERR_STAT(f)	offsetof(struct droce_engine_stats, f)
@@ -304,6 +306,12 @@ static const struct {
 	[RESP_ERR_INVALIDATE] = { "IETH R_Key not invalidated", DROCE_NAK_INVALID_REQ,
 				  DROCE_SHM_WC_REM_INV_REQ_ERR,
 		RESP_ERR_STAT(resp_err_invalidate) },
+	[RESP_ERR_FLUSH_INVALID] = { "FLUSH refused", DROCE_NAK_INVALID_REQ,
+				     DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_flush_invalid) },
+	[RESP_ERR_FLUSH_ACCESS] = { "FLUSH R_Key refused", DROCE_NAK_REMOTE_ACCESS,
+				    DROCE_SHM_WC_REM_ACCESS_ERR,
+		RESP_ERR_STAT(resp_err_flush_access) },
 };
 
 /*
@@ -424,6 +432,43 @@ resp_rd_limit(const struct droce_engine_qp *qp)
 }
 
 /*
+ * A new responder resource (9.7.5.1) for the request at psn, spanning npkts PSNs: a READ,
+ * an atomic, a FLUSH or an ATOMIC WRITE, executed now, answered from the READ-response
+ * stage. A requester beyond max_dest_rd_atomic of them loses the oldest one's answer.
+ */
+static struct engine_rd_res *
+resp_rd_res_new(struct droce_engine_qp *qp, uint32_t psn, uint32_t npkts)
+{
+	uint32_t limit = resp_rd_limit(qp);
+	struct engine_rd_res *r;
+
+	if (qp->resp.rd_head - qp->resp.rd_send >= limit)
+		qp->resp.rd_send = qp->resp.rd_head - limit + 1;
+	r = &qp->resp.rd[qp->resp.rd_head++ & (ENGINE_RD_RES - 1)];
+	memset(r, 0, sizeof(*r));
+	r->first_psn = r->start_psn = r->psn = psn;
+	r->npkts = r->left = npkts;
+	qp->resp.epsn = droce_psn_add(psn, npkts);
+	qp->resp.nak_sent = false;
+	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
+	qp_list_add(qp, QP_ON_READ);
+	return r;
+}
+
+/* Resource j answers its one-PSN request at psn again (a duplicate: never re-executed). */
+static void
+resp_rd_res_replay(struct droce_engine_qp *qp, uint32_t j, uint32_t psn)
+{
+	struct engine_rd_res *r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
+
+	r->start_psn = r->psn = psn;
+	r->left = 1;
+	if ((int32_t)(qp->resp.rd_send - j) > 0)
+		qp->resp.rd_send = j;
+	qp_list_add(qp, QP_ON_READ);
+}
+
+/*
  * An in-sequence READ request: checked like a WRITE's RETH (remote read this time), then
  * kept as a responder resource whose response the READ-response stage sends.
  * It takes one PSN per response packet and counts as a message at once (MSN).
@@ -436,7 +481,6 @@ resp_rc_read(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	uint64_t va = droce_reth_va(reth);
 	uint32_t rkey = droce_reth_rkey(reth);
 	uint32_t len = droce_reth_len(reth);
-	uint32_t limit = resp_rd_limit(qp);
 	struct engine_rd_res *r;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) || len > ENGINE_MSG_MAX) {
@@ -448,21 +492,10 @@ resp_rc_read(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		resp_fail(qp, pkt, RESP_ERR_READ_ACCESS);
 		return;
 	}
-	/* A requester beyond max_dest_rd_atomic READs loses the oldest one's answer. */
-	if (qp->resp.rd_head - qp->resp.rd_send >= limit)
-		qp->resp.rd_send = qp->resp.rd_head - limit + 1;
-	r = &qp->resp.rd[qp->resp.rd_head++ & (ENGINE_RD_RES - 1)];
-	r->first_psn = r->start_psn = r->psn = psn;
-	r->npkts = len == 0 ? 1 : (len + qp->mtu - 1) / qp->mtu;
-	r->left = r->npkts;
+	r = resp_rd_res_new(qp, psn, len == 0 ? 1 : (len + qp->mtu - 1) / qp->mtu);
 	r->va = va;
 	r->rkey = rkey;
 	r->len = len;
-	r->off = 0;
-	qp->resp.epsn = droce_psn_add(psn, r->npkts);
-	qp->resp.nak_sent = false;
-	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
-	qp_list_add(qp, QP_ON_READ);
 }
 
 /*
@@ -523,7 +556,6 @@ resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
 	uint64_t va = droce_atmeth_va(ath);
 	uint64_t swap_add = droce_atmeth_swap_add(ath);
-	uint32_t limit = resp_rd_limit(qp);
 	struct engine_rd_res *r;
 	uint64_t *target, orig;
 
@@ -552,21 +584,11 @@ resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		orig = __atomic_fetch_add(target, swap_add, __ATOMIC_SEQ_CST);
 	}
 	ENGINE_STAT(qp->engine, atomic_exec);
-	if (qp->resp.rd_head - qp->resp.rd_send >= limit)
-		qp->resp.rd_send = qp->resp.rd_head - limit + 1;
-	r = &qp->resp.rd[qp->resp.rd_head++ & (ENGINE_RD_RES - 1)];
-	memset(r, 0, sizeof(*r));
+	r = resp_rd_res_new(qp, psn, 1);
 	r->atomic = true;
 	r->orig = orig;
-	r->first_psn = r->start_psn = r->psn = psn;
-	r->npkts = 1;
-	r->left = 1;
 	r->va = va;
 	r->rkey = droce_atmeth_rkey(ath);
-	qp->resp.epsn = droce_psn_add(psn, 1);
-	qp->resp.nak_sent = false;
-	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
-	qp_list_add(qp, QP_ON_READ);
 }
 
 /*
@@ -590,11 +612,123 @@ resp_atomic_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		if (r->atomic && r->first_psn == psn && r->va == droce_atmeth_va(ath) &&
 		    r->rkey == droce_atmeth_rkey(ath)) {
 			ENGINE_STAT(qp->engine, atomic_replay);
-			r->start_psn = r->psn = psn;
-			r->left = 1;
-			if ((int32_t)(qp->resp.rd_send - j) > 0)
-				qp->resp.rd_send = j;
-			qp_list_add(qp, QP_ON_READ);
+			resp_rd_res_replay(qp, j, psn);
+			return;
+		}
+	}
+}
+
+/* ---- FLUSH and ATOMIC WRITE (RC, IBA 1.5) ---- */
+
+/*
+ * An in-sequence ATOMIC WRITE: its 8 bytes stored at the RETH's address as one aligned
+ * 64-bit store, with release so that everything the responder placed before is visible
+ * first (oA19-28), checked as rxe does: the QP must allow remote writes (else invalid
+ * request), the R_Key must grant remote write on the 8 bytes (else remote access error),
+ * the address must be 8-byte aligned (else invalid request), the RETH length and the
+ * payload 8 bytes (else invalid request). Answered, like a READ of nothing, by an RDMA
+ * READ RESPONSE ONLY without payload from a responder resource, so a duplicate is
+ * answered again and never stored twice.
+ */
+static void
+resp_rc_atomic_write(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
+		     const struct resp_src *src)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint64_t va = droce_reth_va(reth);
+	uint32_t rkey = droce_reth_rkey(reth);
+	struct engine_rd_res *r;
+	uint64_t *target, v;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+		resp_fail(qp, pkt, RESP_ERR_WRITE_INVALID);
+		return;
+	}
+	if (droce_reth_len(reth) != ENGINE_ATOMIC_LEN || pkt->payload_len != ENGINE_ATOMIC_LEN) {
+		resp_fail(qp, pkt, RESP_ERR_OPCODE);
+		return;
+	}
+	target = (uint64_t *)mr_resolve_rkey(qp, rkey, IBV_ACCESS_REMOTE_WRITE, va,
+					     ENGINE_ATOMIC_LEN);
+	if (target == NULL) {
+		resp_fail(qp, pkt, RESP_ERR_WRITE_ACCESS);
+		return;
+	}
+	if ((va & (ENGINE_ATOMIC_LEN - 1)) != 0 ||
+	    ((uintptr_t)target & (ENGINE_ATOMIC_LEN - 1)) != 0) {
+		resp_fail(qp, pkt, RESP_ERR_ATOMIC_INVALID);
+		return;
+	}
+	/* The bytes as they came: memory holds the payload, as after a WRITE of them. */
+	resp_src_copy(src, 0, (uint8_t *)&v, ENGINE_ATOMIC_LEN);
+	__atomic_store_n(target, v, __ATOMIC_RELEASE);
+	ENGINE_STAT(qp->engine, atomic_write_exec);
+	r = resp_rd_res_new(qp, psn, 1);
+	r->va = va;
+	r->rkey = rkey;
+}
+
+/*
+ * An in-sequence FLUSH: the placement type (FETH) must be one the QP allows (else invalid
+ * request) and the MR of the R_Key (windows grant no FLUSH) must allow it on the range
+ * (selectivity RANGE; a zero length is a no-op that still checks the key) or hold the key
+ * (selectivity MR) (else remote access error). droced's memory is the application's
+ * ordinary memory: a full fence makes everything the responder placed before the FLUSH
+ * visible to every CPU, which is all that global visibility and, for this memory,
+ * persistence can mean (doc/verbs-coverage.md, "ATOMIC WRITE and FLUSH"). Answered as
+ * an ATOMIC WRITE is.
+ */
+static void
+resp_rc_flush(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	const struct droce_feth *feth = droce_pkt_feth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	unsigned int plt = droce_feth_plt(feth), sel = droce_feth_sel(feth);
+	uint32_t access = ((plt & DROCE_SHM_FLUSH_GLOBAL) ? DROCE_SHM_ACCESS_FLUSH_GLOBAL : 0) |
+			  ((plt & DROCE_SHM_FLUSH_PERSISTENT) ?
+			   DROCE_SHM_ACCESS_FLUSH_PERSISTENT : 0);
+	struct engine_rd_res *r;
+
+	if (access == 0 || (plt & ~(DROCE_SHM_FLUSH_GLOBAL | DROCE_SHM_FLUSH_PERSISTENT)) ||
+	    sel > DROCE_SHM_FLUSH_MR || (qp->attr.qp_access_flags & access) != access) {
+		resp_fail(qp, pkt, RESP_ERR_FLUSH_INVALID);
+		return;
+	}
+	if (!mr_rkey_flushable(qp, droce_reth_rkey(reth), access, sel == DROCE_SHM_FLUSH_MR,
+			       droce_reth_va(reth), droce_reth_len(reth))) {
+		resp_fail(qp, pkt, RESP_ERR_FLUSH_ACCESS);
+		return;
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	ENGINE_STAT(qp->engine, flush_exec);
+	r = resp_rd_res_new(qp, psn, 1);
+	r->va = droce_reth_va(reth);
+	r->rkey = droce_reth_rkey(reth);
+}
+
+/*
+ * A duplicate FLUSH or ATOMIC WRITE: answered again from its resource, if one of the last
+ * max_dest_rd_atomic holds it (a READ of nothing at psn); else dropped, as atomics are.
+ */
+static void
+resp_read_ack_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
+{
+	const struct droce_reth *reth = droce_pkt_reth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	uint32_t limit = resp_rd_limit(qp);
+	uint32_t k, j;
+
+	for (k = 1; k <= limit; k++) {
+		const struct engine_rd_res *r;
+
+		j = qp->resp.rd_head - k;
+		r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
+		if (!r->atomic && r->len == 0 && r->first_psn == psn &&
+		    r->va == droce_reth_va(reth) && r->rkey == droce_reth_rkey(reth)) {
+			ENGINE_STAT(qp->engine, rd_replay);
+			resp_rd_res_replay(qp, j, psn);
 			return;
 		}
 	}
@@ -679,6 +813,8 @@ resp_rc_duplicate(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		resp_read_dup(qp, pkt);
 	else if (flags & DROCE_OPF_ATOMIC)
 		resp_atomic_dup(qp, pkt);
+	else if (flags & (DROCE_OPF_FLUSH | DROCE_OPF_ATOMIC_WRITE))
+		resp_read_ack_dup(qp, pkt);
 	else
 		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
 	return RESP_STEP_DONE;
@@ -711,7 +847,8 @@ resp_rc_check_op(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	uint32_t flags = pkt->info->flags;
 	uint32_t plen = pkt->payload_len;
 
-	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)) ||
+	if (!(flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC |
+		       DROCE_OPF_FLUSH | DROCE_OPF_ATOMIC_WRITE)) ||
 	    !resp_opcode_seq_ok(qp, flags) ||
 	    plen > qp->mtu || (!(flags & DROCE_OPF_LAST) && plen != qp->mtu)) {
 		resp_fail(qp, pkt, RESP_ERR_OPCODE);
@@ -719,7 +856,9 @@ resp_rc_check_op(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	}
 	return (flags & DROCE_OPF_WRITE) ? RESP_STEP_WRITE :
 	       (flags & DROCE_OPF_READ) ? RESP_STEP_READ :
-	       (flags & DROCE_OPF_ATOMIC) ? RESP_STEP_ATOMIC : RESP_STEP_SEND;
+	       (flags & DROCE_OPF_ATOMIC) ? RESP_STEP_ATOMIC :
+	       (flags & DROCE_OPF_FLUSH) ? RESP_STEP_FLUSH :
+	       (flags & DROCE_OPF_ATOMIC_WRITE) ? RESP_STEP_ATOMIC_WRITE : RESP_STEP_SEND;
 }
 
 /* An in-sequence SEND packet: the receive WQE (RNR NAK without one), its bytes, its end. */
@@ -812,6 +951,14 @@ resp_rc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const stru
 			break;
 		case RESP_STEP_ATOMIC:
 			resp_rc_atomic(qp, pkt);
+			st = RESP_STEP_DONE;
+			break;
+		case RESP_STEP_FLUSH:
+			resp_rc_flush(qp, pkt);
+			st = RESP_STEP_DONE;
+			break;
+		case RESP_STEP_ATOMIC_WRITE:
+			resp_rc_atomic_write(qp, pkt, src);
 			st = RESP_STEP_DONE;
 			break;
 		case RESP_STEP_SEND:

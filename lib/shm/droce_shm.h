@@ -82,6 +82,9 @@ enum droce_shm_wr_opcode {
 	DROCE_SHM_WR_LOCAL_INV = 7,
 	DROCE_SHM_WR_BIND_MW = 8,
 	DROCE_SHM_WR_SEND_WITH_INV = 9,
+	/* IBA 1.5 (rdma-core 45's IBV_WR_FLUSH; rdma-core 44's IBV_WR_ATOMIC_WRITE) */
+	DROCE_SHM_WR_FLUSH = 14,
+	DROCE_SHM_WR_ATOMIC_WRITE = 15,
 };
 
 /* enum ibv_send_flags (all fit in the WQE's 8-bit flags) */
@@ -133,6 +136,18 @@ struct droce_shm_swqe {
 			uint32_t remote_qkey;	/* high bit set: use the QP's own Q_Key (C10-15) */
 			uint32_t rsvd;
 		} ud;
+		/*
+		 * FLUSH: the range (or, level DROCE_SHM_FLUSH_MR, the whole MR of rkey)
+		 * made durable as type says (doc/verbs-coverage.md, "ATOMIC WRITE and FLUSH").
+		 */
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint32_t length;
+			uint8_t type;		/* DROCE_SHM_FLUSH_GLOBAL | _PERSISTENT */
+			uint8_t level;		/* DROCE_SHM_FLUSH_RANGE or _MR */
+			uint8_t rsvd[6];
+		} flush;
 		/* BIND_MW (ibv_bind_mw too): the window mw_rkey names takes rkey's low byte. */
 		struct {
 			uint64_t addr;		/* bound range, in the MR's address space */
@@ -145,6 +160,12 @@ struct droce_shm_swqe {
 	};
 	uint64_t rsvd2;
 };
+
+/* rdma-core 45's enum ibv_placement_type and enum ibv_selectivity_level (IBA 1.5 FETH). */
+#define DROCE_SHM_FLUSH_GLOBAL		0x1
+#define DROCE_SHM_FLUSH_PERSISTENT	0x2
+#define DROCE_SHM_FLUSH_RANGE		0
+#define DROCE_SHM_FLUSH_MR		1
 
 /* Receive WQE: this header, then num_sge SGEs, in a slot of the ring's receive stride. */
 struct droce_shm_rwqe {
@@ -183,6 +204,8 @@ enum droce_shm_wc_opcode {
 	DROCE_SHM_WC_FETCH_ADD = 4,
 	DROCE_SHM_WC_BIND_MW = 5,
 	DROCE_SHM_WC_LOCAL_INV = 6,
+	DROCE_SHM_WC_FLUSH = 8,
+	DROCE_SHM_WC_ATOMIC_WRITE = 9,
 	DROCE_SHM_WC_RECV = 128,
 	DROCE_SHM_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -336,6 +359,7 @@ _Static_assert(offsetof(struct droce_shm_swqe, rdma) == 24, "swqe rdma");
 _Static_assert(offsetof(struct droce_shm_swqe, atomic.rkey) == 48, "swqe atomic rkey");
 _Static_assert(offsetof(struct droce_shm_swqe, ud.remote_qkey) == 32, "swqe ud qkey");
 _Static_assert(offsetof(struct droce_shm_swqe, bind.access) == 52, "swqe bind access");
+_Static_assert(offsetof(struct droce_shm_swqe, flush.level) == 41, "swqe flush level");
 _Static_assert(sizeof(struct droce_shm_rwqe) == 16, "rwqe");
 _Static_assert(sizeof(struct droce_shm_cqe) == 64, "cqe");
 _Static_assert(offsetof(struct droce_shm_cqe, status) == 30, "cqe status");

@@ -86,6 +86,11 @@ struct droce_shm_client_cq {
  * does not allow, inline data longer than max_inline, an lkey the check refuses, a length
  * over 2^31, a bad AH (UD); EOPNOTSUPP for an opcode the engine lacks; ENOMEM when the send
  * ring is full. Then publishes the producer index and rings the doorbell once.
+ *
+ * IBV_WR_FLUSH (DROCE_SHM_WR_FLUSH, rdma-core 45's, which has no fields of its own in
+ * ibv_send_wr): wr.rdma.remote_addr and rkey, the length in invalidate_rkey, and
+ * type | level << 8 (DROCE_SHM_FLUSH_*) in qp_type.xrc.remote_srqn; libdroce's
+ * ibv_wr_flush builds it so (droce_shm_flush_wr).
  */
 int droce_shm_post_send(struct droce_shm_client_qp *qp, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr);
@@ -123,6 +128,19 @@ static inline uint32_t
 droce_shm_client_qp_state(const struct droce_shm_client_qp *qp)
 {
 	return __atomic_load_n(&qp->ctl->state, __ATOMIC_ACQUIRE);
+}
+
+/* The ibv_send_wr of a FLUSH, as droce_shm_post_send reads it. */
+static inline void
+droce_shm_flush_wr(struct ibv_send_wr *wr, uint32_t rkey, uint64_t remote_addr, uint32_t len,
+		   uint8_t type, uint8_t level)
+{
+	wr->opcode = (enum ibv_wr_opcode)DROCE_SHM_WR_FLUSH;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->invalidate_rkey = len;
+	wr->qp_type.xrc.remote_srqn = (uint32_t)type | (uint32_t)level << 8;
+	wr->num_sge = 0;
 }
 
 #endif /* DROCE_SHM_CLIENT_H */

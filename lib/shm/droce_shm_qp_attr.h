@@ -46,6 +46,9 @@ enum droce_shm_access {
 	DROCE_SHM_ACCESS_REMOTE_WRITE = 1u << 1,
 	DROCE_SHM_ACCESS_REMOTE_READ = 1u << 2,
 	DROCE_SHM_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	/* rdma-core 45's IBV_ACCESS_FLUSH_GLOBAL and _PERSISTENT (IBA 1.5 FLUSH) */
+	DROCE_SHM_ACCESS_FLUSH_GLOBAL = 1u << 8,
+	DROCE_SHM_ACCESS_FLUSH_PERSISTENT = 1u << 9,
 };
 
 /* enum ibv_mtu: path_mtu is one of these. */

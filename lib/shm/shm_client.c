@@ -36,27 +36,29 @@
 /*
  * Send opcodes per QP type (the IB spec's table of operations per service type): UD
  * carries only SENDs; UC adds RDMA WRITE; RC has every opcode, including the local
- * memory operations LOCAL_INV and BIND_MW, which the engine may or may not implement
- * (EOPNOTSUPP via supported_wr, so test suites skip them instead of failing).
+ * memory operations LOCAL_INV and BIND_MW and IBA 1.5's FLUSH and ATOMIC WRITE, which
+ * the engine may or may not implement (EOPNOTSUPP via supported_wr, so test suites skip
+ * them instead of failing).
  */
 #define OPS_UD		(OP(SEND) | OP(SEND_WITH_IMM))
 #define OPS_UC		(OPS_UD | OP(RDMA_WRITE) | OP(RDMA_WRITE_WITH_IMM))
 #define OPS_RC		(OPS_UC | OP(RDMA_READ) | OP(ATOMIC_CMP_AND_SWP) | \
 			 OP(ATOMIC_FETCH_AND_ADD) | OP(LOCAL_INV) | OP(BIND_MW) | \
-			 OP(SEND_WITH_INV))
+			 OP(SEND_WITH_INV) | OP(FLUSH) | OP(ATOMIC_WRITE))
 /* The local memory operations: no packet, no SGEs (they are ignored). */
 #define OPS_LOCAL	(OP(LOCAL_INV) | OP(BIND_MW))
 /* Opcodes whose imm_data field means something (immediate or rkey to invalidate). */
 #define OPS_IMM		(OP(RDMA_WRITE_WITH_IMM) | OP(SEND_WITH_IMM) | OP(SEND_WITH_INV) | \
 			 OP(LOCAL_INV))
-#define OPS_RDMA	(OP(RDMA_WRITE) | OP(RDMA_WRITE_WITH_IMM) | OP(RDMA_READ))
+#define OPS_RDMA	(OP(RDMA_WRITE) | OP(RDMA_WRITE_WITH_IMM) | OP(RDMA_READ) | \
+			 OP(ATOMIC_WRITE))
 #define OPS_ATOMIC	(OP(ATOMIC_CMP_AND_SWP) | OP(ATOMIC_FETCH_AND_ADD))
 /*
  * Opcodes with an outbound payload, the only ones IBV_SEND_INLINE applies to. On the
  * others (READ and atomics, whose local buffer is a destination; LOCAL_INV) the flag is
  * dropped and the SGEs are used as they are, as a real HCA would.
  */
-#define OPS_INLINE	(OPS_UC | OP(SEND_WITH_INV))
+#define OPS_INLINE	(OPS_UC | OP(SEND_WITH_INV) | OP(ATOMIC_WRITE))
 /* The HCA writes the local buffer of these: their SGEs need local write access. */
 #define OPS_LOCAL_WRITE	(OP(RDMA_READ) | OPS_ATOMIC)
 
@@ -73,7 +75,7 @@
 static inline uint32_t
 op_bit(unsigned int op)
 {
-	return op <= DROCE_SHM_WR_SEND_WITH_INV ? 1u << op : 0;
+	return op <= DROCE_SHM_WR_ATOMIC_WRITE ? 1u << op : 0;
 }
 
 static uint32_t
@@ -138,11 +140,26 @@ send_wr_check(const struct droce_shm_client_qp *qp, const struct ibv_send_wr *wr
 		*len = 0;
 		return 0;
 	}
+	if (bit == OP(FLUSH)) {
+		uint32_t tl = wr->qp_type.xrc.remote_srqn;
+
+		/* A placement type (global visibility, persistence or both) and a level. */
+		if ((tl & 0xFF) == 0 || (tl & 0xFF) > (DROCE_SHM_FLUSH_GLOBAL |
+						       DROCE_SHM_FLUSH_PERSISTENT) ||
+		    (tl >> 8) > DROCE_SHM_FLUSH_MR)
+			return EINVAL;
+		*flags = f;
+		*len = 0;
+		return 0;
+	}
 	if (f & DROCE_SHM_SEND_INLINE) {
 		/* Inline data is copied now and needs no lkey (ibv_post_send(3)). */
 		for (i = 0; i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
-		if (total > qp->max_inline)
+		/* ATOMIC WRITE's 8 bytes may go inline whatever max_inline, if the slot has room. */
+		if (total > qp->max_inline &&
+		    !(bit == OP(ATOMIC_WRITE) &&
+		      total <= qp->sq_stride - sizeof(struct droce_shm_swqe)))
 			return EINVAL;
 	} else {
 		access = (bit & OPS_LOCAL_WRITE) ? IBV_ACCESS_LOCAL_WRITE : 0;
@@ -160,6 +177,9 @@ send_wr_check(const struct droce_shm_client_qp *qp, const struct ibv_send_wr *wr
 		if ((bit & OPS_ATOMIC) && total != ATOMIC_LEN)
 			return EINVAL;
 	}
+	/* ATOMIC WRITE's payload is exactly the 8 bytes it stores (IBA 1.5). */
+	if (bit == OP(ATOMIC_WRITE) && total != ATOMIC_LEN)
+		return EINVAL;
 	if (qp->qp_type == DROCE_SHM_QPT_UD &&
 	    (wr->wr.ud.ah == NULL || !qp->ah_check(qp->check_arg, wr->wr.ud.ah->handle)))
 		return EINVAL;
@@ -199,6 +219,12 @@ swqe_write(uint8_t *slot, const struct droce_shm_client_qp *qp, const struct ibv
 		h.atomic.compare_add = wr->wr.atomic.compare_add;
 		h.atomic.swap = wr->wr.atomic.swap;
 		h.atomic.rkey = wr->wr.atomic.rkey;
+	} else if (bit == OP(FLUSH)) {
+		h.flush.remote_addr = wr->wr.rdma.remote_addr;
+		h.flush.rkey = wr->wr.rdma.rkey;
+		h.flush.length = wr->invalidate_rkey;
+		h.flush.type = (uint8_t)(wr->qp_type.xrc.remote_srqn & 0xFF);
+		h.flush.level = (uint8_t)(wr->qp_type.xrc.remote_srqn >> 8);
 	} else if (bit == OP(BIND_MW)) {
 		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
 
@@ -209,8 +235,8 @@ swqe_write(uint8_t *slot, const struct droce_shm_client_qp *qp, const struct ibv
 		h.bind.rkey = wr->bind_mw.rkey;
 		h.bind.access = b->mw_access_flags;
 	}
-	if (bit & OPS_LOCAL) {
-		/* num_sge stays 0: a local operation moves no data. */
+	if (bit & (OPS_LOCAL | OP(FLUSH))) {
+		/* num_sge stays 0: a local operation or a FLUSH moves no data. */
 	} else if (flags & DROCE_SHM_SEND_INLINE) {
 		/* num_sge stays 0: the body is inline_len bytes of data. */
 		h.inline_len = len;

@@ -41,7 +41,8 @@ enum qpt_index {
 
 /* Allowed access flags (the spec's remote access enables and local write, 11.2.4.2). */
 #define KNOWN_ACCESS (DROCE_SHM_ACCESS_LOCAL_WRITE | DROCE_SHM_ACCESS_REMOTE_WRITE | \
-		      DROCE_SHM_ACCESS_REMOTE_READ | DROCE_SHM_ACCESS_REMOTE_ATOMIC)
+		      DROCE_SHM_ACCESS_REMOTE_READ | DROCE_SHM_ACCESS_REMOTE_ATOMIC | \
+		      DROCE_SHM_ACCESS_FLUSH_GLOBAL | DROCE_SHM_ACCESS_FLUSH_PERSISTENT)
 
 /* One transition: the QP types that may make it and their required and optional bits. */
 struct qp_transition {

@@ -399,7 +399,9 @@ verbs_query_device_ex(struct ibv_context *context, const struct ibv_query_device
 	memset(&a, 0, sizeof(a));
 	device_attr_fill(to_dctx(context), &a.orig_attr);
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
-	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	/* IBA 1.5's ATOMIC WRITE and FLUSH, both placement types (doc/verbs-coverage.md). */
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags | VERBS_DEVICE_ATOMIC_WRITE |
+				VERBS_DEVICE_FLUSH_GLOBAL | VERBS_DEVICE_FLUSH_PERSISTENT;
 	/* completion timestamps: the engines' TSC, 64 bits wide, its rate in kHz */
 	if (to_dctx(context)->tsc_hz != 0) {
 		a.completion_timestamp_mask = UINT64_MAX;

@@ -216,6 +216,12 @@ struct verbs_dsrq {
 
 struct verbs_dqp {
 	struct ibv_qp_ex qpx;			/* every QP is an ibv_qp_ex */
+	/*
+	 * rdma-core 45 appended wr_flush to struct ibv_qp_ex; 44's headers end before it.
+	 * Programs built against 45 or later call it here.
+	 */
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr, size_t len,
+			 uint8_t type, uint8_t level);
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
 	struct droce_shm_client_qp view;
@@ -231,6 +237,17 @@ struct verbs_dqp {
 	int batch_err;
 	struct verbs_dqp *next;
 };
+
+_Static_assert(offsetof(struct verbs_dqp, wr_flush) == sizeof(struct ibv_qp_ex),
+	       "wr_flush right after rdma-core 44's ibv_qp_ex, where 45's has it");
+
+/* rdma-core 45's IBV_QP_EX_WITH_FLUSH, and the device_cap_flags_ex bits of IBA 1.5. */
+#define VERBS_QP_EX_WITH_FLUSH			(1ull << 11)
+#define VERBS_DEVICE_FLUSH_GLOBAL		(1ull << 38)
+#define VERBS_DEVICE_FLUSH_PERSISTENT		(1ull << 39)
+#define VERBS_DEVICE_ATOMIC_WRITE		(1ull << 40)
+/* rdma-core 45's IBV_ACCESS_FLUSH_GLOBAL and IBV_ACCESS_FLUSH_PERSISTENT. */
+#define VERBS_ACCESS_FLUSH			((1u << 8) | (1u << 9))
 
 struct verbs_dmr {
 	struct ibv_mr ibmr;

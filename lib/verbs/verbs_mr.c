@@ -25,7 +25,7 @@
 /* Access bits droce implements: what droced is told. */
 #define MR_ACCESS_SUPPORTED	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-				 IBV_ACCESS_MW_BIND)
+				 IBV_ACCESS_MW_BIND | VERBS_ACCESS_FLUSH)
 /* Accepted and ignored: HUGETLB (a hint about the backing pages). */
 #define MR_ACCESS_IGNORED	IBV_ACCESS_HUGETLB
 /* Known flags droce does not implement. */

@@ -22,7 +22,8 @@
 			 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
 			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | \
-			 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
+			 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | \
+			 VERBS_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define QP_INIT_MASKS	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | \
 			 IBV_QP_INIT_ATTR_CREATE_FLAGS)
 /* enum ibv_qp_attr_mask bits droce knows (droce_shm_qp_mask); others -> EINVAL. */
@@ -79,6 +80,23 @@ qpx_to_dqp(struct ibv_qp_ex *qpx)
 	return verbs_container_of(qpx, struct verbs_dqp, qpx);
 }
 
+/*
+ * Each WR of the batch has max_send_sge SGEs and max_inline_data bytes of its own, at
+ * least one and 8: an ATOMIC WRITE carries its 8 bytes inline whatever the caps.
+ */
+static inline size_t
+batch_sge_stride(const struct verbs_dqp *qp)
+{
+	return qp->cap.max_send_sge > 1 ? qp->cap.max_send_sge : 1;
+}
+
+static inline size_t
+batch_inline_stride(const struct verbs_dqp *qp)
+{
+	return qp->cap.max_inline_data > sizeof(uint64_t) ? qp->cap.max_inline_data :
+								sizeof(uint64_t);
+}
+
 /* The next WR of the batch, its common fields set; NULL (and batch_err) when full. */
 static struct ibv_send_wr *
 wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
@@ -95,7 +113,7 @@ wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 	w->wr_id = qpx->wr_id;
 	w->send_flags = qpx->wr_flags;
 	w->opcode = opcode;
-	w->sg_list = &qp->batch_sge[(size_t)qp->batch_n * qp->cap.max_send_sge];
+	w->sg_list = &qp->batch_sge[(size_t)qp->batch_n * batch_sge_stride(qp)];
 	qp->batch_n++;
 	return w;
 }
@@ -251,6 +269,46 @@ wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64
 	wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
 }
 
+/*
+ * ATOMIC WRITE (IBA 1.5): the 8 bytes at atomic_wr are copied now, as rdma-core's providers
+ * do, and go inline.
+ */
+static void
+wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, const void *atomic_wr)
+{
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *w = wr_new(qpx, IBV_WR_ATOMIC_WRITE);
+	uint8_t *dst;
+
+	if (w == NULL)
+		return;
+	dst = &qp->batch_inline[(size_t)(w - qp->batch) * batch_inline_stride(qp)];
+	memcpy(dst, atomic_wr, sizeof(uint64_t));
+	w->wr.rdma.rkey = rkey;
+	w->wr.rdma.remote_addr = raddr;
+	w->send_flags |= IBV_SEND_INLINE;
+	w->num_sge = 1;
+	w->sg_list[0] = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = sizeof(uint64_t) };
+}
+
+/* FLUSH (IBA 1.5; rdma-core 45's ibv_wr_flush, in the slot after rdma-core 44's qp_ex). */
+static void
+wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, size_t len, uint8_t type,
+	 uint8_t level)
+{
+	struct verbs_dqp *qp = qpx_to_dqp(qpx);
+	struct ibv_send_wr *w;
+
+	/* The RETH's DMA length is 32 bits, and the IB spec's largest message 2^31 bytes. */
+	if (len > (1ull << 31)) {
+		qp->batch_err = EINVAL;
+		return;
+	}
+	w = wr_new(qpx, (enum ibv_wr_opcode)DROCE_SHM_WR_FLUSH);
+	if (w != NULL)
+		droce_shm_flush_wr(w, rkey, raddr, (uint32_t)len, type, level);
+}
+
 static void
 wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 	       uint32_t remote_qkey)
@@ -300,7 +358,7 @@ wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 
 	if (w == NULL)
 		return;
-	dst = &qp->batch_inline[(size_t)(w - qp->batch) * qp->cap.max_inline_data];
+	dst = &qp->batch_inline[(size_t)(w - qp->batch) * batch_inline_stride(qp)];
 	for (i = 0; i < num_buf; i++) {
 		if (buf_list[i].length > qp->cap.max_inline_data - total) {
 			qp->batch_err = EINVAL;
@@ -334,9 +392,9 @@ qp_batch_init(struct verbs_dqp *qp)
 
 	qp->batch_max = qp->cap.max_send_wr;
 	qp->batch = calloc(qp->batch_max, sizeof(*qp->batch));
-	qp->batch_sge = calloc((size_t)qp->batch_max * qp->cap.max_send_sge + 1,
+	qp->batch_sge = calloc((size_t)qp->batch_max * batch_sge_stride(qp),
 			       sizeof(*qp->batch_sge));
-	qp->batch_inline = calloc((size_t)qp->batch_max * qp->cap.max_inline_data + 1, 1);
+	qp->batch_inline = calloc((size_t)qp->batch_max * batch_inline_stride(qp), 1);
 	if (qp->batch == NULL || qp->batch_sge == NULL || qp->batch_inline == NULL)
 		return ENOMEM;
 	x->wr_start = wr_start;
@@ -352,6 +410,8 @@ qp_batch_init(struct verbs_dqp *qp)
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_atomic_write = wr_atomic_write;
+	qp->wr_flush = wr_flush;
 	x->wr_set_ud_addr = wr_set_ud_addr;
 	x->wr_set_sge = wr_set_sge;
 	x->wr_set_sge_list = wr_set_sge_list;
@@ -457,6 +517,8 @@ send_ops_supported(const struct ibv_qp_init_attr_ex *a, uint32_t supported_wr)
 		{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 		{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
 		{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
+		{ VERBS_QP_EX_WITH_FLUSH, (enum ibv_wr_opcode)DROCE_SHM_WR_FLUSH },
+		{ IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE },
 	};
 	size_t i;
 

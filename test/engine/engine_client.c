@@ -476,8 +476,9 @@ region_ptr(struct tc_host *h, int64_t off)
 	return (uint8_t *)h->region + off;
 }
 
-struct tc_mr *
-tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
+/* An MR of len zeroed bytes at iova (NULL: the buffer's own address, as ibv_reg_mr). */
+static struct tc_mr *
+mr_reg(struct tc_host *h, uint64_t len, uint32_t access, const uint64_t *iova)
 {
 	struct tc_mr *mr;
 
@@ -488,10 +489,22 @@ tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
 	mr->buf = aligned_alloc(4096, (len + 4095) & ~4095ull);
 	CHECK(mr->buf != NULL);
 	memset(mr->buf, 0, len);
-	CHECK(droce_engine_mr_reg(h->dom, h->pd, mr->buf, (uintptr_t)mr->buf, len, access, &mr->lkey,
-			   &mr->rkey) == 0);
+	CHECK(droce_engine_mr_reg(h->dom, h->pd, mr->buf, iova != NULL ? *iova : (uintptr_t)mr->buf,
+				  len, access, &mr->lkey, &mr->rkey) == 0);
 	h->nb_mrs++;
 	return mr;
+}
+
+struct tc_mr *
+tc_mr_reg_iova(struct tc_host *h, uint64_t len, uint32_t access, uint64_t iova)
+{
+	return mr_reg(h, len, access, &iova);
+}
+
+struct tc_mr *
+tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access)
+{
+	return mr_reg(h, len, access, NULL);
 }
 
 int

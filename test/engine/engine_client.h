@@ -154,6 +154,8 @@ void tc_host_close(struct tc_host *h);
 void tc_pair_close(struct tc_host *a, struct tc_host *b);
 
 struct tc_mr *tc_mr_reg(struct tc_host *h, uint64_t len, uint32_t access);
+/* The same at a chosen iova (remote addresses are relative to it). */
+struct tc_mr *tc_mr_reg_iova(struct tc_host *h, uint64_t len, uint32_t access, uint64_t iova);
 /* droce_engine_mr_dereg of mr (its buffer stays, for checks): 0 or -errno. */
 int tc_mr_dereg(struct tc_host *h, struct tc_mr *mr);
 /*

@@ -43,6 +43,10 @@
 #define RUNNER_PAT_ADD		3
 #define RUNNER_PAT_PER_SEND	16
 #define RUNNER_MAX_RD_ATOMIC	1
+/* --target: the MR remote requests reach, at a fixed address; the first MR registered. */
+#define RUNNER_TARGET_IOVA	0x10000000ull
+#define RUNNER_TARGET_MAX	4096
+#define RUNNER_FLUSH_ACCESS	((1u << 8) | (1u << 9))	/* FLUSH_GLOBAL, FLUSH_PERSISTENT */
 
 /* Defaults: the addresses test_engine_scapy.py builds its packets with. */
 #define RUNNER_SELF_MAC		"02:00:00:00:00:02"
@@ -78,6 +82,16 @@ struct runner_opts {
 	struct droce_cc_params cc;	/* the engine's congestion parameters */
 	uint8_t tclass;			/* the AV's traffic class and service level */
 	uint8_t sl;
+	uint32_t qp_access;		/* qp_access_flags */
+	uint32_t target_len;		/* 0: no target MR */
+	uint32_t target_access;
+	bool flush;			/* post a FLUSH after the SENDs */
+	uint64_t flush_va;
+	uint32_t flush_len, flush_rkey;
+	uint8_t flush_type, flush_level;
+	bool atomic_write;		/* then an ATOMIC WRITE */
+	uint64_t aw_va, aw_value;
+	uint32_t aw_rkey;
 };
 
 struct runner {
@@ -86,7 +100,7 @@ struct runner {
 	struct rte_ring *rx, *tx;
 	struct tc_cq *scq, *rcq;
 	struct tc_qp *qp;
-	struct tc_mr *rmr, *smr;
+	struct tc_mr *rmr, *smr, *tmr;
 	uint64_t recv_off[RUNNER_MAX_RECVS];
 	pcap_t *dead;
 	pcap_dumper_t *dump;
@@ -124,11 +138,18 @@ usage(const char *prog)
 		"  --polls N            engine passes after each input frame (4)\n"
 		"  --cc NAME=VALUE      a congestion parameter (doc/congestion.md; repeatable)\n"
 		"  --tclass N --sl N    the AV's traffic class and service level, RC/UC (0 0)\n"
+		"  --qp-access N        the QP's qp_access_flags (IBV_ACCESS_LOCAL_WRITE)\n"
+		"  --target LEN         an MR of LEN bytes (at most %u) at iova 0x%llx, zeroed,\n"
+		"                       registered first; printed at the end\n"
+		"  --target-access N    its access flags (LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ)\n"
+		"  --flush VA,LEN,RKEY,TYPE,LEVEL    post a FLUSH after the SENDs (RC in RTS)\n"
+		"  --atomic-write VA,RKEY,VALUE      then an ATOMIC WRITE of VALUE's 8 bytes as\n"
+		"                       this host stores them\n"
 		"  --self-mac M --peer-mac M --self-gid IP --peer-gid IP --self-gid6 IP6\n"
 		"  --peer-gid6 IP6      addresses (%s %s %s %s %s %s)\n"
 		"wr_ids: receive i is 0x%x+i, send i 0x%x+i; byte k of send i is\n"
 		"(k * %u + %u + i * %u) & 0xff.\n",
-		prog, RUNNER_MAX_RECVS, RUNNER_SELF_MAC, RUNNER_PEER_MAC, RUNNER_SELF_GID,
+		prog, RUNNER_MAX_RECVS, RUNNER_TARGET_MAX, RUNNER_TARGET_IOVA, RUNNER_SELF_MAC, RUNNER_PEER_MAC, RUNNER_SELF_GID,
 		RUNNER_PEER_GID, RUNNER_SELF_GID6, RUNNER_PEER_GID6, RUNNER_RECV_WR_ID,
 		RUNNER_SEND_WR_ID, RUNNER_PAT_MUL, RUNNER_PAT_ADD, RUNNER_PAT_PER_SEND);
 	exit(2);
@@ -221,8 +242,27 @@ enum {
 	OPT_QKEY, OPT_MTU, OPT_MIN_RNR, OPT_TIMEOUT, OPT_RETRY, OPT_RNR_RETRY, OPT_RECVS,
 	OPT_RECV_LEN, OPT_SEND, OPT_IPV6, OPT_POLLS, OPT_SELF_MAC, OPT_PEER_MAC,
 	OPT_SELF_GID, OPT_PEER_GID, OPT_SELF_GID6, OPT_PEER_GID6, OPT_CC, OPT_TCLASS, OPT_SL,
-	OPT_HELP,
+	OPT_QP_ACCESS, OPT_TARGET, OPT_TARGET_ACCESS, OPT_FLUSH, OPT_ATOMIC_WRITE, OPT_HELP,
 };
+
+/* "A,B,..." into n 64-bit numbers (strtoull's bases), each at most max[i]. */
+static void
+parse_tuple(const char *prog, char *s, uint64_t *v, const uint64_t *max, unsigned int n)
+{
+	char *save = NULL, *tok, *end;
+	unsigned int i;
+
+	for (i = 0, tok = strtok_r(s, ",", &save); i < n; i++, tok = strtok_r(NULL, ",", &save)) {
+		if (tok == NULL)
+			usage(prog);
+		errno = 0;
+		v[i] = strtoull(tok, &end, 0);
+		if (errno != 0 || *end != '\0' || v[i] > max[i])
+			usage(prog);
+	}
+	if (strtok_r(NULL, ",", &save) != NULL)
+		usage(prog);
+}
 
 static void
 parse_args(int argc, char **argv, struct runner_opts *o)
@@ -255,6 +295,11 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 		{ "cc", required_argument, NULL, OPT_CC },
 		{ "tclass", required_argument, NULL, OPT_TCLASS },
 		{ "sl", required_argument, NULL, OPT_SL },
+		{ "qp-access", required_argument, NULL, OPT_QP_ACCESS },
+		{ "target", required_argument, NULL, OPT_TARGET },
+		{ "target-access", required_argument, NULL, OPT_TARGET_ACCESS },
+		{ "flush", required_argument, NULL, OPT_FLUSH },
+		{ "atomic-write", required_argument, NULL, OPT_ATOMIC_WRITE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -274,6 +319,9 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 	o->recv_len[0] = 4096;
 	o->nb_recv_len = 1;
 	o->polls = 4;
+	o->qp_access = IBV_ACCESS_LOCAL_WRITE;
+	o->target_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ;
 	droce_cc_params_default(&o->cc);
 	parse_mac(prog, RUNNER_SELF_MAC, o->self.mac);
 	parse_mac(prog, RUNNER_PEER_MAC, o->peer.mac);
@@ -322,6 +370,40 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 		case OPT_TCLASS:
 			o->tclass = (uint8_t)parse_u32(prog, optarg, UINT8_MAX);
 			break;
+		case OPT_QP_ACCESS:
+			o->qp_access = parse_u32(prog, optarg, UINT32_MAX);
+			break;
+		case OPT_TARGET:
+			o->target_len = parse_u32(prog, optarg, RUNNER_TARGET_MAX);
+			break;
+		case OPT_TARGET_ACCESS:
+			o->target_access = parse_u32(prog, optarg, UINT32_MAX);
+			break;
+		case OPT_FLUSH: {
+			static const uint64_t max[] = { UINT64_MAX, UINT32_MAX, UINT32_MAX,
+							UINT8_MAX, UINT8_MAX };
+			uint64_t v[5];
+
+			parse_tuple(prog, optarg, v, max, 5);
+			o->flush = true;
+			o->flush_va = v[0];
+			o->flush_len = (uint32_t)v[1];
+			o->flush_rkey = (uint32_t)v[2];
+			o->flush_type = (uint8_t)v[3];
+			o->flush_level = (uint8_t)v[4];
+			break;
+		}
+		case OPT_ATOMIC_WRITE: {
+			static const uint64_t max[] = { UINT64_MAX, UINT32_MAX, UINT64_MAX };
+			uint64_t v[3];
+
+			parse_tuple(prog, optarg, v, max, 3);
+			o->atomic_write = true;
+			o->aw_va = v[0];
+			o->aw_rkey = (uint32_t)v[1];
+			o->aw_value = v[2];
+			break;
+		}
 		case OPT_SL:
 			o->sl = (uint8_t)parse_u32(prog, optarg, 7);
 			break;
@@ -393,7 +475,9 @@ parse_args(int argc, char **argv, struct runner_opts *o)
 	}
 	/* Sends need a connected QP (a UD send would need an address handle too). */
 	if (optind != argc || o->out == NULL ||
-	    (o->nb_sends != 0 && (o->state != DROCE_SHM_QPS_RTS || o->type == DROCE_SHM_QPT_UD)))
+	    (o->nb_sends != 0 && (o->state != DROCE_SHM_QPS_RTS || o->type == DROCE_SHM_QPT_UD)) ||
+	    ((o->flush || o->atomic_write) &&
+	     (o->state != DROCE_SHM_QPS_RTS || o->type != DROCE_SHM_QPT_RC)))
 		usage(prog);
 }
 
@@ -422,7 +506,7 @@ runner_qp_ready(struct runner *r)
 	} else {
 		struct droce_shm_bringup_path path = {
 			.qp_type = o->type,
-			.access = IBV_ACCESS_LOCAL_WRITE,
+			.access = o->qp_access,
 			.mtu = o->mtu,
 			.dest_qpn = o->dest_qpn,
 			.sq_psn = o->sq_psn,
@@ -453,6 +537,10 @@ runner_setup(struct runner *r)
 
 	tc_hosts_cc(&o->cc);
 	tc_host_open_rings(&r->h, "pkt", &o->self, &o->peer, &r->rx, &r->tx);
+	/* First, so that its key is the domain's first: index 1, variant 1. */
+	if (o->target_len != 0)
+		r->tmr = tc_mr_reg_iova(&r->h, o->target_len, o->target_access,
+					RUNNER_TARGET_IOVA);
 	r->scq = tc_cq_create(&r->h, RUNNER_CQ_SIZE);
 	r->rcq = tc_cq_create(&r->h, RUNNER_CQ_SIZE);
 	/* The first QP of a fresh device: its QPN does not depend on anything else. */
@@ -486,6 +574,28 @@ runner_setup(struct runner *r)
 		CHECK(tc_send(r->qp, RUNNER_SEND_WR_ID + i, r->smr, off, o->send_len[i],
 			      IBV_SEND_SIGNALED) == 0);
 		off += o->send_len[i];
+	}
+	if (o->flush) {
+		struct ibv_send_wr wr = { .wr_id = RUNNER_SEND_WR_ID + o->nb_sends,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		droce_shm_flush_wr(&wr, o->flush_rkey, o->flush_va, o->flush_len, o->flush_type,
+				   o->flush_level);
+		r->qp->view.supported_wr |= 1u << DROCE_SHM_WR_FLUSH;
+		CHECK(tc_post_send(r->qp, &wr, &bad) == 0);
+	}
+	if (o->atomic_write) {
+		struct ibv_send_wr wr = { .wr_id = RUNNER_SEND_WR_ID + o->nb_sends + 1,
+					  .opcode = IBV_WR_ATOMIC_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+					  .wr.rdma = { .remote_addr = o->aw_va,
+						       .rkey = o->aw_rkey } }, *bad;
+		struct ibv_sge sge = { .addr = (uintptr_t)&o->aw_value, .length = 8 };
+
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		r->qp->view.supported_wr |= 1u << DROCE_SHM_WR_ATOMIC_WRITE;
+		CHECK(tc_post_send(r->qp, &wr, &bad) == 0);
 	}
 }
 
@@ -649,6 +759,11 @@ main(int argc, char **argv)
 	fprintf(r->js, "],\"rq_cons\":%u,\"rq_done\":%u",
 		__atomic_load_n(&r->qp->view.ctl->rq.cons, __ATOMIC_ACQUIRE),
 		__atomic_load_n(&r->qp->view.ctl->rq_done, __ATOMIC_ACQUIRE));
+	if (r->tmr != NULL) {
+		fprintf(r->js, ",\"target_rkey\":%u,\"target\":\"", r->tmr->rkey);
+		runner_print_hex(r->js, r->tmr->buf, o.target_len);
+		fprintf(r->js, "\"");
+	}
 	fprintf(r->js, ",\"state\":\"%s\",\"counters\":{",
 		droce_shm_qp_state_name((uint8_t)tc_qp_state(r->qp)));
 	droce_engine_stats_get(r->h.eng[0], &st);

@@ -36,7 +36,6 @@ SKIP_REASONS = [
     r"^Create XRCD is not supported$",
     r"^Rereg MR is not supported \(.*Errno: 95, Operation not supported\)$",
     r"^Create Raw Packet QP (with|without) (extended )?attrs is not supported$",
-    r"^Extended QP is not supported on this device$",
     r"^Allocating dmabuf is not supported by /dev/dri/\S+$",
     r"^Device /dev/dri/renderD\d+ is not present$",
     r"^Lack of permission to access /dev/dri/renderD\d+$",

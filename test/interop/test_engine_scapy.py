@@ -42,6 +42,18 @@ RECV_WR_ID, SEND_WR_ID = 0x100, 0x200
 # IB table 38 opcodes.
 RC_SEND_FIRST, RC_SEND_MIDDLE, RC_SEND_LAST, RC_SEND_ONLY = 0x00, 0x01, 0x02, 0x04
 RC_ACKNOWLEDGE = 0x11
+RC_READ_RESPONSE_ONLY = 0x10
+# IBA 1.5: FLUSH (BTH, FETH, RETH) and ATOMIC WRITE (BTH, RETH, 8 bytes); FETH: selectivity
+# level in bits 5..4, placement type in bits 3..0 (global visibility 1, persistence 2).
+RC_FLUSH, RC_ATOMIC_WRITE = 0x1C, 0x1D
+FLUSH_GLOBAL, FLUSH_PERSISTENT = 0x1, 0x2
+FLUSH_RANGE, FLUSH_MR = 0, 1
+# --target: the runner's MR at this iova, the domain's first key: index 1, variant 1
+# (engine_pkt_runner.c; the variant counter starts at 1).
+TARGET_IOVA, TARGET_RKEY = 0x10000000, 0x101
+# enum ibv_access_flags, and rdma-core 45's FLUSH_GLOBAL / FLUSH_PERSISTENT bits.
+ACC_LOCAL_WRITE, ACC_REMOTE_WRITE, ACC_REMOTE_READ = 0x1, 0x2, 0x4
+ACC_FLUSH_GLOBAL, ACC_FLUSH_PERSISTENT = 0x100, 0x200
 CNP = 0x81                          # RoCEv2 Annex A17.9.3
 CNP_RSVD_LEN = 16
 ECN_CE = 0x03
@@ -55,6 +67,7 @@ AETH_NAK_INVALID_REQ = 0x61
 # enum ibv_wc_status, ibv_wc_opcode, ibv_wc_flags (rdma-core verbs.h).
 WC_SUCCESS, WC_LOC_LEN_ERR, WC_WR_FLUSH_ERR = 0, 1, 5
 WC_SEND, WC_RECV = 0, 1 << 7
+WC_FLUSH, WC_ATOMIC_WRITE = 8, 9
 WC_GRH = 1 << 0
 GRH_AREA = 40
 IPV4_DF = 0x2                       # scapy's IP flags value of DF alone
@@ -130,6 +143,27 @@ def cnp_connectx(dqpn=QPN, sport=0, psn_=0):
 def ud_send(p, qkey, src_qp, payload):
     return roce(UD_SEND_ONLY, p, struct.pack('!II', qkey, src_qp) + payload,
                 ackreq=False)
+
+
+def feth(plt, sel):
+    return struct.pack('!I', (sel << 4) | plt)
+
+
+def reth(va, rkey, length):
+    return struct.pack('!QII', va, rkey, length)
+
+
+def rc_flush(p, plt, sel, va, rkey, length):
+    return roce(RC_FLUSH, p, feth(plt, sel) + reth(va, rkey, length), ackreq=True)
+
+
+def rc_atomic_write(p, va, rkey, data):
+    return roce(RC_ATOMIC_WRITE, p, reth(va, rkey, 8) + data, ackreq=True)
+
+
+def rc_read_resp_only(p, msn):
+    """An RDMA READ RESPONSE ONLY without payload: how FLUSH and ATOMIC WRITE are answered."""
+    return roce(RC_READ_RESPONSE_ONLY, p, struct.pack('!I', AETH_ACK_NO_CREDITS << 24 | msn))
 
 
 def rc_ack(p, syndrome, msn):
@@ -326,6 +360,23 @@ def check_answer(r, i, k, syndrome, msn, p, v6=False):
     r.eq(what + ' AETH MSN', pkt[AETH].msn, msn)
     r.eq(what + ' bytes after the AETH', raw(pkt[AETH].payload), b'')
     check_icrc(r, what, frame, pkt, v6)
+
+
+def check_read_ack(r, i, k, msn, p):
+    """Answer k to input i: an RDMA READ RESPONSE ONLY without payload (a FLUSH's or an
+    ATOMIC WRITE's), AETH ACK. scapy binds no AETH to READ responses: read by hand."""
+    what = 'answer %d to input %d' % (k, i)
+    frame, pkt = answer(r, i, k, what)
+    l4_len = u.UDP_HLEN + u.BTH_LEN + AETH_LEN + u.ICRC_LEN
+    r.eq(what + ' frame length', len(frame), u.ETH_HLEN + u.IPV4_HLEN + l4_len)
+    check_ip_udp(r, what, frame, pkt, r.inputs[i], False, l4_len)
+    check(BTH in pkt, '%s: %s is not RoCEv2 to scapy' % (r.name, what))
+    check_bth(r, what, pkt[BTH], RC_READ_RESPONSE_ONLY, p, False, 0)
+    (w,) = struct.unpack('!I', raw(pkt[BTH].payload)[:AETH_LEN])
+    r.eq(what + ' AETH syndrome', w >> 24, AETH_ACK_NO_CREDITS)
+    r.eq(what + ' AETH MSN', w & 0xFFFFFF, msn)
+    r.eq(what + ' bytes after the AETH', raw(pkt[BTH].payload)[AETH_LEN:], b'')
+    check_icrc(r, what, frame, pkt, False)
 
 
 def check_cnp(r, i, k):
@@ -618,6 +669,70 @@ def case_rc_requester(tool, tmp):
     return r
 
 
+def case_rc_flush_atomic_write(tool, tmp):
+    """The responder's FLUSH and ATOMIC WRITE (IBA 1.5), built from the spec's layouts:
+    a FLUSH of a range and an ATOMIC WRITE are each answered by an RDMA READ RESPONSE ONLY
+    without payload at their PSN; the 8 bytes land exactly; a duplicate ATOMIC WRITE with
+    other bytes is answered again and not stored; a FLUSH of the whole MR (selectivity MR,
+    any address) is answered; a FLUSH of a placement type the QP lacks (persistence) gets
+    NAK invalid request and the QP goes to ERR."""
+    p0 = 0xFFFFFE
+    data = bytes(range(1, 9))
+    acc = ACC_LOCAL_WRITE | ACC_REMOTE_WRITE | ACC_REMOTE_READ | ACC_FLUSH_GLOBAL
+    inputs = [rc_flush(p0, FLUSH_GLOBAL, FLUSH_RANGE, TARGET_IOVA, TARGET_RKEY, 64),
+              rc_atomic_write(p0 + 1, TARGET_IOVA + 8, TARGET_RKEY, data),
+              rc_atomic_write(p0 + 1, TARGET_IOVA + 8, TARGET_RKEY, bytes(8)),
+              rc_flush(p0 + 2, FLUSH_GLOBAL, FLUSH_MR, 0x1234, TARGET_RKEY, 0),
+              rc_flush(p0 + 3, FLUSH_PERSISTENT, FLUSH_RANGE, TARGET_IOVA, TARGET_RKEY, 8)]
+    r = Run(tool, tmp, 'rc_flush_atomic_write', inputs,
+            ['--rq-psn', p0, '--recvs', 0, '--qp-access', acc, '--target', 64,
+             '--target-access', acc])
+    r.eq('target R_Key', r.js['target_rkey'], TARGET_RKEY)
+    check_read_ack(r, 0, 0, 1, p0)
+    check_read_ack(r, 1, 0, 2, p0 + 1)
+    check_read_ack(r, 2, 0, 2, p0 + 1)
+    check_read_ack(r, 3, 0, 3, p0 + 2)
+    check_answer(r, 4, 0, AETH_NAK_INVALID_REQ, 3, p0 + 3)
+    for i in range(len(inputs)):
+        r.eq('answers to input %d' % i, len(r.answers[i]), 1)
+    r.eq('target bytes', r.js['target'], (bytes(8) + data + bytes(48)).hex())
+    r.wcs([])
+    r.counters(flush_exec=2, atomic_write_exec=1, rd_replay=1, resp_err_flush_invalid=1,
+               nak_err_sent=1)
+    r.state('ERR')
+    return r
+
+
+def case_rc_flush_atomic_write_requester(tool, tmp):
+    """The requester's FLUSH and ATOMIC WRITE, checked byte by byte against the spec's
+    layouts (FETH then RETH; RETH of length 8 then the 8 bytes; AckReq; one PSN each, across
+    the PSN wrap), and completed by scapy-built READ responses without payload
+    (IBV_WC_FLUSH, then IBV_WC_ATOMIC_WRITE with byte_len 8)."""
+    s0 = 0xFFFFFF
+    value = 0x0807060504030201
+    inputs = [rc_read_resp_only(s0, 1), rc_read_resp_only((s0 + 1) & PSN_MASK, 2)]
+    r = Run(tool, tmp, 'rc_flush_atomic_write_requester', inputs,
+            ['--state', 'rts', '--sq-psn', s0, '--recvs', 0,
+             '--flush', '0x20000040,4096,0xabcd12,3,0',
+             '--atomic-write', '0x20000008,0xabcd12,%#x' % value])
+    # Both count as READs (responder resources): at the runner's max_rd_atomic of 1 the
+    # ATOMIC WRITE waits for the FLUSH's answer.
+    r.eq('request packets sent first', len(r.before), 1)
+    check_request(r, 0, r.before[0], RC_FLUSH, s0, True,
+                  feth(FLUSH_GLOBAL | FLUSH_PERSISTENT, FLUSH_RANGE) +
+                  reth(0x20000040, 0xabcd12, 4096))
+    r.eq('request packets sent after the FLUSH\'s answer', len(r.answers[0]), 1)
+    check_request(r, 1, r.answers[0][0], RC_ATOMIC_WRITE, (s0 + 1) & PSN_MASK, True,
+                  reth(0x20000008, 0xabcd12, 8) + struct.pack('<Q', value))
+    r.silent(1)
+    send = {'cq': 'send', 'status': WC_SUCCESS, 'qp_num': QPN}
+    r.wcs([dict(send, after=0, wr_id=SEND_WR_ID, opcode=WC_FLUSH, byte_len=0),
+           dict(send, after=1, wr_id=SEND_WR_ID + 1, opcode=WC_ATOMIC_WRITE, byte_len=8)])
+    r.counters(req_pkts=2, req_retransmit=0, tx_pkts=2, qp_error=0)
+    r.state('RTS')
+    return r
+
+
 def case_ipv6(tool, tmp):
     """Over IPv6: the ACK comes back over IPv6, its ICRC checked by the reference."""
     p0 = 0x600
@@ -752,7 +867,8 @@ def case_traffic_classes(tool, tmp):
 
 CASES = [case_rc_acks, case_rc_gap, case_rc_gap_lost_again, case_rc_send_in_progress,
          case_rc_rnr, case_rc_too_long, case_rc_bad_icrc,
-         case_rc_bad_opseq, case_ud, case_rc_requester, case_ipv6, case_cnp_interval,
+         case_rc_bad_opseq, case_ud, case_rc_requester, case_rc_flush_atomic_write,
+         case_rc_flush_atomic_write_requester, case_ipv6, case_cnp_interval,
          case_cnp_reaction, case_traffic_classes]
 
 

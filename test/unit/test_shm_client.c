@@ -582,18 +582,19 @@ DROCE_TEST(send_opcode_per_qp_type)
 {
 	static const uint8_t types[] = { DROCE_SHM_QPT_RC, DROCE_SHM_QPT_UC, DROCE_SHM_QPT_UD };
 	static const char *const allowed[] = {
-		"1111111111",	/* RC: opcodes 0..9 */
-		"1111000000",	/* UC */
-		"0011000000",	/* UD */
+		"1111111111000011",	/* RC: opcodes 0..9, FLUSH (14), ATOMIC WRITE (15) */
+		"1111000000000000",	/* UC */
+		"0011000000000000",	/* UD */
 	};
 	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge8;
 	struct fake f;
 	unsigned int t, op, sup;
 
 	for (sup = 0; sup < 2; sup++) {
 		for (t = 0; t < 3; t++) {
-			for (op = 0; op <= IBV_WR_SEND_WITH_INV + 6; op++) {
-				bool ok = op <= IBV_WR_SEND_WITH_INV && allowed[t][op] == '1';
+			for (op = 0; op <= IBV_WR_ATOMIC_WRITE + 6; op++) {
+				bool ok = op <= IBV_WR_ATOMIC_WRITE && allowed[t][op] == '1';
 				int want = ok && sup == 0 ? 0 : ok ? EOPNOTSUPP : EINVAL;
 
 				droce_test_ctx("qp type %u opcode %u supported %s", types[t], op,
@@ -602,6 +603,14 @@ DROCE_TEST(send_opcode_per_qp_type)
 				f.qp.supported_wr = sup == 0 ? 0xFFFFFFFFu : 0;
 				base_wr(&f, &wr, op);
 				wr.opcode = (enum ibv_wr_opcode)op;
+				/* a FLUSH names a placement type, an ATOMIC WRITE has 8 bytes */
+				if (op == DROCE_SHM_WR_FLUSH)
+					wr.qp_type.xrc.remote_srqn = DROCE_SHM_FLUSH_GLOBAL;
+				if (op == IBV_WR_ATOMIC_WRITE) {
+					sge8 = f.sge[0];
+					sge8.length = 8;
+					wr.sg_list = &sge8;
+				}
 				bad = NULL;
 				CHECK_EQ_I64(droce_shm_post_send(&f.qp, &wr, &bad), want);
 				CHECK(bad == (want == 0 ? NULL : &wr));

@@ -602,12 +602,17 @@ DROCE_TEST(qp_access_flags)
 		droce_test_ctx("access bit %u", b);
 		good_attr(&a, DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_INIT, DROCE_SHM_QP_ACCESS_FLAGS);
 		a.qp_access_flags = 1u << b;
-		/* LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC: bits 0..3 */
+		/*
+		 * LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC: bits 0..3; FLUSH_GLOBAL
+		 * and FLUSH_PERSISTENT (rdma-core 45): bits 8 and 9.
+		 */
 		CHECK_EQ_I64(droce_shm_qp_attr_check(DROCE_SHM_QPT_RC, DROCE_SHM_QPS_INIT, &a,
-						     &test_lim), b < 4 ? 0 : -EINVAL);
+						     &test_lim),
+			     b < 4 || b == 8 || b == 9 ? 0 : -EINVAL);
 		a.qp_access_flags = 0xF | 1u << b;
 		CHECK_EQ_I64(droce_shm_qp_attr_check(DROCE_SHM_QPT_UC, DROCE_SHM_QPS_INIT, &a,
-						     &test_lim), b < 4 ? 0 : -EINVAL);
+						     &test_lim),
+			     b < 4 || b == 8 || b == 9 ? 0 : -EINVAL);
 	}
 	CHECK_EQ_U64(DROCE_SHM_ACCESS_LOCAL_WRITE | DROCE_SHM_ACCESS_REMOTE_WRITE |
 		     DROCE_SHM_ACCESS_REMOTE_READ | DROCE_SHM_ACCESS_REMOTE_ATOMIC, 0xF);
