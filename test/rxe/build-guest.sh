@@ -6,19 +6,38 @@
 # rdma-core's ibverbs-utils with the rxe provider, rdmacm-utils, perftest, iproute2's ip,
 # ss and rdma, the modules rxe needs, and test/rxe/guest-init as /init.
 #
-#   test/rxe/build-guest.sh [OUTDIR]      OUTDIR defaults to build-rxe at the top of the tree
+#   test/rxe/build-guest.sh [OUTDIR [PROGRAM...]]   OUTDIR defaults to build-rxe at the top
+#                                                   of the tree
+#   test/rxe/build-guest.sh --refresh OUTDIR [PROGRAM...]
+#
+# PROGRAMs are programs of our own for the guest's /usr/bin, built on this machine (the
+# guest is Debian 12 too), with the shared libraries they need from the packages; without
+# any, test/rxe/mw_peer of the build directory beside OUTDIR (OUTDIR less its "-rxe") when
+# it exists: devtools/setup.sh builds that directory first. --refresh rebuilds the guest
+# from the packages it was last built from (OUTDIR/manifest, OUTDIR/debs) without asking
+# apt anything, and does nothing when OUTDIR holds no guest yet: ninja runs it when a
+# program changes (test/rxe/meson.build).
 #
 # Writes OUTDIR/vmlinux (the kernel as an uncompressed ELF: QEMU boots it through PVH,
 # which under TCG saves the seconds the kernel would spend un-xz-ing itself),
 # OUTDIR/initramfs.gz and OUTDIR/manifest (kernel release and every package used).
 # Nothing is installed on this machine: the .debs are fetched with apt-get download into
 # OUTDIR/debs and unpacked with dpkg-deb -x. Running it again downloads nothing and
-# rebuilds nothing unless a package version, guest-init or this script changed.
+# rebuilds nothing unless a package version, a program, guest-init or this script changed.
 
 set -euo pipefail
 
 here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+refresh=0
+if [[ ${1:-} == --refresh ]]; then
+	refresh=1
+	shift
+fi
 out=$(readlink -m "${1:-$here/../../build-rxe}")
+if (($#)); then
+	shift
+fi
+programs=("$@")
 
 # Userspace of the guest, with its Depends closure; only the programs named below and the
 # shared libraries they need go into the initramfs.
@@ -38,22 +57,51 @@ apt_cache_timeout=120
 say() { printf 'build-guest: %s\n' "$*"; }
 die() { printf 'build-guest: ERROR: %s\n' "$*" >&2; exit 1; }
 
-for tool in apt-get apt-cache dpkg-deb readelf cpio gzip xz ldconfig; do
+if ((${#programs[@]} == 0)) && [[ $out == *-rxe ]]; then
+	beside=${out%-rxe}/test/rxe/mw_peer
+	if [[ -f $beside ]]; then
+		programs=("$beside")
+	else
+		say "no $beside: the guest gets no mw_peer (build ${out%-rxe} first)"
+	fi
+fi
+for f in "${programs[@]}"; do
+	[[ -f $f && -x $f ]] || die "no program $f"
+done
+
+for tool in apt-get apt-cache dpkg-deb readelf cpio gzip xz ldconfig flock; do
 	command -v "$tool" >/dev/null || die "$tool not found (devtools/setup.sh installs it)"
 done
-mkdir -p "$out/debs"
-
-# A fresh system (a container) has no package lists at all.
-if [[ $(timeout "$apt_cache_timeout" apt-cache policy linux-image-amd64 2>/dev/null) != \
-	*"Candidate: "[0-9]* ]]; then
-	say "apt-get update"
-	timeout "$apt_timeout" apt-get update -qq || die "apt-get update failed"
+if ((refresh)) && [[ ! -f $out/vmlinux || ! -f $out/initramfs.gz || ! -f $out/manifest ]]
+then
+	say "no guest in $out yet (devtools/setup.sh builds it): nothing to refresh"
+	exit 0
 fi
+mkdir -p "$out/debs"
+# One build at a time in OUTDIR (two ninja runs, or ninja and devtools/setup.sh, may start
+# one each): the other waits, then finds the guest up to date.
+exec 9>"$out/lock"
+flock -w "$apt_timeout" 9 || die "another build-guest.sh holds $out/lock"
 
-# The kernel linux-image-amd64 points at (a security update changes it).
-kpkg=$(timeout "$apt_cache_timeout" apt-cache depends linux-image-amd64 |
-	awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
-[[ -n $kpkg ]] || die "cannot tell which kernel linux-image-amd64 depends on"
+if ((refresh)); then
+	# The manifest's "PACKAGE VERSION ARCH" lines (not "kernel", "modules", "program").
+	mapfile -t wanted < <(awk 'NF == 3 && $1 != "kernel" && $1 != "modules" &&
+		$1 != "program"' "$out/manifest" | LC_ALL=C sort)
+	kpkg=$(printf '%s\n' "${wanted[@]}" | awk '$1 ~ /^linux-image-[0-9]/ { print $1; exit }')
+	[[ -n $kpkg ]] || die "$out/manifest names no kernel: run $0 $out"
+else
+	# A fresh system (a container) has no package lists at all.
+	if [[ $(timeout "$apt_cache_timeout" apt-cache policy linux-image-amd64 2>/dev/null) != \
+		*"Candidate: "[0-9]* ]]; then
+		say "apt-get update"
+		timeout "$apt_timeout" apt-get update -qq || die "apt-get update failed"
+	fi
+
+	# The kernel linux-image-amd64 points at (a security update changes it).
+	kpkg=$(timeout "$apt_cache_timeout" apt-cache depends linux-image-amd64 |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+	[[ -n $kpkg ]] || die "cannot tell which kernel linux-image-amd64 depends on"
+fi
 
 # "PACKAGE VERSION ARCH" for the kernel and the Depends closure of the userspace: apt
 # simulates installing onto an empty system, so nothing installed here hides a package.
@@ -69,7 +117,9 @@ resolve() {
 			v = $3; sub(/^\(/, "", v)
 			print $2, v, a }'
 }
-mapfile -t wanted < <(resolve | LC_ALL=C sort)
+if ((!refresh)); then
+	mapfile -t wanted < <(resolve | LC_ALL=C sort)
+fi
 ((${#wanted[@]} > ${#top_packages[@]})) || die "apt could not resolve ${top_packages[*]}"
 
 # apt-get download names a file PACKAGE_VERSION_ARCH.deb, with the epoch's colon escaped.
@@ -80,7 +130,9 @@ for w in "${wanted[@]}"; do
 	deb_of[$p]=${p}_${v//:/%3a}_$a.deb
 	[[ -f $out/debs/${deb_of[$p]} ]] || need+=("$p=$v")
 done
-if ((${#need[@]})); then
+if ((${#need[@]} && refresh)); then
+	die "${need[*]} not in $out/debs: run $0 $out"
+elif ((${#need[@]})); then
 	say "downloading ${#need[@]} packages"
 	# As root apt drops to the _apt user, who cannot write into OUTDIR.
 	(cd "$out/debs" && timeout "$apt_timeout" apt-get download -q \
@@ -91,8 +143,16 @@ for f in "$out"/debs/*.deb; do
 	[[ " ${deb_of[*]} " == *" ${f##*/} "* ]] || rm -f "$f"
 done
 
+# "program NAME sha256 HASH" for each program: its contents are part of the stamp.
+prog_lines=()
+for f in "${programs[@]}"; do
+	prog_lines+=("program ${f##*/} sha256 $(sha256sum <"$f" | cut -d' ' -f1)")
+done
 stamp=$( {
 	printf '%s\n' "${deb_of[@]}" | LC_ALL=C sort
+	if ((${#prog_lines[@]})); then
+		printf '%s\n' "${prog_lines[@]}"
+	fi
 	cat "$here/guest-init" "$here/build-guest.sh"
 } | sha256sum | cut -d' ' -f1)
 if [[ -f $out/vmlinux && -f $out/initramfs.gz &&
@@ -155,6 +215,10 @@ for a in $("$root/bin/busybox" --list); do
 done
 # perftest's raw_ethernet_* need raw packet QPs, which rxe has not.
 for f in "$work"/pkg/{ibverbs-utils,rdmacm-utils}/usr/bin/* "$work"/pkg/perftest/usr/bin/ib_*; do
+	add_prog "$f" "$root/usr/bin"
+done
+# Ours (PROGRAMs above), with what they need from the packages.
+for f in "${programs[@]}"; do
 	add_prog "$f" "$root/usr/bin"
 done
 # iproute2's ip besides busybox's, for what busybox's lacks (-json, -details, -stats);
@@ -235,6 +299,9 @@ mv "$out/initramfs.gz.tmp" "$out/initramfs.gz"
 	echo "kernel $kver"
 	echo "modules ${mod_order[*]}"
 	printf '%s\n' "${wanted[@]}"
+	if ((${#prog_lines[@]})); then
+		printf '%s\n' "${prog_lines[@]}"
+	fi
 } >"$out/manifest"
 echo "$stamp" >"$out/stamp"
 say "built $out: kernel $kver, initramfs $(du -h "$out/initramfs.gz" | cut -f1)," \

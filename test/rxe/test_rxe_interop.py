@@ -6,6 +6,14 @@ guest the client, then the other way round), each side a stock program: Debian's
 binaries on droce's side too, through droce's libibverbs.so.1. Each side's exit status and
 output are checked (iterations, bytes, the peer's GID, perftest's result rows).
 
+Memory windows have no packaged program: mw_peer (test/rxe/mw_peer.c, ours) runs on both
+sides, the same binary (the guest's initramfs carries it): a target binds a type 2 window
+(IBV_WR_BIND_MW) or a type 1 window (ibv_bind_mw) over part of a buffer, a writer WRITEs and
+READs through it and ends with a SEND with Invalidate (type 2) or a SEND and the target's
+unbind (type 1), then WRITEs through the dead key, which must come back a remote access
+error; each side checks its own half (the receive's IBV_WC_WITH_INV and invalidated_rkey,
+the bytes inside and around the window).
+
 Then droced is restarted on the net_fault vdev wrapping the same port, losing 5% of what
 it receives and 5% of what it sends, and the RC ping-pongs must still complete: both
 stacks' retransmissions against each other. (UC and UD have no retransmission: a
@@ -14,12 +22,16 @@ ping-pong whose message is lost waits forever, with any stack, so they run lossl
 Finally the capture of the guest's NIC (every frame both ways) is verified by droce-pcap
 --verify (every RoCEv2 packet well formed, every ICRC right) and by tshark's InfiniBand
 dissector (it decodes as many BTHs, and no frame as malformed), and must hold the opcodes
-each stack sent: SEND, WRITE, READ request and response, atomics, ACKs, UC and UD.
+each stack sent: SEND, WRITE, READ request and response, atomics, ACKs, UC and UD, SEND
+with Invalidate; and for each run of mw_peer, the window's key in the writer's RETHs and
+IETH and the target's remote access NAK.
 
-usage: test_rxe_interop.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR FAULT_PMD RXE_DIR [CASE...]
+usage: test_rxe_interop.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR FAULT_PMD RXE_DIR MW_PEER
+           [CASE...]
 """
 
 import collections
+import hashlib
 import os
 import re
 import shutil
@@ -35,7 +47,7 @@ from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, chec
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
-                         "rxe_dir"])
+                         "rxe_dir", "mw_peer"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
 # The largest IB MTU both take: the guest's eth0 has MTU 4200, droced's port 4096.
 MTU = 4096
@@ -356,6 +368,94 @@ def t_send_lat():
     perftest("ib_send_lat", 200, 64)
 
 
+# ---- Memory windows: mw_peer (test/rxe/mw_peer.c), our own program, on both sides ----
+
+# Each run that passed, for check_mw: the window's type and key, and each side's address
+# and QPN.
+MwRun = collections.namedtuple("MwRun", "type key writer writer_qpn target target_qpn")
+MW_RUNS = []
+_mw_peer_checked = []
+
+
+def check_guest_mw_peer():
+    """The guest's mw_peer must be this build's: build-guest.sh puts it in the initramfs, and
+    ninja rebuilds the guest when it changes (test/rxe/meson.build)."""
+    if _mw_peer_checked:
+        return
+    with open(BIN["mw_peer"], "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    rc, out = bench.guest.run("sha256sum /usr/bin/mw_peer", timeout=30)
+    got = out.split()[0] if rc == 0 and out.split() else None
+    check(got == want, "the guest's /usr/bin/mw_peer (sha256 %s) is not %s (sha256 %s): the "
+          "guest is stale; ninja in mw_peer's build directory rebuilds it, as does "
+          "test/rxe/build-guest.sh --refresh %s %s" % (
+              got[:16] if got else out.strip(), BIN["mw_peer"], want[:16], BIN["rxe_dir"],
+              BIN["mw_peer"]))
+    _mw_peer_checked.append(True)
+
+
+def check_mw_side(out, side, role, peer_ip):
+    """mw_peer's report of one side: every check passed, the peer's GID. Returns its QPN."""
+    check("mw_peer: FAIL" not in out and
+          re.search(r"^mw_peer: %s: all \d+ checks passed$" % role, out, re.M),
+          "mw_peer on %s (%s) did not pass:\n%s" % (side, role, out))
+    m = re.search(r"^mw_peer: %s: local QPN 0x([0-9a-f]+) .*GID (\S+)$" % role, out, re.M)
+    check(m is not None and m.group(2) == gid_of(peer_ip),
+          "mw_peer on %s: remote GID %s, want %s" % (side, m and m.group(2), gid_of(peer_ip)))
+    return int(m.group(1), 16)
+
+
+def mw(mw_type):
+    """mw_peer -t mw_type both ways: droce the target and the guest the writer, then the
+    other way round."""
+    check_guest_mw_peer()
+    for droce_target in (True, False):
+        port = bench.next_port()
+        opts = ["-p", str(port), "-t", str(mw_type)]
+        droce_argv = [BIN["mw_peer"], "-d", "droce0", "-g", "0"] + opts
+        # rxe's receive completions carry the kernel's IB_WC_WITH_INVALIDATE bit, not
+        # IBV_WC_WITH_INV (doc/interop.md): the guest's target takes that bit and says so;
+        # droce's side is checked strictly.
+        guest_cmd = " ".join(["mw_peer", "-d", "rxe0", "-g",
+                              str(bench.guest.info["gid_index"]), "--rxe-inv-flag"] + opts)
+        out_d, out_g = run_both(droce_argv, guest_cmd, droce_target, port)
+        d_ip, g_ip = bench.link.DROCE_IP, bench.link.GUEST_IP
+        d_role, g_role = ("target", "writer") if droce_target else ("writer", "target")
+        d_qpn = check_mw_side(out_d, "droce", d_role, g_ip)
+        g_qpn = check_mw_side(out_g, "guest", g_role, d_ip)
+        target, writer = (out_d, out_g) if droce_target else (out_g, out_d)
+        m = re.search(r"type %d window bound: addr 0x([0-9a-f]+) length (\d+) rkey "
+                      r"0x([0-9a-f]{8})" % mw_type, target)
+        check(m is not None, "the target reported no window:\n%s" % target)
+        key = int(m.group(3), 16)
+        w = re.search(r"the target's window: addr 0x([0-9a-f]+) length (\d+) rkey "
+                      r"0x([0-9a-f]{8})", writer)
+        check(w is not None and w.groups() == m.groups(),
+              "the writer used another window: %s, the target bound %s" % (
+                  w and w.groups(), m.groups()))
+        if mw_type == 2:
+            check("invalidated_rkey 0x%08x" % key in target,
+                  "the target did not report the invalidation of 0x%08x:\n%s" % (key, target))
+        note = re.search(r"NOTE (wc_flags 0x[0-9a-f]+)", out_g)
+        if note:
+            log("     rxe's receive of the SEND with Invalidate: %s, the kernel's "
+                "IB_WC_WITH_INVALIDATE bit in place of IBV_WC_WITH_INV" % note.group(1))
+        if droce_target:
+            MW_RUNS.append(MwRun(mw_type, key, g_ip, g_qpn, d_ip, d_qpn))
+        else:
+            MW_RUNS.append(MwRun(mw_type, key, d_ip, d_qpn, g_ip, g_qpn))
+        log("     mw_peer -t %d: ok, droce %s, window key 0x%08x" % (
+            mw_type, "target" if droce_target else "writer", key))
+
+
+def t_mw_type2():
+    mw(2)
+
+
+def t_mw_type1():
+    mw(1)
+
+
 def t_loss():
     """RC and SRQ ping-pongs with 5% loss each way on droced's port."""
     bench.start_daemon("drop=%d,tx_drop=%d,seed=%d" % (LOSS_PPM, LOSS_PPM, 11))
@@ -373,7 +473,8 @@ def t_loss():
 
 # ---- The capture ----
 
-Pkt = collections.namedtuple("Pkt", "src dst opcode dqpn psn")
+# ext: droce-pcap's whole JSON object of the packet (its RETH, AETH, IETH...).
+Pkt = collections.namedtuple("Pkt", "src dst opcode dqpn psn ext")
 
 
 def verify_capture(pcap):
@@ -408,7 +509,8 @@ def verify_capture(pcap):
                                                                   r.stderr))
     log("     capture: %d RoCEv2 packets, droce-pcap and tshark agree, all ICRCs right" %
         summary["roce"])
-    return [Pkt(l["src"], l["dst"], l["opcode_name"], l["dqpn"], l["psn"]) for l in lines[:-1]]
+    return [Pkt(l["src"], l["dst"], l["opcode_name"], l["dqpn"], l["psn"], l)
+            for l in lines[:-1]]
 
 
 # Header fields both stacks must fill alike, whatever the program asked for: the IPv4
@@ -465,7 +567,7 @@ OPCODES_EACH_WAY = [
     "RC_SEND_ONLY", "RC_SEND_FIRST", "RC_SEND_MIDDLE", "RC_SEND_LAST", "RC_ACKNOWLEDGE",
     "RC_RDMA_WRITE_FIRST", "RC_RDMA_WRITE_LAST", "RC_RDMA_READ_REQUEST",
     "RC_RDMA_READ_RESPONSE_FIRST", "RC_RDMA_READ_RESPONSE_LAST", "RC_ATOMIC_ACKNOWLEDGE",
-    "UC_SEND_ONLY", "UC_SEND_FIRST", "UD_SEND_ONLY",
+    "UC_SEND_ONLY", "UC_SEND_FIRST", "UD_SEND_ONLY", "RC_SEND_ONLY_WITH_INVALIDATE",
 ]
 
 
@@ -476,6 +578,38 @@ def check_opcodes(pkts):
         check(not missing, "%s sent none of %s (sent: %s)" % (src, missing, dict(seen)))
         atomics = seen["RC_COMPARE_SWAP"] + seen["RC_FETCH_ADD"]
         check(atomics > 0, "%s sent no atomic request" % src)
+
+
+def check_mw(pkts):
+    """Each run of mw_peer (MW_RUNS) on the wire: the writer's WRITEs (the one that passed
+    and the one refused) and its READ request carry the window's key in their RETH; for
+    type 2 its SEND with Invalidate (SEND_ONLY_WITH_INVALIDATE, 0x17) carries the key in
+    its IETH; the target's stack NAKs the WRITE through the dead key with a remote access
+    error."""
+    for run in MW_RUNS:
+        to_t = [p for p in pkts if p.src == run.writer and p.dqpn == run.target_qpn]
+        to_w = [p for p in pkts if p.src == run.target and p.dqpn == run.writer_qpn]
+        writes = [p for p in to_t if p.opcode in ("RC_RDMA_WRITE_FIRST", "RC_RDMA_WRITE_ONLY")
+                  and p.ext.get("reth", {}).get("rkey") == run.key]
+        reads = [p for p in to_t if p.opcode == "RC_RDMA_READ_REQUEST" and
+                 p.ext.get("reth", {}).get("rkey") == run.key]
+        invs = [p for p in to_t if p.opcode == "RC_SEND_ONLY_WITH_INVALIDATE"]
+        naks = [p for p in to_w if p.opcode == "RC_ACKNOWLEDGE" and
+                p.ext.get("aeth", {}).get("type") == "NAK" and
+                p.ext["aeth"].get("code") == "REMOTE_ACCESS"]
+        what = "type %d window 0x%08x, %s writing to %s" % (run.type, run.key, run.writer,
+                                                           run.target)
+        check(len(writes) >= 2 and reads, "%s: %d WRITEs and %d READ requests with the key "
+              "in the capture, want 2 and 1" % (what, len(writes), len(reads)))
+        if run.type == 2:
+            check(invs and all(p.ext.get("ieth", {}).get("rkey") == run.key for p in invs),
+                  "%s: SEND with Invalidate %s" % (what, [p.ext.get("ieth") for p in invs]))
+        else:
+            check(not invs, "%s: a SEND with Invalidate to a type 1 window" % what)
+        check(naks, "%s: %s sent no remote access NAK (sent %s)" % (
+            what, run.target, collections.Counter(p.opcode for p in to_w)))
+    log("     memory windows: %d runs of mw_peer on the wire (keys in RETH and IETH, the "
+        "remote access NAKs)" % len(MW_RUNS))
 
 
 # The CM MADs each stack must have sent (rping and ib_send_bw -R, both ways): the
@@ -634,6 +768,8 @@ CASE_LIST = [
     ("send_lat", t_send_lat),
     ("rping", t_rping),
     ("send_bw_rdma_cm", t_send_bw_rdma_cm),
+    ("mw_type2", t_mw_type2),
+    ("mw_type1", t_mw_type1),
     ("loss", t_loss),
 ]
 
@@ -666,6 +802,8 @@ def main():
         try:
             pkts = verify_capture(pcap)
             check_headers(pcap)
+            if MW_RUNS:
+                check_mw(pkts)
             if not only:
                 check_opcodes(pkts)
                 check_cm(pcap)
