@@ -183,6 +183,7 @@ json_aeth(struct json *j, const struct droce_aeth *aeth)
 static void
 json_ext(struct json *j, const struct droce_wire_pkt *pkt)
 {
+	const struct droce_xrceth *xrceth = droce_pkt_xrceth(pkt);
 	const struct droce_reth *reth = droce_pkt_reth(pkt);
 	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
 	const struct droce_deth *deth = droce_pkt_deth(pkt);
@@ -192,6 +193,11 @@ json_ext(struct json *j, const struct droce_wire_pkt *pkt)
 	const struct droce_atmack *atmack = droce_pkt_atmack(pkt);
 	const struct droce_feth *feth = droce_pkt_feth(pkt);
 
+	if (xrceth != NULL) {
+		json_begin(j, "xrceth");
+		json_uint(j, "srqn", droce_xrceth_srqn(xrceth));
+		json_end(j);
+	}
 	if (reth != NULL) {
 		json_begin(j, "reth");
 		json_uint(j, "va", droce_reth_va(reth));

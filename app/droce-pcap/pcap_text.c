@@ -81,6 +81,7 @@ text_aeth(FILE *out, const struct droce_aeth *aeth)
 static void
 text_ext(FILE *out, const struct droce_wire_pkt *pkt)
 {
+	const struct droce_xrceth *xrceth = droce_pkt_xrceth(pkt);
 	const struct droce_reth *reth = droce_pkt_reth(pkt);
 	const struct droce_aeth *aeth = droce_pkt_aeth(pkt);
 	const struct droce_deth *deth = droce_pkt_deth(pkt);
@@ -90,6 +91,9 @@ text_ext(FILE *out, const struct droce_wire_pkt *pkt)
 	const struct droce_atmack *atmack = droce_pkt_atmack(pkt);
 	const struct droce_feth *feth = droce_pkt_feth(pkt);
 
+	/* XRC requests: the XRC SRQ the request is for, first after the BTH. */
+	if (xrceth != NULL)
+		fprintf(out, " xrceth.srqn=0x%06" PRIx32, droce_xrceth_srqn(xrceth));
 	if (reth != NULL)
 		fprintf(out, " reth.va=0x%016" PRIx64 " reth.rkey=0x%08" PRIx32
 			" reth.len=%" PRIu32, droce_reth_va(reth), droce_reth_rkey(reth),

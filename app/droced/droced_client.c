@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@
 /* ibv_srq_attr_mask */
 #define SRQ_MAX_WR	(1u << 0)
 #define SRQ_LIMIT	(1u << 1)
+/* enum ibv_srq_type's XRC */
+#define DROCED_SRQT_XRC	1
 
 #define REQ_SIZE(member) \
 	(offsetof(struct droce_proto_req, member) + sizeof(((struct droce_proto_req *)0)->member))
@@ -70,10 +73,45 @@ struct droced_srq {
 	int64_t ctl_off, ring_off;
 	uint64_t ring_len;
 	uint32_t size, stride, max_sge, pd;
+	uint32_t xrcd;		/* XRC SRQ: its XRC domain's handle; else DROCE_PROTO_NO_HANDLE */
 };
+
+/*
+ * An XRC domain (ibv_open_xrcd): droced-wide, one per file, shared by every context that
+ * opens that file, as the kernel's are (the processes of an MPI job share their receive
+ * queues through one); one opened without a file is its context's alone. Its id is what
+ * the engines compare: an XRC target takes requests only for XRC SRQs of its domain.
+ */
+struct droced_xrcd {
+	dev_t dev;
+	ino_t ino;
+	bool anon;
+	uint32_t id;
+	uint32_t refs;		/* opens, over all clients */
+	LIST_ENTRY(droced_xrcd) next;
+};
+
+static LIST_HEAD(, droced_xrcd) droced_xrcds = LIST_HEAD_INITIALIZER(droced_xrcds);
+static uint32_t droced_xrcd_next = 1;
+
+/* A client's open of an XRC domain. */
+struct droced_xrcd_ref {
+	struct droced_xrcd *x;
+	uint32_t users;		/* its XRC SRQs and targets: CLOSE_XRCD -> -EBUSY */
+};
+
+static void
+xrcd_put(struct droced_xrcd *x)
+{
+	if (--x->refs != 0)
+		return;
+	LIST_REMOVE(x, next);
+	free(x);
+}
 
 struct droced_qp {
 	struct droce_engine_qp *qp;
+	uint32_t xrcd;		/* XRC target: its XRC domain's handle; else DROCE_PROTO_NO_HANDLE */
 	int64_t ctl_off, sq_off, rq_off;
 	uint64_t sq_len, rq_len;
 	uint32_t engine_id, db_slot, pd;
@@ -190,6 +228,12 @@ table_free(struct droced_table *t)
 	t->cap = t->nb = 0;
 }
 
+static struct droced_xrcd_ref *
+xrcd_get(struct droced_client *c, uint32_t handle)
+{
+	return table_get(&c->xrcds, handle);
+}
+
 static uint32_t
 pow2_at_least(uint32_t n)
 {
@@ -260,7 +304,7 @@ static uint32_t
 client_release(struct droced_client *c)
 {
 	struct droce_shm_qp_attr err;
-	uint32_t i, alive = c->pds.nb + c->mrs.nb + c->mws.nb + c->cqs.nb + c->srqs.nb + c->qps.nb + c->nb_ahs;
+	uint32_t i, alive = c->pds.nb + c->mrs.nb + c->mws.nb + c->xrcds.nb + c->cqs.nb + c->srqs.nb + c->qps.nb + c->nb_ahs;
 
 	memset(&err, 0, sizeof(err));
 	err.mask = DROCE_SHM_QP_STATE;
@@ -306,6 +350,15 @@ client_release(struct droced_client *c)
 	}
 	for (i = 0; i < c->mws.cap; i++)
 		free(c->mws.obj[i]);
+	for (i = 0; i < c->xrcds.cap; i++) {
+		struct droced_xrcd_ref *ref = c->xrcds.obj[i];
+
+		if (ref != NULL) {
+			xrcd_put(ref->x);
+			free(ref);
+		}
+	}
+	table_free(&c->xrcds);
 	for (i = 0; i < c->pds.cap; i++)
 		free(c->pds.obj[i]);
 	table_free(&c->pds);
@@ -564,6 +617,7 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 	table_init(&c->pds, DROCED_MAX_PDS);
 	table_init(&c->mrs, l->max_mrs);
 	table_init(&c->mws, l->max_mrs);
+	table_init(&c->xrcds, DROCED_MAX_PDS);
 	table_init(&c->cqs, l->max_cqs);
 	table_init(&c->srqs, l->max_srqs);
 	table_init(&c->qps, l->max_qps);
@@ -897,6 +951,80 @@ op_dealloc_mw(struct droced_client *c, uint32_t handle)
 	return 0;
 }
 
+/* ---- XRC domains ---- */
+
+/*
+ * ibv_open_xrcd(3): with a file, its domain, made with O_CREAT if there is none yet
+ * (without: -EINVAL), refused with O_EXCL if there is (-EEXIST), as the kernel does;
+ * without a file, a new domain.
+ */
+static int
+op_open_xrcd(struct droced_client *c, const struct droce_proto_req *req, const int *fds,
+	     unsigned int nfds, struct droce_proto_resp *resp)
+{
+	uint32_t oflags = req->open_xrcd.oflags;
+	struct droced_xrcd_ref *ref;
+	struct droced_xrcd *x = NULL;
+	struct stat st;
+	int rc;
+
+	if (nfds > 1 || (oflags & ~(uint32_t)(O_CREAT | O_EXCL)))
+		return -EINVAL;
+	if (nfds == 1) {
+		if (fstat(fds[0], &st) != 0)
+			return -EINVAL;
+		LIST_FOREACH(x, &droced_xrcds, next)
+			if (!x->anon && x->dev == st.st_dev && x->ino == st.st_ino)
+				break;
+		if (x != NULL && (oflags & O_EXCL))
+			return -EEXIST;
+		if (x == NULL && !(oflags & O_CREAT))
+			return -EINVAL;
+	}
+	ref = calloc(1, sizeof(*ref));
+	if (ref == NULL)
+		return -ENOMEM;
+	if (x == NULL) {
+		x = calloc(1, sizeof(*x));
+		if (x == NULL) {
+			free(ref);
+			return -ENOMEM;
+		}
+		x->anon = nfds == 0;
+		if (nfds == 1) {
+			x->dev = st.st_dev;
+			x->ino = st.st_ino;
+		}
+		x->id = droced_xrcd_next++;
+		if (droced_xrcd_next == 0)
+			droced_xrcd_next = 1;
+		LIST_INSERT_HEAD(&droced_xrcds, x, next);
+	}
+	x->refs++;
+	ref->x = x;
+	rc = table_add(&c->xrcds, ref, &resp->obj.handle);
+	if (rc != 0) {
+		xrcd_put(x);
+		free(ref);
+	}
+	return rc;
+}
+
+static int
+op_close_xrcd(struct droced_client *c, uint32_t handle)
+{
+	struct droced_xrcd_ref *ref = xrcd_get(c, handle);
+
+	if (ref == NULL)
+		return -EINVAL;
+	if (ref->users != 0)
+		return -EBUSY;
+	xrcd_put(ref->x);
+	table_del(&c->xrcds, handle);
+	free(ref);
+	return 0;
+}
+
 /* ---- CQ ---- */
 
 static int
@@ -1039,6 +1167,7 @@ srq_resp(const struct droced_srq *srq, uint32_t handle, struct droce_proto_resp 
 	resp->srq.max_wr = srq->size;
 	resp->srq.max_sge = srq->max_sge;
 	resp->srq.srq_limit = droce_engine_srq_limit(srq->srq);
+	resp->srq.srq_num = droce_engine_srq_num(srq->srq);
 	resp->srq.ctl_off = srq->ctl_off;
 	resp->srq.ring_off = srq->ring_off;
 }
@@ -1048,11 +1177,17 @@ op_create_srq(struct droced_client *c, const struct droce_proto_req *req,
 	      struct droce_proto_resp *resp)
 {
 	struct droced_pd *pd = pd_get(c, req->create_srq.pd);
+	bool xrc = req->create_srq.srq_type == DROCED_SRQT_XRC;
+	struct droced_xrcd_ref *xrcd = xrc ? xrcd_get(c, req->create_srq.xrcd) : NULL;
+	struct droced_cq *cq = xrc ? table_get(&c->cqs, req->create_srq.cq) : NULL;
 	struct droce_engine_srq_conf conf;
 	struct droced_srq *srq;
 	uint32_t handle;
 	int rc;
 
+	/* An XRC SRQ names its domain and CQ (ibv_create_srq_ex(3)); TM SRQs: not offered. */
+	if (req->create_srq.srq_type > DROCED_SRQT_XRC || (xrc && (xrcd == NULL || cq == NULL)))
+		return req->create_srq.srq_type > DROCED_SRQT_XRC ? -EOPNOTSUPP : -EINVAL;
 	if (pd == NULL || req->create_srq.max_wr == 0 ||
 	    req->create_srq.max_wr > droced.cfg.limits.max_wr || req->create_srq.max_sge == 0 ||
 	    req->create_srq.max_sge > DROCE_SHM_MAX_SGE ||
@@ -1068,6 +1203,7 @@ op_create_srq(struct droced_client *c, const struct droce_proto_req *req,
 			       (uint32_t)sizeof(struct droce_shm_sge), (uint32_t)DROCE_SHM_MAX_SGE);
 	srq->ring_len = (uint64_t)srq->size * srq->stride;
 	srq->pd = req->create_srq.pd;
+	srq->xrcd = xrc ? req->create_srq.xrcd : DROCE_PROTO_NO_HANDLE;
 	rc = table_add(&c->srqs, srq, &handle);
 	if (rc != 0) {
 		free(srq);
@@ -1088,12 +1224,18 @@ op_create_srq(struct droced_client *c, const struct droce_proto_req *req,
 	conf.pd = srq->pd;
 	conf.limit = req->create_srq.srq_limit;
 	conf.handle = handle;
+	if (xrc) {
+		conf.xrcd = xrcd->x->id;
+		conf.cq = cq->cq;
+	}
 	srq->srq = droce_engine_srq_create(c->dom, &conf);
 	if (srq->srq == NULL) {
-		rc = -rte_errno;
+		rc = rte_errno == ENOSPC ? -ENOMEM : -rte_errno;
 		goto fail;
 	}
 	pd->users++;
+	if (xrc)
+		xrcd->users++;
 	srq_resp(srq, handle, resp);
 	return 0;
 fail:
@@ -1146,6 +1288,8 @@ op_destroy_srq(struct droced_client *c, uint32_t handle)
 	droce_shm_arena_free(c->arena, srq->ctl_off, sizeof(struct droce_shm_srq));
 	droce_shm_arena_free(c->arena, srq->ring_off, srq->ring_len);
 	pd_get(c, srq->pd)->users--;
+	if (srq->xrcd != DROCE_PROTO_NO_HANDLE)
+		xrcd_get(c, srq->xrcd)->users--;
 	table_del(&c->srqs, handle);
 	free(srq);
 	return 0;
@@ -1199,6 +1343,10 @@ supported_wr(uint8_t qp_type)
 		wr |= (1u << DROCE_SHM_WR_RDMA_READ) | (1u << DROCE_SHM_WR_ATOMIC_CMP_AND_SWP) |
 		      (1u << DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD) | (1u << DROCE_SHM_WR_FLUSH) |
 		      (1u << DROCE_SHM_WR_ATOMIC_WRITE);
+	/* An XRC initiator: RC's operations but IBA 1.5's (no XRC opcodes for them). */
+	if (qp_type == DROCE_SHM_QPT_XRC_SEND)
+		wr = supported_wr(DROCE_SHM_QPT_RC) &
+		     ~((1u << DROCE_SHM_WR_FLUSH) | (1u << DROCE_SHM_WR_ATOMIC_WRITE));
 	return wr;
 }
 
@@ -1211,6 +1359,80 @@ qp_free_mem(struct droced_client *c, struct droced_qp *qp)
 		droce_shm_arena_free(c->arena, qp->sq_off, qp->sq_len);
 	if (qp->rq_off > 0)
 		droce_shm_arena_free(c->arena, qp->rq_off, qp->rq_len);
+}
+
+/*
+ * An XRC target (IBV_QPT_XRC_RECV): its XRC domain instead of a PD, no CQ, no queue to
+ * post to (the engine keeps a one-entry send ring it never reads), RC's responder.
+ */
+static int
+create_xrc_target(struct droced_client *c, const struct droce_proto_req *req,
+		  struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds)
+{
+	struct droced_xrcd_ref *xrcd = xrcd_get(c, req->create_qp.xrcd);
+	struct droce_engine_qp_conf conf;
+	struct droced_qp *qp;
+	uint32_t handle;
+	int rc;
+
+	if (xrcd == NULL || req->create_qp.sq_sig_all > 1)
+		return -EINVAL;
+	if (c->qps.nb >= c->qps.max)
+		return -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return -ENOMEM;
+	qp->engine_id = c->port->engines[c->rr++ % c->port->nb_engines];
+	rc = db_slot_alloc(c, qp->engine_id, &qp->db_slot);
+	if (rc != 0) {
+		free(qp);
+		return rc;
+	}
+	qp->sq_len = droce_shm_sq_stride(0, 0);
+	qp->ctl_off = droce_shm_arena_alloc(c->arena, sizeof(struct droce_shm_qp),
+					    DROCE_SHM_CACHE_LINE);
+	qp->sq_off = droce_shm_arena_alloc(c->arena, qp->sq_len, DROCE_SHM_CACHE_LINE);
+	if (qp->ctl_off < 0 || qp->sq_off < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	memset(&conf, 0, sizeof(conf));
+	conf.qp_type = DROCE_SHM_QPT_XRC_RECV;
+	conf.engine_id = qp->engine_id;
+	conf.xrcd = xrcd->x->id;
+	conf.ctl = region_ptr(c, qp->ctl_off);
+	conf.sq = region_ptr(c, qp->sq_off);
+	conf.sq_size = 1;
+	conf.db_slot = qp->db_slot;
+	qp->qp = droce_engine_qp_create(c->dom, &conf);
+	if (qp->qp == NULL) {
+		rc = rte_errno == ENOSPC ? -ENOMEM : -rte_errno;
+		goto fail;
+	}
+	rc = table_add(&c->qps, qp, &handle);
+	if (rc != 0) {
+		droce_engine_qp_destroy(qp->qp);
+		goto fail;
+	}
+	qp->xrcd = req->create_qp.xrcd;
+	xrcd->users++;
+	resp->qp.handle = handle;
+	resp->qp.qp_num = droce_engine_qp_num(qp->qp);
+	resp->qp.engine_id = qp->engine_id;
+	resp->qp.db_slot = qp->db_slot;
+	resp->qp.supported_wr = 0;
+	resp->qp.sq_size = 1;
+	resp->qp.sq_stride = (uint32_t)qp->sq_len;
+	resp->qp.ctl_off = qp->ctl_off;
+	resp->qp.sq_off = qp->sq_off;
+	out_fds[0] = droce_engine_domain_wake_fd(c->dom, qp->engine_id);
+	*out_nfds = out_fds[0] >= 0 ? 1 : 0;
+	return 0;
+fail:
+	qp_free_mem(c, qp);
+	db_slot_free(c, qp->engine_id, qp->db_slot);
+	free(qp);
+	return rc;
 }
 
 static int
@@ -1229,17 +1451,30 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	struct droced_qp *qp;
 	int rc;
 
+	if (type == DROCE_SHM_QPT_XRC_RECV)
+		return create_xrc_target(c, req, resp, out_fds, out_nfds);
 	if (req->create_qp.srq != DROCE_PROTO_NO_HANDLE) {
 		srq = table_get(&c->srqs, req->create_qp.srq);
-		if (srq == NULL)
+		/* An XRC SRQ serves XRC targets only, through their XRC domain. */
+		if (srq == NULL || srq->xrcd != DROCE_PROTO_NO_HANDLE)
 			return -EINVAL;
 	}
-	if (pd == NULL || scq == NULL || rcq == NULL || req->create_qp.sq_sig_all > 1 ||
-	    (type != DROCE_SHM_QPT_RC && type != DROCE_SHM_QPT_UC && type != DROCE_SHM_QPT_UD))
+	/* An XRC initiator has no receive side (ibv_create_qp_ex(3)). */
+	if (type == DROCE_SHM_QPT_XRC_SEND) {
+		if (srq != NULL)
+			return -EINVAL;
+		rcq = NULL;
+	} else if (rcq == NULL) {
+		return -EINVAL;
+	}
+	if (pd == NULL || scq == NULL || req->create_qp.sq_sig_all > 1 ||
+	    (type != DROCE_SHM_QPT_RC && type != DROCE_SHM_QPT_UC && type != DROCE_SHM_QPT_UD &&
+	     type != DROCE_SHM_QPT_XRC_SEND))
 		return -EINVAL;
 	if (cap->max_send_wr > max_wr || cap->max_send_sge > DROCE_SHM_MAX_SGE ||
 	    cap->max_inline_data > DROCE_SHM_MAX_INLINE ||
-	    (srq == NULL && (cap->max_recv_wr > max_wr || cap->max_recv_sge > DROCE_SHM_MAX_SGE)))
+	    (srq == NULL && rcq != NULL &&
+	     (cap->max_recv_wr > max_wr || cap->max_recv_sge > DROCE_SHM_MAX_SGE)))
 		return -EINVAL;
 	if (c->qps.nb >= c->qps.max)
 		return -ENOMEM;
@@ -1250,7 +1485,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 			   (uint32_t)sizeof(struct droce_shm_sge), (uint32_t)DROCE_SHM_MAX_SGE);
 	inl = RTE_MIN(sq_stride - (uint32_t)sizeof(struct droce_shm_swqe),
 		      (uint32_t)DROCE_SHM_MAX_INLINE);
-	if (srq == NULL) {
+	if (srq == NULL && rcq != NULL) {
 		rq_size = pow2_at_least(cap->max_recv_wr);
 		rq_stride = droce_shm_rq_stride(RTE_MAX(cap->max_recv_sge, 1u));
 		recv_sge = RTE_MIN((rq_stride - (uint32_t)sizeof(struct droce_shm_rwqe)) /
@@ -1271,7 +1506,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	qp->ctl_off = droce_shm_arena_alloc(c->arena, sizeof(struct droce_shm_qp),
 					    DROCE_SHM_CACHE_LINE);
 	qp->sq_off = droce_shm_arena_alloc(c->arena, qp->sq_len, DROCE_SHM_CACHE_LINE);
-	qp->rq_off = srq != NULL ? 0 :
+	qp->rq_off = srq != NULL || rcq == NULL ? 0 :
 		droce_shm_arena_alloc(c->arena, qp->rq_len, DROCE_SHM_CACHE_LINE);
 	if (qp->ctl_off < 0 || qp->sq_off < 0 || qp->rq_off < 0) {
 		rc = -ENOMEM;
@@ -1282,7 +1517,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	conf.engine_id = qp->engine_id;
 	conf.pd = req->create_qp.pd;
 	conf.send_cq = scq->cq;
-	conf.recv_cq = rcq->cq;
+	conf.recv_cq = rcq != NULL ? rcq->cq : NULL;
 	conf.srq = srq != NULL ? srq->srq : NULL;
 	conf.sq_sig_all = req->create_qp.sq_sig_all;
 	conf.ctl = region_ptr(c, qp->ctl_off);
@@ -1290,7 +1525,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 	conf.sq_size = sq_size;
 	conf.sq_max_sge = send_sge;
 	conf.max_inline = inl;
-	conf.rq = srq != NULL ? NULL : region_ptr(c, qp->rq_off);
+	conf.rq = srq != NULL || rcq == NULL ? NULL : region_ptr(c, qp->rq_off);
 	conf.rq_size = rq_size;
 	conf.rq_max_sge = recv_sge;
 	conf.db_slot = qp->db_slot;
@@ -1320,6 +1555,7 @@ op_create_qp(struct droced_client *c, const struct droce_proto_req *req,
 		goto fail;
 	}
 	qp->pd = req->create_qp.pd;
+	qp->xrcd = DROCE_PROTO_NO_HANDLE;
 	qp->sq_sig_all = req->create_qp.sq_sig_all;
 	qp->cap = (struct droce_proto_cap){
 		.max_send_wr = sq_size, .max_recv_wr = rq_size, .max_send_sge = send_sge,
@@ -1442,7 +1678,10 @@ op_destroy_qp(struct droced_client *c, uint32_t handle)
 		return rc;
 	qp_free_mem(c, qp);
 	db_slot_free(c, qp->engine_id, qp->db_slot);
-	pd_get(c, qp->pd)->users--;
+	if (qp->xrcd != DROCE_PROTO_NO_HANDLE)
+		xrcd_get(c, qp->xrcd)->users--;
+	else
+		pd_get(c, qp->pd)->users--;
 	table_del(&c->qps, handle);
 	free(qp);
 	return 0;
@@ -1510,6 +1749,8 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_REG_MR] = offsetof(struct droce_proto_req, reg_mr.pieces),
 	[DROCE_PROTO_OP_DEREG_MR] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_ALLOC_MW] = REQ_SIZE(alloc_mw),
+	[DROCE_PROTO_OP_OPEN_XRCD] = REQ_SIZE(open_xrcd),
+	[DROCE_PROTO_OP_CLOSE_XRCD] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_DEALLOC_MW] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_CREATE_CQ] = REQ_SIZE(create_cq),
 	[DROCE_PROTO_OP_DESTROY_CQ] = REQ_SIZE(obj),
@@ -1609,6 +1850,12 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_DEALLOC_MW:
 		rc = op_dealloc_mw(c, req->obj.handle);
+		break;
+	case DROCE_PROTO_OP_OPEN_XRCD:
+		rc = op_open_xrcd(c, req, fds, nfds, resp);
+		break;
+	case DROCE_PROTO_OP_CLOSE_XRCD:
+		rc = op_close_xrcd(c, req->obj.handle);
 		break;
 	case DROCE_PROTO_OP_CREATE_CQ:
 		rc = op_create_cq(c, req, nfds, resp, out_fds, out_nfds);

@@ -257,7 +257,7 @@ struct droced_client {
 	int async_rfd;		/* its read end, sent with HELLO */
 	uint32_t ev_prod;		/* ours: the copy in the region is the client's to read */
 	/* Objects by handle. */
-	struct droced_table pds, mrs, mws, cqs, srqs, qps;
+	struct droced_table pds, mrs, mws, cqs, srqs, qps, xrcds;
 	uint32_t *ah_pd;		/* by engine AH number: PD handle + 1, 0 unused */
 	uint32_t nb_ahs;
 	uint64_t mr_bytes;

@@ -35,6 +35,8 @@
  * for replay (ibv_device_attr.max_qp_rd_atom).
  */
 #define DROCE_ENGINE_MAX_DEST_RD_ATOMIC	16
+/* XRC SRQs per device (their numbers are 1..DROCE_ENGINE_MAX_XSRQS - 1). */
+#define DROCE_ENGINE_MAX_XSRQS	(1u << 16)
 /*
  * The largest max_rd_atomic: READs and atomics a requester keeps out at once
  * (max_qp_init_rd_atom). It costs nothing (the send queue holds them), and it is Linux
@@ -283,6 +285,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(resp_invalidate, "memory windows invalidated by a Send with Invalidate") \
 	X(resp_err_flush_invalid, "FLUSHes refused: a placement type the QP does not allow") \
 	X(resp_err_flush_access, "FLUSHes refused by their R_Key") \
+	X(resp_err_xrc_srq, "XRC requests refused: no XRC SRQ of the target's domain") \
 	/* Each send the completer failed, by the state it failed in (engine_comp.c). */ \
 	X(comp_err_read_resp, "sends failed in the completer's READ response state") \
 	X(comp_err_atomic_ack, "sends failed in the completer's atomic acknowledge state") \
@@ -445,6 +448,12 @@ struct droce_engine_srq_conf {
 	uint32_t pd;
 	uint32_t limit;			/* srq_limit; 0: disarmed */
 	uint32_t handle;
+	/*
+	 * XRC SRQ (IBV_SRQT_XRC): its XRC domain (a device-wide number the control path
+	 * gives, not 0) and the CQ its receives complete on; 0 and NULL otherwise.
+	 */
+	uint32_t xrcd;
+	struct droce_engine_cq *cq;
 };
 
 struct droce_engine_srq *droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engine_srq_conf *conf);
@@ -453,11 +462,19 @@ int droce_engine_srq_set_limit(struct droce_engine_srq *srq, uint32_t limit);
 /* ibv_query_srq: the limit, 0 once it fired. */
 uint32_t droce_engine_srq_limit(const struct droce_engine_srq *srq);
 int droce_engine_srq_destroy(struct droce_engine_srq *srq);
+/* An XRC SRQ's device-wide number (ibv_get_srq_num, the XRCETH's); 0 for other SRQs. */
+uint32_t droce_engine_srq_num(const struct droce_engine_srq *srq);
 
+/*
+ * XRC: an initiator (XRC_SEND) has a send queue and send_cq only (no receive side); a
+ * target (XRC_RECV) has neither CQs nor queues (a one-entry send ring that never takes a
+ * WQE), its XRC domain instead: each request names the XRC SRQ of that domain it is for.
+ */
 struct droce_engine_qp_conf {
 	uint8_t qp_type;		/* enum droce_shm_qp_type */
 	uint32_t engine_id;
-	uint32_t pd;
+	uint32_t pd;			/* 0 for an XRC target */
+	uint32_t xrcd;			/* XRC target: its XRC domain */
 	struct droce_engine_cq *send_cq;
 	struct droce_engine_cq *recv_cq;
 	struct droce_engine_srq *srq;		/* NULL: own receive ring */

@@ -205,6 +205,9 @@ struct droce_engine_srq {
 	_Atomic uint32_t tail;
 	_Atomic uint32_t limit;		/* 0 when disarmed */
 	uint32_t nb_qps;		/* control thread */
+	uint32_t xrcd;			/* XRC SRQ: its XRC domain; 0: not XRC */
+	uint32_t srqn;			/* XRC SRQ: its number in dev->xsrqs */
+	struct droce_engine_cq *cq;	/* XRC SRQ: where its receives complete */
 };
 
 /* A receive WQE as an engine keeps it: a validated copy. */
@@ -229,6 +232,7 @@ int engine_srq_take(struct droce_engine *e, struct droce_engine_srq *srq, struct
  */
 struct engine_rd_res {
 	bool atomic;		/* an atomic: one ATOMIC ACKNOWLEDGE carrying orig */
+	uint32_t xsrqn;		/* XRC target: the SRQ whose PD and keys the READ is checked in */
 	uint64_t orig;		/* atomic: the target's value before the operation */
 	uint32_t first_psn;	/* of the original request */
 	uint32_t npkts;		/* PSNs it spans */
@@ -330,9 +334,11 @@ struct droce_engine_qp {
 	/* ---- Fixed at create (control thread), read by any engine ---- */
 	uint32_t qpn;
 	uint8_t type;
+	bool reliable;			/* RC and both XRC halves: ACKs, retries, READs */
 	struct droce_engine *engine;
 	struct droce_engine_domain *dom;
 	uint32_t pd;
+	uint32_t xrcd;			/* XRC target: its XRC domain */
 	struct droce_engine_cq *scq;
 	struct droce_engine_cq *rcq;
 	struct droce_engine_srq *srq;
@@ -350,6 +356,12 @@ struct droce_engine_qp {
 	uint32_t db_slot;
 
 	/* ---- Owned by the engine ---- */
+	/*
+	 * Where R_Keys arriving here are resolved: the QP's domain and PD, or for an XRC
+	 * target the SRQ's of the request in hand (resp_xrc sets them per packet).
+	 */
+	struct droce_engine_domain *key_dom;
+	uint32_t key_pd;
 	uint8_t state;
 	uint32_t lists;			/* enum engine_qp_list */
 	TAILQ_ENTRY(droce_engine_qp) active_link;
@@ -421,6 +433,7 @@ struct droce_engine_qp {
 		uint32_t epsn;		/* next PSN expected */
 		uint32_t msn;
 		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
+		uint32_t xsrqn;		/* XRC target: the SRQ of the message in progress */
 		uint32_t rq_done;	/* RQ entries completed (published: ctl->rq_done) */
 		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
 		uint8_t state;		/* enum resp_state: the message in progress */
@@ -750,6 +763,9 @@ struct droce_engine_dev {
 	uint32_t max_qps;
 	struct droce_engine_qp *_Atomic *qps;	/* by QPN */
 	uint32_t qpn_next;		/* control thread: allocation cursor */
+	/* XRC SRQs by number (the XRCETH's), DROCE_ENGINE_MAX_XSRQS of them; 0 unused. */
+	struct droce_engine_srq *_Atomic *xsrqs;
+	uint32_t xsrqn_next;		/* control thread: allocation cursor */
 	struct droce_engine *engines[DROCE_ENGINE_MAX];
 	LIST_HEAD(, droce_engine_domain) doms;
 	struct droce_engine_dev_objects objs;	/* control thread */
@@ -760,6 +776,15 @@ struct droce_engine_dev {
 		uint8_t mac[6];
 	} neigh[256];
 };
+
+/* The XRC SRQ numbered srqn, or NULL (any engine; valid for the rest of the pass). */
+static inline struct droce_engine_srq *
+dev_xsrq(struct droce_engine_dev *dev, uint32_t srqn)
+{
+	if (srqn >= DROCE_ENGINE_MAX_XSRQS)
+		return NULL;
+	return atomic_load_explicit(&dev->xsrqs[srqn], memory_order_acquire);
+}
 
 /* The QP of QPN qpn, or NULL (any engine). */
 static inline struct droce_engine_qp *

@@ -105,26 +105,26 @@ uint8_t *
 mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access, uint64_t addr,
 		uint64_t len)
 {
-	const struct engine_mr *e = key_entry(qp->dom, rkey), *mr;
+	const struct engine_mr *e = key_entry(qp->key_dom, rkey), *mr;
 	struct engine_mw_binding b;
 
 	if (e == NULL)
 		return NULL;
 	if (e->kind == KEY_MR)
-		return mr_range(e, rkey, qp->pd, access, addr, len);
+		return mr_range(e, rkey, qp->key_pd, access, addr, len);
 	/* A window: its key, PD, QP (type 2), rights and range (o10-37.2.*), then its MR. */
-	if (e->pd != qp->pd || !mw_read(e, &b))
+	if (e->pd != qp->key_pd || !mw_read(e, &b))
 		return NULL;
 	if (b.key != rkey || b.length == 0 || (b.access & access) != access ||
 	    (e->kind == KEY_MW2 && b.qpn != qp->qpn))
 		return NULL;
 	if (addr < b.iova || len > b.length || addr - b.iova > b.length - len)
 		return NULL;
-	mr = key_entry(qp->dom, b.mr_key);
+	mr = key_entry(qp->key_dom, b.mr_key);
 	if (mr == NULL || (b.mr_key >> 8) != b.mr_idx)
 		return NULL;
-	return mr_range(mr, b.mr_key, qp->pd, (access & MW_WRITES) ? IBV_ACCESS_LOCAL_WRITE : 0,
-			addr, len);
+	return mr_range(mr, b.mr_key, qp->key_pd,
+			(access & MW_WRITES) ? IBV_ACCESS_LOCAL_WRITE : 0, addr, len);
 }
 
 bool

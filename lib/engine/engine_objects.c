@@ -57,10 +57,15 @@ droce_engine_dev_create(const struct droce_engine_dev_conf *conf)
 		goto nomem;
 	dev->qps = rte_zmalloc("droce_qpn_table", sizeof(dev->qps[0]) * conf->max_qps,
 			       RTE_CACHE_LINE_SIZE);
-	if (dev->qps == NULL) {
+	dev->xsrqs = rte_zmalloc("droce_xsrq_table", sizeof(dev->xsrqs[0]) * DROCE_ENGINE_MAX_XSRQS,
+				 RTE_CACHE_LINE_SIZE);
+	if (dev->qps == NULL || dev->xsrqs == NULL) {
+		rte_free(dev->qps);
+		rte_free(dev->xsrqs);
 		rte_free(dev);
 		goto nomem;
 	}
+	dev->xsrqn_next = 1;
 	dev->max_qps = conf->max_qps;
 	dev->qpn_next = 2;	/* QP0 and QP1 are the special QPs (IB 10.2.5.1) */
 	dev->ctl_wake_fd = -1;
@@ -81,6 +86,7 @@ droce_engine_dev_destroy(struct droce_engine_dev *dev)
 	while ((dom = LIST_FIRST(&dev->doms)) != NULL)
 		droce_engine_domain_destroy(dom);
 	rte_free(dev->qps);
+	rte_free(dev->xsrqs);
 	rte_free(dev);
 }
 
@@ -547,6 +553,30 @@ droce_engine_cq_destroy(struct droce_engine_cq *cq)
 	return 0;
 }
 
+/* An XRC SRQ's number, and its place in the device's table: 0 or -ENOSPC. */
+static int
+xsrq_add(struct droce_engine_dev *dev, struct droce_engine_srq *srq,
+	 const struct droce_engine_srq_conf *conf)
+{
+	uint32_t i;
+
+	for (i = 1; i < DROCE_ENGINE_MAX_XSRQS; i++) {
+		uint32_t n = dev->xsrqn_next;
+
+		dev->xsrqn_next = n + 1 == DROCE_ENGINE_MAX_XSRQS ? 1 : n + 1;
+		if (atomic_load_explicit(&dev->xsrqs[n], memory_order_relaxed) != NULL)
+			continue;
+		srq->xrcd = conf->xrcd;
+		srq->cq = conf->cq;
+		srq->srqn = n;
+		/* The CQ is used by the SRQ as by a QP: destroying it is refused meanwhile. */
+		conf->cq->nb_qps++;
+		atomic_store_explicit(&dev->xsrqs[n], srq, memory_order_release);
+		return 0;
+	}
+	return -ENOSPC;
+}
+
 struct droce_engine_srq *
 droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engine_srq_conf *conf)
 {
@@ -554,7 +584,9 @@ droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engi
 
 	if (conf->ctl == NULL || conf->ring == NULL || !is_pow2(conf->size) ||
 	    conf->size > DROCE_SHM_MAX_WR || conf->max_sge == 0 ||
-	    conf->max_sge > DROCE_SHM_MAX_SGE || conf->limit > conf->size) {
+	    conf->max_sge > DROCE_SHM_MAX_SGE || conf->limit > conf->size ||
+	    (conf->xrcd != 0) != (conf->cq != NULL) ||
+	    (conf->cq != NULL && conf->cq->dom != dom)) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -574,8 +606,19 @@ droce_engine_srq_create(struct droce_engine_domain *dom, const struct droce_engi
 	atomic_store(&srq->head, __atomic_load_n(&conf->ctl->ring.cons, __ATOMIC_ACQUIRE));
 	atomic_store(&srq->tail, atomic_load(&srq->head));
 	atomic_store(&srq->limit, conf->limit);
+	if (conf->xrcd != 0 && xsrq_add(dom->dev, srq, conf) != 0) {
+		rte_free(srq);
+		rte_errno = ENOSPC;
+		return NULL;
+	}
 	dom->dev->objs.srqs++;
 	return srq;
+}
+
+uint32_t
+droce_engine_srq_num(const struct droce_engine_srq *srq)
+{
+	return srq->srqn;
 }
 
 int
@@ -598,6 +641,11 @@ droce_engine_srq_destroy(struct droce_engine_srq *srq)
 {
 	if (srq->nb_qps != 0)
 		return -EBUSY;
+	/* No XRC request finds it from now on; those in hand finish before the quiesce. */
+	if (srq->xrcd != 0) {
+		atomic_store_explicit(&srq->dom->dev->xsrqs[srq->srqn], NULL, memory_order_release);
+		srq->cq->nb_qps--;
+	}
 	engine_quiesce(srq->dom->dev);
 	srq->dom->dev->objs.srqs--;
 	rte_free(srq);
@@ -609,12 +657,28 @@ droce_engine_srq_destroy(struct droce_engine_srq *srq)
 static int
 qp_conf_check(const struct droce_engine_domain *dom, const struct droce_engine_qp_conf *c)
 {
+	bool xrc_ini = c->qp_type == DROCE_SHM_QPT_XRC_SEND;
+	bool xrc_tgt = c->qp_type == DROCE_SHM_QPT_XRC_RECV;
+
 	if (c->qp_type != DROCE_SHM_QPT_RC && c->qp_type != DROCE_SHM_QPT_UC &&
-	    c->qp_type != DROCE_SHM_QPT_UD)
+	    c->qp_type != DROCE_SHM_QPT_UD && !xrc_ini && !xrc_tgt)
 		return -EINVAL;
 	if (c->engine_id >= DROCE_ENGINE_MAX || dom->dev->engines[c->engine_id] == NULL ||
 	    dom->db[c->engine_id] == NULL || c->db_slot >= DROCE_SHM_DB_SLOTS)
 		return -EINVAL;
+	/* XRC: the initiator sends only, the target has no CQ, queue or SRQ of its own. */
+	if (xrc_ini || xrc_tgt) {
+		if ((xrc_ini ? c->send_cq == NULL || c->send_cq->dom != dom :
+			       c->send_cq != NULL || c->xrcd == 0) ||
+		    c->recv_cq != NULL || c->srq != NULL || c->rq != NULL || c->ctl == NULL ||
+		    c->sq == NULL || !is_pow2(c->sq_size) || c->sq_size > DROCE_SHM_MAX_WR ||
+		    c->sq_max_sge > DROCE_SHM_MAX_SGE || c->max_inline > DROCE_SHM_MAX_INLINE)
+			return -EINVAL;
+		if (dom->db_qp[c->engine_id] != NULL &&
+		    dom->db_qp[c->engine_id][c->db_slot] != NULL)
+			return -EBUSY;
+		return 0;
+	}
 	if (c->send_cq == NULL || c->recv_cq == NULL || c->send_cq->dom != dom ||
 	    c->recv_cq->dom != dom || (c->srq != NULL && c->srq->dom != dom))
 		return -EINVAL;
@@ -722,10 +786,15 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 	}
 	qp->qpn = qpn;
 	qp->type = c->qp_type;
+	qp->reliable = c->qp_type == DROCE_SHM_QPT_RC || c->qp_type == DROCE_SHM_QPT_XRC_SEND ||
+		       c->qp_type == DROCE_SHM_QPT_XRC_RECV;
 	qp->engine = e;
 	cc_qp_restart(qp);	/* no path yet: unlimited, nothing counted */
 	qp->dom = dom;
 	qp->pd = c->pd;
+	qp->xrcd = c->xrcd;
+	qp->key_dom = dom;
+	qp->key_pd = c->pd;
 	qp->scq = c->send_cq;
 	qp->rcq = c->recv_cq;
 	qp->srq = c->srq;
@@ -756,7 +825,7 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 	qp->req.fetch = qp->req.cons = qp->req.cur =
 		__atomic_load_n(&c->ctl->sq.prod, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&c->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
-	if (c->srq == NULL) {
+	if (c->srq == NULL && c->rq != NULL) {
 		qp->resp.rq_cons = __atomic_load_n(&c->ctl->rq.prod, __ATOMIC_ACQUIRE);
 		qp->resp.rq_done = qp->resp.rq_cons;
 		__atomic_store_n(&c->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
@@ -764,8 +833,10 @@ droce_engine_qp_create(struct droce_engine_domain *dom, const struct droce_engin
 	}
 	qp->state = DROCE_SHM_QPS_RESET;
 	__atomic_store_n(&c->ctl->state, DROCE_SHM_QPS_RESET, __ATOMIC_RELEASE);
-	c->send_cq->nb_qps++;
-	c->recv_cq->nb_qps++;
+	if (c->send_cq != NULL)
+		c->send_cq->nb_qps++;
+	if (c->recv_cq != NULL)
+		c->recv_cq->nb_qps++;
 	if (c->srq != NULL)
 		c->srq->nb_qps++;
 	dom->nb_qps++;
@@ -829,10 +900,15 @@ droce_engine_qp_destroy(struct droce_engine_qp *qp)
 	__atomic_store_n(&qp->dom->db_qp[qp->engine->id][qp->db_slot], NULL, __ATOMIC_RELEASE);
 	/* Packets of this QP may be in another engine's hands or its handoff ring. */
 	engine_quiesce(dev);
-	qp->scq->nb_qps--;
-	qp->rcq->nb_qps--;
-	if (qp->srq != NULL)
-		qp->srq->nb_qps--;
+	/* An XRC target's srq and rcq are only ever set while it handles a packet. */
+	if (qp->type != DROCE_SHM_QPT_XRC_RECV) {
+		if (qp->scq != NULL)
+			qp->scq->nb_qps--;
+		if (qp->rcq != NULL)
+			qp->rcq->nb_qps--;
+		if (qp->srq != NULL)
+			qp->srq->nb_qps--;
+	}
 	qp->dom->nb_qps--;
 	dev->objs.qps--;
 	rte_free(qp->req.copy);

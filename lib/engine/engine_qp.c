@@ -111,7 +111,7 @@ qp_sqd_check(struct droce_engine_qp *qp)
 	 */
 	if (qp->state != DROCE_SHM_QPS_SQD || qp->req.drained || qp->req.cur_off != 0 ||
 	    qp->req.cur != qp->req.cons ||
-	    (qp->type == DROCE_SHM_QPT_RC && qp->req.una != qp->req.psn_max))
+	    (qp->reliable && qp->req.una != qp->req.psn_max))
 		return;
 	qp->req.drained = true;
 	if (qp->attr.en_sqd_async_notify)
@@ -182,8 +182,8 @@ qp_flush_recv(struct droce_engine_qp *qp)
 		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
 		qp_rq_done(qp, 1);
 	}
-	if (qp->srq != NULL)
-		return;		/* SRQ WQEs belong to the SRQ, not to this QP */
+	if (qp->srq != NULL || qp->rq_ring == NULL)
+		return;		/* SRQ WQEs belong to the SRQ, not to this QP; XRC: no RQ */
 	prod = __atomic_load_n(&qp->ctl->rq.prod, __ATOMIC_ACQUIRE);
 	if (prod - qp->resp.rq_cons > qp->rq_size)
 		prod = qp->resp.rq_cons;	/* a lie: flush nothing */

@@ -12,6 +12,22 @@
 
 #include "engine_loc.h"
 
+/*
+ * The response opcode of RC opcode rc for qp: an XRC target answers with XRC's, which
+ * table 38 numbers as RC's plus the XRC transport bits.
+ */
+_Static_assert((DROCE_OP_RC_ACKNOWLEDGE | DROCE_TRANSPORT_XRC) == DROCE_OP_XRC_ACKNOWLEDGE &&
+	       (DROCE_OP_RC_ATOMIC_ACKNOWLEDGE | DROCE_TRANSPORT_XRC) ==
+	       DROCE_OP_XRC_ATOMIC_ACKNOWLEDGE &&
+	       (DROCE_OP_RC_RDMA_READ_RESPONSE_FIRST | DROCE_TRANSPORT_XRC) ==
+	       DROCE_OP_XRC_RDMA_READ_RESPONSE_FIRST, "XRC responses are RC's in the XRC block");
+
+static inline uint8_t
+resp_opcode(const struct droce_engine_qp *qp, uint8_t rc)
+{
+	return qp->type == DROCE_SHM_QPT_XRC_RECV ? (uint8_t)(rc | DROCE_TRANSPORT_XRC) : rc;
+}
+
 void
 read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome)
 {
@@ -19,7 +35,7 @@ read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome)
 	struct rte_mbuf *m;
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = DROCE_OP_RC_ACKNOWLEDGE;
+	h.opcode = resp_opcode(qp, DROCE_OP_RC_ACKNOWLEDGE);
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.dqpn = qp->dest_qpn;
 	h.psn = psn;
@@ -59,7 +75,7 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 	if (r->atomic) {
 		/* The one answer of an atomic: AETH and the original value (9.3.6). */
 		memset(&h, 0, sizeof(h));
-		h.opcode = DROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
+		h.opcode = resp_opcode(qp, DROCE_OP_RC_ATOMIC_ACKNOWLEDGE);
 		h.pkey = DROCE_PKEY_DEFAULT;
 		h.dqpn = qp->dest_qpn;
 		h.psn = r->psn;
@@ -74,6 +90,13 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 		return 0;
 	}
 	if (plen != 0) {
+		/* An XRC target reads in the keys of the SRQ the READ named (resp_xrc). */
+		if (qp->type == DROCE_SHM_QPT_XRC_RECV) {
+			const struct droce_engine_srq *srq = dev_xsrq(e->dev, r->xsrqn);
+
+			qp->key_dom = srq != NULL ? srq->dom : qp->dom;
+			qp->key_pd = srq != NULL ? srq->pd : 0;
+		}
 		src = mr_resolve_rkey(qp, r->rkey, IBV_ACCESS_REMOTE_READ, r->va + r->off, plen);
 		if (src == NULL) {
 			ENGINE_STAT(e, nak_err_sent);
@@ -83,10 +106,10 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 		}
 	}
 	memset(&h, 0, sizeof(h));
-	h.opcode = first && last ? DROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
-		   first ? DROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
-		   last ? DROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
-		   DROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	h.opcode = resp_opcode(qp, first && last ? DROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+				   first ? DROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+				   last ? DROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+				   DROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE);
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.dqpn = qp->dest_qpn;
 	h.psn = r->psn;
@@ -160,7 +183,7 @@ read_resp_stage(struct droce_engine *e)
 		}
 		TAILQ_REMOVE(&turn, qp, read_link);
 		qp->lists &= ~QP_ON_READ;
-		if (qp->type == DROCE_SHM_QPT_RC)
+		if (qp->reliable)
 			sent += read_resp_send(qp, RTE_MIN(room, (unsigned int)ENGINE_REQ_QUANTUM));
 	}
 	return sent;

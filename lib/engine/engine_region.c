@@ -90,17 +90,20 @@ droce_engine_region_qp_create(const struct droce_engine_region *r, struct droce_
 	const struct droce_shm_region_hdr *hdr = r->base;
 	uint32_t sq_stride = droce_shm_sq_stride(conf->sq_max_sge, conf->max_inline);
 	uint32_t rq_stride = droce_shm_rq_stride(conf->rq_max_sge);
+	/* XRC QPs have no receive ring of their own, as QPs on an SRQ. */
+	bool own_rq = conf->srq == NULL && conf->qp_type != DROCE_SHM_QPT_XRC_SEND &&
+		      conf->qp_type != DROCE_SHM_QPT_XRC_RECV;
 	struct droce_engine_qp *qp;
 
 	mem->sq_len = (uint64_t)conf->sq_size * sq_stride;
-	mem->rq_len = conf->srq != NULL ? 0 : (uint64_t)conf->rq_size * rq_stride;
+	mem->rq_len = own_rq ? (uint64_t)conf->rq_size * rq_stride : 0;
 	mem->ctl_off = region_alloc(r, sizeof(struct droce_shm_qp));
 	mem->sq_off = region_alloc(r, mem->sq_len);
-	mem->rq_off = conf->srq != NULL ? 0 : region_alloc(r, mem->rq_len);
+	mem->rq_off = own_rq ? region_alloc(r, mem->rq_len) : 0;
 	conf->ctl = region_at(r, mem->ctl_off);
 	conf->sq = region_at(r, mem->sq_off);
-	conf->rq = conf->srq != NULL ? NULL : region_at(r, mem->rq_off);
-	if (conf->ctl == NULL || conf->sq == NULL || (conf->srq == NULL && conf->rq == NULL))
+	conf->rq = own_rq ? region_at(r, mem->rq_off) : NULL;
+	if (conf->ctl == NULL || conf->sq == NULL || (own_rq && conf->rq == NULL))
 		return NULL;
 	qp = droce_engine_qp_create(r->dom, conf);
 	if (qp == NULL)

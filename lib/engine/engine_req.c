@@ -13,7 +13,15 @@ static uint8_t
 qp_transport(const struct droce_engine_qp *qp)
 {
 	return qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
-	       qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC : DROCE_TRANSPORT_UD;
+	       qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC :
+	       qp->type == DROCE_SHM_QPT_XRC_SEND ? DROCE_TRANSPORT_XRC : DROCE_TRANSPORT_UD;
+}
+
+/* RC and XRC initiators: every operation but IBA 1.5's, which have no XRC opcodes. */
+static inline bool
+qp_rc_ops(const struct droce_engine_qp *qp)
+{
+	return qp->type == DROCE_SHM_QPT_RC || qp->type == DROCE_SHM_QPT_XRC_SEND;
 }
 
 /*
@@ -61,7 +69,7 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 	case DROCE_SHM_WR_SEND_WITH_IMM:
 		break;
 	case DROCE_SHM_WR_SEND_WITH_INV:
-		if (qp->type == DROCE_SHM_QPT_RC)
+		if (qp_rc_ops(qp))
 			break;
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	case DROCE_SHM_WR_RDMA_WRITE:
@@ -72,13 +80,13 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	case DROCE_SHM_WR_RDMA_READ:
 		/* RC only, into SGEs (libdroce drops INLINE: the buffer is a destination). */
-		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
+		if (qp_rc_ops(qp) && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	case DROCE_SHM_WR_ATOMIC_CMP_AND_SWP:
 	case DROCE_SHM_WR_ATOMIC_FETCH_AND_ADD:
-		/* RC only (IB 9.4.5), its 8-byte original value into the SGEs. */
-		if (qp->type == DROCE_SHM_QPT_RC && !(s->flags & DROCE_SHM_SEND_INLINE))
+		/* RC and XRC (IB 9.4.5), its 8-byte original value into the SGEs. */
+		if (qp_rc_ops(qp) && !(s->flags & DROCE_SHM_SEND_INLINE))
 			break;
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	case DROCE_SHM_WR_ATOMIC_WRITE:
@@ -97,7 +105,7 @@ req_validate(struct droce_engine_qp *qp, struct engine_swqe *w)
 	case DROCE_SHM_WR_BIND_MW:
 	case DROCE_SHM_WR_LOCAL_INV:
 		/* Executed when the requester reaches them (req_local); no data. */
-		if (qp->type == DROCE_SHM_QPT_RC)
+		if (qp_rc_ops(qp))
 			return DROCE_SHM_WC_SUCCESS;
 		return DROCE_SHM_WC_LOC_QP_OP_ERR;
 	default:
@@ -305,7 +313,9 @@ req_read_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	struct rte_mbuf *m;
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = DROCE_OP_RC_RDMA_READ_REQUEST;
+	h.opcode = qp->type == DROCE_SHM_QPT_XRC_SEND ? DROCE_OP_XRC_RDMA_READ_REQUEST :
+						      DROCE_OP_RC_RDMA_READ_REQUEST;
+	h.xrc_srqn = s->xrc_srqn;
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.psn = qp->req.psn;
 	h.dqpn = qp->dest_qpn;
@@ -343,7 +353,11 @@ req_atomic_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	struct rte_mbuf *m;
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = cas ? DROCE_OP_RC_COMPARE_SWAP : DROCE_OP_RC_FETCH_ADD;
+	if (qp->type == DROCE_SHM_QPT_XRC_SEND)
+		h.opcode = cas ? DROCE_OP_XRC_COMPARE_SWAP : DROCE_OP_XRC_FETCH_ADD;
+	else
+		h.opcode = cas ? DROCE_OP_RC_COMPARE_SWAP : DROCE_OP_RC_FETCH_ADD;
+	h.xrc_srqn = s->xrc_srqn;
 	h.pkey = DROCE_PKEY_DEFAULT;
 	h.psn = qp->req.psn;
 	h.dqpn = qp->dest_qpn;
@@ -528,6 +542,7 @@ req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.dqpn = qp->dest_qpn;
 	h.imm_be = s->imm_data;
 	h.ieth_rkey = s->imm_data;
+	h.xrc_srqn = s->xrc_srqn;
 	/*
 	 * The RETH of a WRITE FIRST or ONLY packet names the whole transfer. A resend from
 	 * the middle (go-back-N) carries the packet's own MIDDLE/LAST opcode, as rxe's does:
@@ -536,7 +551,7 @@ req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.reth.va = s->rdma.remote_addr;
 	h.reth.rkey = s->rdma.rkey;
 	h.reth.len = w->len;
-	if (qp->type == DROCE_SHM_QPT_RC) {
+	if (qp->reliable) {
 		/* AckReq on every last packet and often enough in a long message (9.7.5.1.3). */
 		h.ackreq = last || ++qp->req.since_ackreq >= ENGINE_ACKREQ_EVERY;
 		if (h.ackreq)
@@ -612,8 +627,7 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 		struct engine_swqe *w = qp_swqe(qp, qp->req.cur);
 		int rc;
 
-		if (qp->type == DROCE_SHM_QPT_RC &&
-		    droce_psn_dist(qp->req.una, qp->req.psn) >= ENGINE_WINDOW)
+		if (qp->reliable && droce_psn_dist(qp->req.una, qp->req.psn) >= ENGINE_WINDOW)
 			return n;	/* the completer puts it back on the list */
 		/* Ahead of its DCQCN rate: the pacer's deadline puts it back (req_timer). */
 		if (unlikely(qp->cc.rp_state.limited) && e->now < qp->cc.next_tsc) {
@@ -674,7 +688,7 @@ req_send(struct droce_engine_qp *qp, unsigned int budget)
 			return n;
 		}
 		n++;
-		if (qp->type != DROCE_SHM_QPT_RC) {
+		if (!qp->reliable) {
 			if (qp->req.cur_off == 0)
 				req_complete_unreliable(qp, w);
 			continue;

@@ -52,9 +52,14 @@ resp_place(struct droce_engine_qp *qp, const struct engine_rwqe *w, uint32_t off
 		}
 		in = at - base;
 		n = RTE_MIN(s->length - in, len - done);
-		/* SRQ buffers belong to the SRQ's PD (11.2.3.1), the others to the QP's. */
-		dst = mr_resolve(qp->dom, s->lkey, qp->srq != NULL ? qp->srq->pd : qp->pd,
-				 IBV_ACCESS_LOCAL_WRITE, s->addr + in, n);
+		/*
+		 * SRQ buffers belong to the SRQ's PD (11.2.3.1), the others to the QP's; an
+		 * XRC SRQ may be another process's (its domain's keys).
+		 */
+		dst = qp->srq != NULL ?
+		      mr_resolve(qp->srq->dom, s->lkey, qp->srq->pd, IBV_ACCESS_LOCAL_WRITE,
+				 s->addr + in, n) :
+		      mr_resolve(qp->dom, s->lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE, s->addr + in, n);
 		if (dst == NULL)
 			return -EACCES;
 		resp_src_copy(src, done, dst, n);
@@ -262,6 +267,7 @@ enum resp_err {
 	RESP_ERR_INVALIDATE,	/* a Send with Invalidate's R_Key is no window to invalidate */
 	RESP_ERR_FLUSH_INVALID,	/* a FLUSH of a placement type the QP does not allow */
 	RESP_ERR_FLUSH_ACCESS,	/* the R_Key refuses the FLUSH */
+	RESP_ERR_XRC_SRQ,	/* an XRCETH naming no XRC SRQ of the target's XRC domain */
 };
 
 #define RESP_ERR_STAT(f)	offsetof(struct droce_engine_stats, f)
@@ -312,6 +318,9 @@ static const struct {
 	[RESP_ERR_FLUSH_ACCESS] = { "FLUSH R_Key refused", DROCE_NAK_REMOTE_ACCESS,
 				    DROCE_SHM_WC_REM_ACCESS_ERR,
 		RESP_ERR_STAT(resp_err_flush_access) },
+	[RESP_ERR_XRC_SRQ] = { "XRC SRQ refused", DROCE_NAK_INVALID_REQ,
+			       DROCE_SHM_WC_REM_INV_REQ_ERR,
+		RESP_ERR_STAT(resp_err_xrc_srq) },
 };
 
 /*
@@ -323,10 +332,10 @@ resp_fail(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, enum res
 {
 	ENGINE_LOG(DEBUG, "QP %u: responder %s, step %s, PSN %u: %s\n", qp->qpn,
 		   resp_state_name(qp->resp.state),
-		   qp->type == DROCE_SHM_QPT_RC ? resp_step_name(qp->resp.step) : "-",
+		   qp->reliable ? resp_step_name(qp->resp.step) : "-",
 		   droce_bth_psn(droce_pkt_bth(pkt)), resp_errs[err].name);
 	(*(uint64_t *)((uint8_t *)&qp->engine->st + resp_errs[err].stat))++;
-	if (qp->type == DROCE_SHM_QPT_RC)
+	if (qp->reliable)
 		resp_nak(qp, resp_errs[err].nak);
 	if (qp->resp.have_wqe)
 		resp_complete(qp, pkt, resp_errs[err].status, 0);
@@ -448,6 +457,7 @@ resp_rd_res_new(struct droce_engine_qp *qp, uint32_t psn, uint32_t npkts)
 	memset(r, 0, sizeof(*r));
 	r->first_psn = r->start_psn = r->psn = psn;
 	r->npkts = r->left = npkts;
+	r->xsrqn = qp->resp.xsrqn;
 	qp->resp.epsn = droce_psn_add(psn, npkts);
 	qp->resp.nak_sent = false;
 	qp->resp.msn = droce_psn_add(qp->resp.msn, 1);
@@ -575,7 +585,9 @@ resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		resp_fail(qp, pkt, RESP_ERR_ATOMIC_INVALID);
 		return;
 	}
-	if (droce_bth_opcode(droce_pkt_bth(pkt)) == DROCE_OP_RC_COMPARE_SWAP) {
+	/* Compare and Swap, in RC's numbering or XRC's (table 38: the same low five bits). */
+	if ((droce_bth_opcode(droce_pkt_bth(pkt)) & ~DROCE_TRANSPORT_MASK) ==
+	    DROCE_OP_RC_COMPARE_SWAP) {
 		orig = droce_atmeth_compare(ath);
 		/* On a mismatch orig becomes the value found: either way the original. */
 		__atomic_compare_exchange_n(target, &orig, swap_add, false, __ATOMIC_SEQ_CST,
@@ -970,6 +982,49 @@ resp_rc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const stru
 	}
 }
 
+/* ---- XRC target (IB 9.3.7, 10.2.9.6) ---- */
+
+/*
+ * An XRC target is RC's responder with the receive side of the request's XRC SRQ: each
+ * request names one in its XRCETH, which must be of the target's XRC domain (else invalid
+ * request). A SEND takes its receive WQE from that SRQ and completes on the SRQ's CQ;
+ * receive buffers, RDMA and atomics are checked in the SRQ's PD and its owner's keys
+ * (the SRQ may be another process's). The SRQ is taken where a message starts, in
+ * sequence, and looked up by number for every packet, never kept: one destroyed meanwhile
+ * (its number gone) fails the message. Duplicates and packets out of sequence need no SRQ.
+ */
+static void
+resp_xrc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
+	 const struct resp_src *src)
+{
+	const struct droce_xrceth *x = droce_pkt_xrceth(pkt);
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
+	bool in_seq = psn == qp->resp.epsn;
+	struct droce_engine_srq *srq;
+	uint32_t srqn;
+
+	srqn = in_seq && (pkt->info->flags & DROCE_OPF_FIRST) ? droce_xrceth_srqn(x) :
+	       qp->resp.xsrqn;
+	srq = dev_xsrq(qp->engine->dev, srqn);
+	if (srq == NULL || srq->xrcd != qp->xrcd) {
+		if (in_seq) {
+			/* The WQE in hand, if any, was the SRQ's that went away: not ours to complete. */
+			qp->resp.have_wqe = false;
+			resp_fail(qp, pkt, RESP_ERR_XRC_SRQ);
+			return;
+		}
+		srq = NULL;
+	}
+	qp->resp.xsrqn = srqn;
+	qp->srq = srq;
+	qp->rcq = srq != NULL ? srq->cq : NULL;
+	qp->key_dom = srq != NULL ? srq->dom : qp->dom;
+	qp->key_pd = srq != NULL ? srq->pd : 0;
+	resp_rc(qp, pkt, src);
+	qp->srq = NULL;
+	qp->rcq = NULL;
+}
+
 /* ---- UC: no ACKs; a message with a gap is dropped whole (9.8.3.3) ---- */
 
 static void
@@ -1109,6 +1164,9 @@ resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 	switch (qp->type) {
 	case DROCE_SHM_QPT_RC:
 		resp_rc(qp, pkt, &src);
+		break;
+	case DROCE_SHM_QPT_XRC_RECV:
+		resp_xrc(qp, pkt, &src);
 		break;
 	case DROCE_SHM_QPT_UC:
 		resp_uc(qp, pkt, &src);

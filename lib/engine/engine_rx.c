@@ -122,9 +122,13 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 		cc_rx_cnp(qp);
 		goto drop;
 	}
+	/* The QP's transport; an XRC initiator takes only responses, a target only requests. */
 	if (pkt->info->transport != (qp->type == DROCE_SHM_QPT_RC ? DROCE_TRANSPORT_RC :
 				    qp->type == DROCE_SHM_QPT_UC ? DROCE_TRANSPORT_UC :
-				    DROCE_TRANSPORT_UD)) {
+				    qp->type == DROCE_SHM_QPT_UD ? DROCE_TRANSPORT_UD :
+				    DROCE_TRANSPORT_XRC) ||
+	    (qp->type == DROCE_SHM_QPT_XRC_SEND && (flags & DROCE_OPF_REQUEST)) ||
+	    (qp->type == DROCE_SHM_QPT_XRC_RECV && !(flags & DROCE_OPF_REQUEST))) {
 		ENGINE_STAT(e, rx_bad_opcode);
 		goto drop;
 	}

@@ -116,7 +116,7 @@ struct droce_shm_swqe {
 	uint32_t inline_len;	/* bytes after the header when DROCE_SHM_SEND_INLINE */
 	uint32_t imm_data;	/* network byte order, as ibv_send_wr.imm_data; or invalidate rkey
 				 * (SEND_WITH_INV, LOCAL_INV) */
-	uint32_t rsvd1;
+	uint32_t xrc_srqn;	/* XRC_SEND: the remote XRC SRQ (qp_type.xrc.remote_srqn) */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -266,6 +266,8 @@ enum droce_shm_qp_type {
 	DROCE_SHM_QPT_RC = 2,
 	DROCE_SHM_QPT_UC = 3,
 	DROCE_SHM_QPT_UD = 4,
+	DROCE_SHM_QPT_XRC_SEND = 9,	/* XRC initiator: RC's send side, to an XRC SRQ */
+	DROCE_SHM_QPT_XRC_RECV = 10,	/* XRC target: RC's receive side, no queues */
 };
 
 /*
@@ -355,6 +357,7 @@ _Static_assert(sizeof(struct droce_shm_swqe) == 64, "swqe");
 _Static_assert(offsetof(struct droce_shm_swqe, opcode) == 8, "swqe opcode");
 _Static_assert(offsetof(struct droce_shm_swqe, inline_len) == 12, "swqe inline_len");
 _Static_assert(offsetof(struct droce_shm_swqe, imm_data) == 16, "swqe imm");
+_Static_assert(offsetof(struct droce_shm_swqe, xrc_srqn) == 20, "swqe xrc srqn");
 _Static_assert(offsetof(struct droce_shm_swqe, rdma) == 24, "swqe rdma");
 _Static_assert(offsetof(struct droce_shm_swqe, atomic.rkey) == 48, "swqe atomic rkey");
 _Static_assert(offsetof(struct droce_shm_swqe, ud.remote_qkey) == 32, "swqe ud qkey");

@@ -38,7 +38,7 @@
 #include "droce_shm.h"
 #include "droce_shm_qp_attr.h"
 
-#define DROCE_PROTO_VERSION		3u
+#define DROCE_PROTO_VERSION		4u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8
@@ -91,6 +91,8 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_RESIZE_CQ,
 	DROCE_PROTO_OP_ALLOC_MW,	/* answered in obj: handle and rkey */
 	DROCE_PROTO_OP_DEALLOC_MW,
+	DROCE_PROTO_OP_OPEN_XRCD,	/* <- fd: the file naming the XRC domain, or none */
+	DROCE_PROTO_OP_CLOSE_XRCD,
 	DROCE_PROTO_OP_MAX
 };
 
@@ -364,6 +366,14 @@ struct droce_proto_req {
 			uint32_t pd;
 			uint32_t type;		/* enum ibv_mw_type */
 		} alloc_mw;
+		/*
+		 * ibv_open_xrcd: with an fd, the XRC domain of that file (shared by every
+		 * context that opens it, as the kernel's); without, a new one of its own.
+		 */
+		struct {
+			uint32_t oflags;	/* O_CREAT, O_EXCL */
+			uint32_t rsvd;
+		} open_xrcd;
 		struct {
 			uint32_t cqe;		/* at least this many entries */
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
@@ -378,6 +388,9 @@ struct droce_proto_req {
 			uint32_t max_wr;
 			uint32_t max_sge;
 			uint32_t srq_limit;
+			uint32_t srq_type;	/* enum ibv_srq_type: BASIC (0) or XRC (1) */
+			uint32_t xrcd;		/* XRC: its XRC domain and CQ */
+			uint32_t cq;
 		} create_srq;
 		struct {
 			uint32_t handle;
@@ -400,6 +413,11 @@ struct droce_proto_req {
 			uint8_t init_port;
 			uint8_t rsvd;
 			struct droce_proto_cap cap;
+			/*
+			 * XRC_RECV: its XRC domain (no PD, CQ, SRQ or queues); XRC_SEND: no
+			 * receive side (recv_cq and srq DROCE_PROTO_NO_HANDLE).
+			 */
+			uint32_t xrcd;
 		} create_qp;
 		struct {
 			uint32_t handle;
@@ -594,6 +612,7 @@ struct droce_proto_resp {
 			uint32_t max_wr;		/* what ibv_create_srq reports */
 			uint32_t max_sge;
 			uint32_t srq_limit;		/* query: 0 once the limit event fired */
+			uint32_t srq_num;		/* XRC SRQ: ibv_get_srq_num's; else 0 */
 			uint64_t ctl_off;		/* struct droce_shm_srq */
 			uint64_t ring_off;
 		} srq;

@@ -21,7 +21,9 @@ void
 droce_shm_bringup_connected(const struct droce_shm_bringup_path *p,
 		     struct droce_shm_qp_attr attr[DROCE_SHM_BRINGUP_STEPS])
 {
-	bool rc = p->qp_type == DROCE_SHM_QPT_RC;
+	/* RC's attributes for XRC's two halves too (the transport is RC's). */
+	bool rc = p->qp_type == DROCE_SHM_QPT_RC || p->qp_type == DROCE_SHM_QPT_XRC_SEND ||
+		  p->qp_type == DROCE_SHM_QPT_XRC_RECV;
 	struct droce_shm_qp_attr *a;
 
 	memset(attr, 0, DROCE_SHM_BRINGUP_STEPS * sizeof(*attr));

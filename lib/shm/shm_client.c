@@ -88,6 +88,9 @@ qp_type_ops(uint8_t qp_type)
 		return OPS_UC;
 	case DROCE_SHM_QPT_UD:
 		return OPS_UD;
+	case DROCE_SHM_QPT_XRC_SEND:
+		/* RC's, but IBA 1.5's, which have no XRC opcodes; an XRC target sends nothing. */
+		return OPS_RC & ~(OP(FLUSH) | OP(ATOMIC_WRITE));
 	default:
 		return 0;
 	}
@@ -207,6 +210,8 @@ swqe_write(uint8_t *slot, const struct droce_shm_client_qp *qp, const struct ibv
 
 	if (bit & OPS_IMM)
 		h.imm_data = wr->imm_data;
+	if (qp->qp_type == DROCE_SHM_QPT_XRC_SEND)
+		h.xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->qp_type == DROCE_SHM_QPT_UD) {
 		h.ud.ah = wr->wr.ud.ah->handle;
 		h.ud.remote_qpn = wr->wr.ud.remote_qpn;

@@ -208,6 +208,8 @@ qpt_index(uint8_t qp_type)
 {
 	switch (qp_type) {
 	case DROCE_SHM_QPT_RC:
+	case DROCE_SHM_QPT_XRC_SEND:
+	case DROCE_SHM_QPT_XRC_RECV:
 		return QPT_IDX_RC;
 	case DROCE_SHM_QPT_UC:
 		return QPT_IDX_UC;
@@ -216,6 +218,24 @@ qpt_index(uint8_t qp_type)
 	default:
 		return -1;
 	}
+}
+
+/*
+ * XRC's two halves take RC's column, less what a half without a receive side (the
+ * initiator's responder resources and RNR timer) or a send side (the target's retries
+ * and READ depth) does not need: those are optional there, as in the kernel's table.
+ */
+static void
+xrc_relax(uint8_t qp_type, uint8_t cur, uint8_t next, uint32_t *req, uint32_t *opt)
+{
+	uint32_t drop = 0;
+
+	if (qp_type == DROCE_SHM_QPT_XRC_SEND && cur == INIT && next == RTR)
+		drop = M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER);
+	else if (qp_type == DROCE_SHM_QPT_XRC_RECV && cur == RTR && next == RTS)
+		drop = M(RETRY_CNT) | M(RNR_RETRY) | M(MAX_QP_RD_ATOMIC);
+	*opt |= *req & drop;
+	*req &= ~drop;
 }
 
 static bool
@@ -297,6 +317,7 @@ droce_shm_qp_attr_check(uint8_t qp_type, uint8_t cur, const struct droce_shm_qp_
 		return -EINVAL;
 	req = t->req[idx];
 	opt = t->opt[idx];
+	xrc_relax(qp_type, cur, next, &req, &opt);
 	if ((mask & req) != req || (mask & ~(req | opt | M(STATE))) != 0)
 		return -EINVAL;
 	/* The consumer's idea of the current state must be right (11.2.4.2). */

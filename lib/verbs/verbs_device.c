@@ -265,6 +265,10 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.create_qp_ex = verbs_qp_create_ex;
 	c->vctx.create_cq_ex = verbs_cq_create_ex;
 	c->vctx.query_rt_values = verbs_query_rt_values;
+	c->vctx.open_xrcd = verbs_xrcd_open;
+	c->vctx.close_xrcd = verbs_xrcd_close;
+	c->vctx.create_srq_ex = verbs_srq_create_ex;
+	c->vctx.get_srq_num = verbs_srq_num;
 	c->vctx.context.device = device;
 	c->vctx.context.cmd_fd = sock;
 	c->ev_pipe = fds[1];

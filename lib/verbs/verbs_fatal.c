@@ -138,7 +138,8 @@ flush_all(struct verbs_dctx *c)
 				 __atomic_load_n(&qp->view.ctl->sq.cons, __ATOMIC_ACQUIRE),
 				 qp->view.sq_prod, wc);
 		pthread_spin_unlock(&qp->sq_lock);
-		cq_flush_append(to_dcq(ib->send_cq), wc, n);
+		if (ib->send_cq != NULL)	/* an XRC target has none (and never a WQE) */
+			cq_flush_append(to_dcq(ib->send_cq), wc, n);
 		if (qp->view.rq != NULL) {
 			/* From rq_done: the receive an engine was filling never completed. */
 			pthread_spin_lock(&qp->rq_lock);

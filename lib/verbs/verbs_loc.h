@@ -205,11 +205,17 @@ struct verbs_dcq {
 	struct verbs_dcq *next;
 };
 
+struct verbs_dxrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t handle;			/* droced's */
+};
+
 struct verbs_dsrq {
 	struct ibv_srq ibsrq;
 	pthread_spinlock_t lock;
 	struct droce_shm_client_srq view;
 	uint32_t max_wr;
+	uint32_t srq_num;			/* an XRC SRQ's (ibv_get_srq_num); else 0 */
 	uint32_t async_reported;
 	struct verbs_dsrq *next;
 };
@@ -365,6 +371,17 @@ struct ibv_cq_ex *verbs_cq_create_ex(struct ibv_context *context,
 
 /* verbs_qp.c */
 int verbs_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+
+/* verbs_srq.c: an SRQ; with xrcd (and its cq), an XRC SRQ */
+struct ibv_srq *verbs_srq_create(struct ibv_pd *pd, struct ibv_srq_init_attr *attr,
+				 struct verbs_dxrcd *xrcd, struct ibv_cq *cq);
+
+/* verbs_xrc.c: the context's open_xrcd, close_xrcd, create_srq_ex and get_srq_num */
+struct ibv_xrcd *verbs_xrcd_open(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int verbs_xrcd_close(struct ibv_xrcd *xrcd);
+struct ibv_srq *verbs_srq_create_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int verbs_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 /* verbs_mw.c: the context's alloc_mw, dealloc_mw and bind_mw */
 struct ibv_mw *verbs_mw_alloc(struct ibv_pd *pd, enum ibv_mw_type type);

@@ -25,7 +25,7 @@
 			 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | \
 			 VERBS_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define QP_INIT_MASKS	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | \
-			 IBV_QP_INIT_ATTR_CREATE_FLAGS)
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD)
 /* enum ibv_qp_attr_mask bits droce knows (droce_shm_qp_mask); others -> EINVAL. */
 #define QP_ATTR_MASKS	((1u << 21) - 1 - IBV_QP_ALT_PATH - IBV_QP_PATH_MIG_STATE)
 
@@ -322,6 +322,26 @@ wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 	w->wr.ud.remote_qkey = remote_qkey;
 }
 
+/* TSO is not offered (EOPNOTSUPP at create); a call anyway fails the batch, not the process. */
+static void
+wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	(void)hdr;
+	(void)hdr_sz;
+	(void)mss;
+	qpx_to_dqp(qpx)->batch_err = EOPNOTSUPP;
+}
+
+/* XRC initiator: the remote XRC SRQ of the WR in hand (ibv_wr_set_xrc_srqn(3)). */
+static void
+wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct ibv_send_wr *w = wr_cur(qpx);
+
+	if (w != NULL)
+		w->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 static void
 wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
 {
@@ -411,6 +431,8 @@ qp_batch_init(struct verbs_dqp *qp)
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
 	x->wr_atomic_write = wr_atomic_write;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	x->wr_send_tso = wr_send_tso;
 	qp->wr_flush = wr_flush;
 	x->wr_set_ud_addr = wr_set_ud_addr;
 	x->wr_set_sge = wr_set_sge;
@@ -543,11 +565,24 @@ qp_init_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~(uint64_t)QP_EX_SEND_OPS))
 		return EOPNOTSUPP;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    a->qp_type != IBV_QPT_XRC_SEND && a->qp_type != IBV_QPT_XRC_RECV)
+		return EOPNOTSUPP;
+	/* An XRC target has an XRC domain instead of a PD, CQs and queues (ibv_create_qp(3)). */
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) && a->xrcd != NULL &&
+		       a->xrcd->context == context ? 0 : EINVAL;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == NULL ||
 	    a->pd->context != context)
 		return EINVAL;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
-		return EOPNOTSUPP;
+	/* An XRC initiator has no receive side: its recv_cq and srq are not looked at. */
+	if (a->qp_type == IBV_QPT_XRC_SEND) {
+		if (a->send_cq == NULL || a->send_cq->context != context ||
+		    a->cap.max_send_wr > l->max_qp_wr || a->cap.max_send_sge > l->max_sge ||
+		    a->cap.max_inline_data > l->max_inline)
+			return EINVAL;
+		return 0;
+	}
 	if (a->send_cq == NULL || a->recv_cq == NULL || a->send_cq->context != context ||
 	    a->recv_cq->context != context || (a->srq != NULL && a->srq->context != context))
 		return EINVAL;
@@ -587,6 +622,7 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	struct verbs_dqp *qp;
 	unsigned int nfds = 0;
 	int ret, wake_fd = -1;
+	bool xrc_ini, xrc_tgt, own_rq;
 
 	if (context == NULL || a == NULL)
 		return verbs_err_null(EINVAL);
@@ -594,32 +630,40 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	if (ret != 0)
 		return verbs_err_null(ret);
 	c = to_dctx(context);
+	xrc_ini = a->qp_type == IBV_QPT_XRC_SEND;
+	xrc_tgt = a->qp_type == IBV_QPT_XRC_RECV;
+	own_rq = a->srq == NULL && !xrc_ini && !xrc_tgt;
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return verbs_err_null(ENOMEM);
-	req.create_qp.pd = a->pd->handle;
-	req.create_qp.send_cq = a->send_cq->handle;
-	req.create_qp.recv_cq = a->recv_cq->handle;
-	req.create_qp.srq = a->srq != NULL ? a->srq->handle : DROCE_PROTO_NO_HANDLE;
+	req.create_qp.pd = xrc_tgt ? DROCE_PROTO_NO_HANDLE : a->pd->handle;
+	req.create_qp.send_cq = xrc_tgt ? DROCE_PROTO_NO_HANDLE : a->send_cq->handle;
+	req.create_qp.recv_cq = xrc_ini || xrc_tgt ? DROCE_PROTO_NO_HANDLE : a->recv_cq->handle;
+	req.create_qp.srq = a->srq != NULL && !xrc_ini && !xrc_tgt ? a->srq->handle :
+			    DROCE_PROTO_NO_HANDLE;
+	req.create_qp.xrcd = xrc_tgt ? verbs_container_of(a->xrcd, struct verbs_dxrcd, xrcd)->handle :
+			     DROCE_PROTO_NO_HANDLE;
 	req.create_qp.qp_type = (uint8_t)a->qp_type;
 	req.create_qp.sq_sig_all = a->sq_sig_all != 0;
 	req.create_qp.init_port = init_port;
-	req.create_qp.cap.max_send_wr = a->cap.max_send_wr;
-	req.create_qp.cap.max_send_sge = a->cap.max_send_sge;
-	req.create_qp.cap.max_inline_data = a->cap.max_inline_data;
-	if (a->srq == NULL) {
+	if (!xrc_tgt) {
+		req.create_qp.cap.max_send_wr = a->cap.max_send_wr;
+		req.create_qp.cap.max_send_sge = a->cap.max_send_sge;
+		req.create_qp.cap.max_inline_data = a->cap.max_inline_data;
+	}
+	if (own_rq) {
 		req.create_qp.cap.max_recv_wr = a->cap.max_recv_wr;
 		req.create_qp.cap.max_recv_sge = a->cap.max_recv_sge;
 	}
 	ret = verbs_request_fds(c, &req, &resp, &wake_fd, 1, &nfds);
 	if (ret == 0 && nfds == 1)
 		qp_wake_fd_keep(c, resp.qp.engine_id, wake_fd);
-	if (ret == 0 && (qp_resp_check(c, &resp, a->srq != NULL) != 0 ||
+	if (ret == 0 && (qp_resp_check(c, &resp, !own_rq) != 0 ||
 			 !send_ops_supported(a, resp.qp.supported_wr))) {
 		struct droce_proto_req d = { .op = DROCE_PROTO_OP_DESTROY_QP };
 		struct droce_proto_resp dr;
 
-		ret = qp_resp_check(c, &resp, a->srq != NULL) != 0 ? EPROTO : EOPNOTSUPP;
+		ret = qp_resp_check(c, &resp, !own_rq) != 0 ? EPROTO : EOPNOTSUPP;
 		d.obj.handle = resp.qp.handle;
 		verbs_request(c, &d, NULL, 0, &dr);
 	}
@@ -628,18 +672,18 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 		return verbs_err_null(ret);
 	}
 	qp->cap = resp.qp.cap;
-	if (a->srq != NULL) {
+	if (!own_rq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	}
 	qp->view.ctl = (struct droce_shm_qp *)(c->region + resp.qp.ctl_off);
 	qp->view.sq = c->region + resp.qp.sq_off;
-	qp->view.rq = a->srq == NULL ? c->region + resp.qp.rq_off : NULL;
+	qp->view.rq = own_rq ? c->region + resp.qp.rq_off : NULL;
 	qp->view.sq_size = resp.qp.sq_size;
 	qp->view.sq_stride = resp.qp.sq_stride;
 	qp->view.sq_max_sge = qp->cap.max_send_sge;
 	qp->view.max_inline = qp->cap.max_inline_data;
-	qp->view.rq_size = a->srq == NULL ? resp.qp.rq_size : 0;
+	qp->view.rq_size = own_rq ? resp.qp.rq_size : 0;
 	qp->view.rq_stride = resp.qp.rq_stride;
 	qp->view.rq_max_sge = qp->cap.max_recv_sge;
 	qp->view.qp_num = resp.qp.qp_num;
@@ -671,10 +715,10 @@ qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *a, uint8_t in
 	ib = &qp->qpx.qp_base;
 	ib->context = context;
 	ib->qp_context = a->qp_context;
-	ib->pd = a->pd;
-	ib->send_cq = a->send_cq;
-	ib->recv_cq = a->recv_cq;
-	ib->srq = a->srq;
+	ib->pd = xrc_tgt ? NULL : a->pd;
+	ib->send_cq = xrc_tgt ? NULL : a->send_cq;
+	ib->recv_cq = xrc_ini || xrc_tgt ? NULL : a->recv_cq;
+	ib->srq = xrc_ini || xrc_tgt ? NULL : a->srq;
 	ib->handle = resp.qp.handle;
 	ib->qp_num = resp.qp.qp_num;
 	ib->state = init_port != 0 ? IBV_QPS_INIT : IBV_QPS_RESET;
@@ -891,8 +935,10 @@ ibv_modify_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask)
 		ib->state = attr->qp_state;
 	/* RESET: the engine wrote the QP's last completions already; none may come out now */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		verbs_cq_clean(ib->send_cq, ib->qp_num);
-		if (ib->recv_cq != ib->send_cq)
+		/* XRC: an initiator has no receive CQ, a target no CQ at all. */
+		if (ib->send_cq != NULL)
+			verbs_cq_clean(ib->send_cq, ib->qp_num);
+		if (ib->recv_cq != NULL && ib->recv_cq != ib->send_cq)
 			verbs_cq_clean(ib->recv_cq, ib->qp_num);
 	}
 	return 0;

@@ -35,6 +35,13 @@ verbs_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_re
 VERBS_EXPORT struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+	return verbs_srq_create(pd, attr, NULL, NULL);
+}
+
+struct ibv_srq *
+verbs_srq_create(struct ibv_pd *pd, struct ibv_srq_init_attr *attr, struct verbs_dxrcd *xrcd,
+		 struct ibv_cq *cq)
+{
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_CREATE_SRQ };
 	struct droce_proto_resp resp;
 	const struct droce_proto_limits *l;
@@ -57,6 +64,11 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 	req.create_srq.max_wr = attr->attr.max_wr;
 	req.create_srq.max_sge = attr->attr.max_sge;
 	req.create_srq.srq_limit = attr->attr.srq_limit;
+	if (xrcd != NULL) {
+		req.create_srq.srq_type = IBV_SRQT_XRC;
+		req.create_srq.xrcd = xrcd->handle;
+		req.create_srq.cq = cq->handle;
+	}
 	ret = verbs_request(c, &req, NULL, 0, &resp);
 	if (ret == 0 && ((resp.srq.size & (resp.srq.size - 1)) != 0 || resp.srq.size == 0 ||
 			 resp.srq.size > DROCE_SHM_MAX_WR ||
@@ -85,6 +97,7 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 	srq->view.lkey_check = verbs_lkey_check;
 	srq->view.check_arg = c;
 	srq->max_wr = resp.srq.max_wr;
+	srq->srq_num = resp.srq.srq_num;
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = attr->srq_context;
 	srq->ibsrq.pd = pd;

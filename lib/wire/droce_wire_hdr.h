@@ -36,6 +36,7 @@
 #define DROCE_IETH_LEN		4
 #define DROCE_DETH_LEN		8
 #define DROCE_FETH_LEN		4
+#define DROCE_XRCETH_LEN	4
 #define DROCE_CNP_RSVD_LEN	16	/* A17.9.3: 16 reserved bytes after the BTH */
 #define DROCE_ICRC_LEN		4
 
@@ -273,6 +274,11 @@ struct droce_deth {
 	uint32_t src_qp;	/* reserved(8) SrcQP(24) */
 } DROCE_PACKED;
 
+/* XRC (9.3.7): the XRC SRQ the request is for, reserved(8) XRCSRQ(24). */
+struct droce_xrceth {
+	uint32_t srqn;
+} DROCE_PACKED;
+
 /* IBA 1.5 FLUSH: placement type in bits 3..0, selectivity level in bits 5..4. */
 struct droce_feth {
 	uint32_t bits;
@@ -293,6 +299,8 @@ static inline void droce_deth_set(struct droce_deth *h, uint32_t qkey, uint32_t 
 	h->qkey = htobe32(qkey);
 	h->src_qp = htobe32(src_qp & DROCE_QPN_MASK);
 }
+static inline uint32_t droce_xrceth_srqn(const struct droce_xrceth *h) { return be32toh(h->srqn) & DROCE_QPN_MASK; }
+static inline void droce_xrceth_set(struct droce_xrceth *h, uint32_t srqn) { h->srqn = htobe32(srqn & DROCE_QPN_MASK); }
 static inline unsigned int droce_feth_plt(const struct droce_feth *h) { return be32toh(h->bits) & DROCE_FETH_PLT_MASK; }
 static inline unsigned int droce_feth_sel(const struct droce_feth *h)
 {
@@ -318,5 +326,6 @@ _Static_assert(sizeof(struct droce_immdt) == DROCE_IMMDT_LEN, "ImmDt");
 _Static_assert(sizeof(struct droce_ieth) == DROCE_IETH_LEN, "IETH");
 _Static_assert(sizeof(struct droce_deth) == DROCE_DETH_LEN, "DETH");
 _Static_assert(sizeof(struct droce_feth) == DROCE_FETH_LEN, "FETH");
+_Static_assert(sizeof(struct droce_xrceth) == DROCE_XRCETH_LEN, "XRCETH");
 
 #endif /* DROCE_WIRE_HDR_H */

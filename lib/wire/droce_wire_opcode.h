@@ -20,10 +20,11 @@ enum droce_transport {
 	DROCE_TRANSPORT_UC = 0x20,
 	DROCE_TRANSPORT_UD = 0x60,
 	DROCE_TRANSPORT_CNP = 0x80,	/* RoCEv2 CNP lives in the manufacturer-specific range */
+	DROCE_TRANSPORT_XRC = 0xA0,
 };
 
-/* Every opcode is one X(name, value) line: RC, UC and UD of IB spec table 38 plus
- * IBA 1.5's FLUSH and ATOMIC WRITE, and the RoCEv2 CNP (Annex A17.9.3). */
+/* Every opcode is one X(name, value) line: RC, UC, UD and XRC of IB spec table 38 plus
+ * IBA 1.5's FLUSH and ATOMIC WRITE (RC), and the RoCEv2 CNP (Annex A17.9.3). */
 #define DROCE_OPCODE_LIST(X) \
 	X(RC_SEND_FIRST, 0x00) \
 	X(RC_SEND_MIDDLE, 0x01) \
@@ -64,6 +65,29 @@ enum droce_transport {
 	X(UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0x2B) \
 	X(UD_SEND_ONLY, 0x64) \
 	X(UD_SEND_ONLY_WITH_IMMEDIATE, 0x65) \
+	X(XRC_SEND_FIRST, 0xA0) \
+	X(XRC_SEND_MIDDLE, 0xA1) \
+	X(XRC_SEND_LAST, 0xA2) \
+	X(XRC_SEND_LAST_WITH_IMMEDIATE, 0xA3) \
+	X(XRC_SEND_ONLY, 0xA4) \
+	X(XRC_SEND_ONLY_WITH_IMMEDIATE, 0xA5) \
+	X(XRC_RDMA_WRITE_FIRST, 0xA6) \
+	X(XRC_RDMA_WRITE_MIDDLE, 0xA7) \
+	X(XRC_RDMA_WRITE_LAST, 0xA8) \
+	X(XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 0xA9) \
+	X(XRC_RDMA_WRITE_ONLY, 0xAA) \
+	X(XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0xAB) \
+	X(XRC_RDMA_READ_REQUEST, 0xAC) \
+	X(XRC_RDMA_READ_RESPONSE_FIRST, 0xAD) \
+	X(XRC_RDMA_READ_RESPONSE_MIDDLE, 0xAE) \
+	X(XRC_RDMA_READ_RESPONSE_LAST, 0xAF) \
+	X(XRC_RDMA_READ_RESPONSE_ONLY, 0xB0) \
+	X(XRC_ACKNOWLEDGE, 0xB1) \
+	X(XRC_ATOMIC_ACKNOWLEDGE, 0xB2) \
+	X(XRC_COMPARE_SWAP, 0xB3) \
+	X(XRC_FETCH_ADD, 0xB4) \
+	X(XRC_SEND_LAST_WITH_INVALIDATE, 0xB6) \
+	X(XRC_SEND_ONLY_WITH_INVALIDATE, 0xB7) \
 	X(CNP, 0x81)
 
 enum droce_opcode {
@@ -75,6 +99,7 @@ enum droce_opcode {
 /* Extension headers in the order they follow the BTH on the wire (9.2, 9.3). */
 enum droce_ext_hdr {
 	DROCE_EXT_DETH,
+	DROCE_EXT_XRCETH,
 	DROCE_EXT_FETH,
 	DROCE_EXT_RETH,
 	DROCE_EXT_ATMETH,

@@ -22,8 +22,9 @@
 #define DROCE_WIRE_MAX_PAYLOAD	4096
 /* Ethernet + VLAN + IPv6 + UDP: what a template holds before the BTH. */
 #define DROCE_WIRE_TMPL_MAX	(DROCE_ETH_HLEN + DROCE_VLAN_HLEN + DROCE_IPV6_HLEN + DROCE_UDP_HLEN)
-/* The longest extension header set of any opcode (AtomicETH); the opcode test checks. */
-#define DROCE_WIRE_EXT_MAX	DROCE_ATMETH_LEN
+/* The longest extension header set of any opcode (XRC atomics: XRCETH and AtomicETH); the
+ * opcode test checks. */
+#define DROCE_WIRE_EXT_MAX	(DROCE_XRCETH_LEN + DROCE_ATMETH_LEN)
 /* Headers of any packet droce builds: template, BTH, extension headers. */
 #define DROCE_WIRE_HDR_MAX	(DROCE_WIRE_TMPL_MAX + DROCE_BTH_LEN + DROCE_WIRE_EXT_MAX)
 
@@ -128,6 +129,7 @@ struct droce_wire_hdrs {
 		uint8_t sel;
 		uint8_t plt;
 	} feth;
+	uint32_t xrc_srqn;	/* XRCETH */
 };
 
 /* Builds a template; -EINVAL when the GIDs are of different families. */
@@ -358,6 +360,7 @@ static inline const struct droce_atmack *droce_pkt_atmack(const struct droce_wir
 static inline const struct droce_immdt *droce_pkt_immdt(const struct droce_wire_pkt *p) { return droce_pkt_ext(p, DROCE_EXT_IMMDT); }
 static inline const struct droce_ieth *droce_pkt_ieth(const struct droce_wire_pkt *p) { return droce_pkt_ext(p, DROCE_EXT_IETH); }
 static inline const struct droce_deth *droce_pkt_deth(const struct droce_wire_pkt *p) { return droce_pkt_ext(p, DROCE_EXT_DETH); }
+static inline const struct droce_xrceth *droce_pkt_xrceth(const struct droce_wire_pkt *p) { return droce_pkt_ext(p, DROCE_EXT_XRCETH); }
 static inline const struct droce_feth *droce_pkt_feth(const struct droce_wire_pkt *p) { return droce_pkt_ext(p, DROCE_EXT_FETH); }
 
 static inline const struct droce_udp_hdr *

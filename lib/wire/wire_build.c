@@ -106,6 +106,8 @@ build_ext_hdrs(const struct droce_opcode_info *oi, const struct droce_wire_hdrs 
 	if (m & DROCE_EXT_BIT(DROCE_EXT_DETH))
 		droce_deth_set((void *)(bth + oi->ext_off[DROCE_EXT_DETH]), h->deth.qkey,
 			       h->deth.src_qp);
+	if (m & DROCE_EXT_BIT(DROCE_EXT_XRCETH))
+		droce_xrceth_set((void *)(bth + oi->ext_off[DROCE_EXT_XRCETH]), h->xrc_srqn);
 	if (m & DROCE_EXT_BIT(DROCE_EXT_FETH))
 		droce_feth_set((void *)(bth + oi->ext_off[DROCE_EXT_FETH]), h->feth.sel,
 			       h->feth.plt);

@@ -11,6 +11,7 @@
 
 const uint8_t droce_ext_len[DROCE_EXT_COUNT] = {
 	[DROCE_EXT_DETH] = DROCE_DETH_LEN,
+	[DROCE_EXT_XRCETH] = DROCE_XRCETH_LEN,
 	[DROCE_EXT_FETH] = DROCE_FETH_LEN,
 	[DROCE_EXT_RETH] = DROCE_RETH_LEN,
 	[DROCE_EXT_ATMETH] = DROCE_ATMETH_LEN,
@@ -23,6 +24,7 @@ const uint8_t droce_ext_len[DROCE_EXT_COUNT] = {
 
 const char *const droce_ext_name[DROCE_EXT_COUNT] = {
 	[DROCE_EXT_DETH] = "DETH",
+	[DROCE_EXT_XRCETH] = "XRCETH",
 	[DROCE_EXT_FETH] = "FETH",
 	[DROCE_EXT_RETH] = "RETH",
 	[DROCE_EXT_ATMETH] = "AtomicETH",
@@ -39,6 +41,7 @@ const char *const droce_ext_name[DROCE_EXT_COUNT] = {
 #define PART(m, h, x, len)	((x) < (h) && HAS(m, x) ? (len) : 0)
 #define BEFORE(m, h) ( \
 	PART(m, h, DROCE_EXT_DETH, DROCE_DETH_LEN) + \
+	PART(m, h, DROCE_EXT_XRCETH, DROCE_XRCETH_LEN) + \
 	PART(m, h, DROCE_EXT_FETH, DROCE_FETH_LEN) + \
 	PART(m, h, DROCE_EXT_RETH, DROCE_RETH_LEN) + \
 	PART(m, h, DROCE_EXT_ATMETH, DROCE_ATMETH_LEN) + \
@@ -58,6 +61,7 @@ const char *const droce_ext_name[DROCE_EXT_COUNT] = {
 	.payload_fixed = (fixed), \
 	.ext_off = { \
 		[DROCE_EXT_DETH] = OFF(m, DROCE_EXT_DETH), \
+		[DROCE_EXT_XRCETH] = OFF(m, DROCE_EXT_XRCETH), \
 		[DROCE_EXT_FETH] = OFF(m, DROCE_EXT_FETH), \
 		[DROCE_EXT_RETH] = OFF(m, DROCE_EXT_RETH), \
 		[DROCE_EXT_ATMETH] = OFF(m, DROCE_EXT_ATMETH), \
@@ -82,41 +86,54 @@ const char *const droce_ext_name[DROCE_EXT_COUNT] = {
 #define RWQE	DROCE_OPF_RWQE
 #define RRESP	(DROCE_OPF_READ_RESP | RESP | PAY)
 
-/* Rows for the SEND and RDMA WRITE families, which RC and UC share (table 38). */
-#define SEND_WRITE_ROWS(tr) \
-	ROW(tr##_SEND_FIRST, tr, 0, SEND | FIRST, 0), \
-	ROW(tr##_SEND_MIDDLE, tr, 0, SEND | MIDDLE, 0), \
-	ROW(tr##_SEND_LAST, tr, 0, SEND | LAST, 0), \
-	ROW(tr##_SEND_LAST_WITH_IMMEDIATE, tr, H(IMMDT), SEND | LAST | IMM, 0), \
-	ROW(tr##_SEND_ONLY, tr, 0, SEND | ONLY, 0), \
-	ROW(tr##_SEND_ONLY_WITH_IMMEDIATE, tr, H(IMMDT), SEND | ONLY | IMM, 0), \
-	ROW(tr##_RDMA_WRITE_FIRST, tr, H(RETH), WRITE | FIRST, 0), \
-	ROW(tr##_RDMA_WRITE_MIDDLE, tr, 0, WRITE | MIDDLE, 0), \
-	ROW(tr##_RDMA_WRITE_LAST, tr, 0, WRITE | LAST, 0), \
-	ROW(tr##_RDMA_WRITE_LAST_WITH_IMMEDIATE, tr, H(IMMDT), WRITE | LAST | IMM | RWQE, 0), \
-	ROW(tr##_RDMA_WRITE_ONLY, tr, H(RETH), WRITE | ONLY, 0), \
-	ROW(tr##_RDMA_WRITE_ONLY_WITH_IMMEDIATE, tr, H(RETH) | H(IMMDT), \
+/*
+ * Rows for the SEND and RDMA WRITE families, which RC, UC and XRC share (table 38); x is
+ * the header every request of the transport carries first (XRC: the XRCETH, 9.3.7).
+ */
+#define SEND_WRITE_ROWS_X(tr, x) \
+	ROW(tr##_SEND_FIRST, tr, x, SEND | FIRST, 0), \
+	ROW(tr##_SEND_MIDDLE, tr, x, SEND | MIDDLE, 0), \
+	ROW(tr##_SEND_LAST, tr, x, SEND | LAST, 0), \
+	ROW(tr##_SEND_LAST_WITH_IMMEDIATE, tr, (x) | H(IMMDT), SEND | LAST | IMM, 0), \
+	ROW(tr##_SEND_ONLY, tr, x, SEND | ONLY, 0), \
+	ROW(tr##_SEND_ONLY_WITH_IMMEDIATE, tr, (x) | H(IMMDT), SEND | ONLY | IMM, 0), \
+	ROW(tr##_RDMA_WRITE_FIRST, tr, (x) | H(RETH), WRITE | FIRST, 0), \
+	ROW(tr##_RDMA_WRITE_MIDDLE, tr, x, WRITE | MIDDLE, 0), \
+	ROW(tr##_RDMA_WRITE_LAST, tr, x, WRITE | LAST, 0), \
+	ROW(tr##_RDMA_WRITE_LAST_WITH_IMMEDIATE, tr, (x) | H(IMMDT), \
+	    WRITE | LAST | IMM | RWQE, 0), \
+	ROW(tr##_RDMA_WRITE_ONLY, tr, (x) | H(RETH), WRITE | ONLY, 0), \
+	ROW(tr##_RDMA_WRITE_ONLY_WITH_IMMEDIATE, tr, (x) | H(RETH) | H(IMMDT), \
 	    WRITE | ONLY | IMM | RWQE, 0)
+#define SEND_WRITE_ROWS(tr)	SEND_WRITE_ROWS_X(tr, 0)
+
+/* RC's READ, atomic and invalidate rows, which XRC has too (its requests with x first). */
+#define RC_XRC_ROWS(tr, x) \
+	ROW(tr##_RDMA_READ_REQUEST, tr, (x) | H(RETH), DROCE_OPF_READ | REQ | ONLY, 0), \
+	ROW(tr##_RDMA_READ_RESPONSE_FIRST, tr, H(AETH), RRESP | FIRST, 0), \
+	ROW(tr##_RDMA_READ_RESPONSE_MIDDLE, tr, 0, RRESP | MIDDLE, 0), \
+	ROW(tr##_RDMA_READ_RESPONSE_LAST, tr, H(AETH), RRESP | LAST, 0), \
+	ROW(tr##_RDMA_READ_RESPONSE_ONLY, tr, H(AETH), RRESP | ONLY, 0), \
+	ROW(tr##_ACKNOWLEDGE, tr, H(AETH), DROCE_OPF_ACK | RESP | ONLY, 0), \
+	ROW(tr##_ATOMIC_ACKNOWLEDGE, tr, H(AETH) | H(ATMACK), \
+	    DROCE_OPF_ATOMIC_ACK | RESP | ONLY, 0), \
+	ROW(tr##_COMPARE_SWAP, tr, (x) | H(ATMETH), DROCE_OPF_ATOMIC | REQ | ONLY, 0), \
+	ROW(tr##_FETCH_ADD, tr, (x) | H(ATMETH), DROCE_OPF_ATOMIC | REQ | ONLY, 0), \
+	ROW(tr##_SEND_LAST_WITH_INVALIDATE, tr, (x) | H(IETH), SEND | LAST | DROCE_OPF_INV, 0), \
+	ROW(tr##_SEND_ONLY_WITH_INVALIDATE, tr, (x) | H(IETH), SEND | ONLY | DROCE_OPF_INV, 0)
 
 const struct droce_opcode_info droce_opcode_table[256] = {
 	SEND_WRITE_ROWS(RC),
-	ROW(RC_RDMA_READ_REQUEST, RC, H(RETH), DROCE_OPF_READ | REQ | ONLY, 0),
-	ROW(RC_RDMA_READ_RESPONSE_FIRST, RC, H(AETH), RRESP | FIRST, 0),
-	ROW(RC_RDMA_READ_RESPONSE_MIDDLE, RC, 0, RRESP | MIDDLE, 0),
-	ROW(RC_RDMA_READ_RESPONSE_LAST, RC, H(AETH), RRESP | LAST, 0),
-	ROW(RC_RDMA_READ_RESPONSE_ONLY, RC, H(AETH), RRESP | ONLY, 0),
-	ROW(RC_ACKNOWLEDGE, RC, H(AETH), DROCE_OPF_ACK | RESP | ONLY, 0),
-	ROW(RC_ATOMIC_ACKNOWLEDGE, RC, H(AETH) | H(ATMACK), DROCE_OPF_ATOMIC_ACK | RESP | ONLY, 0),
-	ROW(RC_COMPARE_SWAP, RC, H(ATMETH), DROCE_OPF_ATOMIC | REQ | ONLY, 0),
-	ROW(RC_FETCH_ADD, RC, H(ATMETH), DROCE_OPF_ATOMIC | REQ | ONLY, 0),
-	ROW(RC_SEND_LAST_WITH_INVALIDATE, RC, H(IETH), SEND | LAST | DROCE_OPF_INV, 0),
-	ROW(RC_SEND_ONLY_WITH_INVALIDATE, RC, H(IETH), SEND | ONLY | DROCE_OPF_INV, 0),
+	RC_XRC_ROWS(RC, 0),
 	ROW(RC_FLUSH, RC, H(FETH) | H(RETH), DROCE_OPF_FLUSH | REQ | ONLY, 0),
 	/* IBA 1.5 9.4.6: an ATOMIC WRITE carries exactly 8 bytes. */
 	ROW(RC_ATOMIC_WRITE, RC, H(RETH), DROCE_OPF_ATOMIC_WRITE | REQ | ONLY | PAY, 8),
 	SEND_WRITE_ROWS(UC),
 	ROW(UD_SEND_ONLY, UD, H(DETH), SEND | ONLY, 0),
 	ROW(UD_SEND_ONLY_WITH_IMMEDIATE, UD, H(DETH) | H(IMMDT), SEND | ONLY | IMM, 0),
+	/* XRC: RC's operations, each request naming its XRC SRQ in an XRCETH (9.3.7). */
+	SEND_WRITE_ROWS_X(XRC, H(XRCETH)),
+	RC_XRC_ROWS(XRC, H(XRCETH)),
 	/* A17.9.3: BTH (dest QP = the flow's sender, BECN set) and 16 reserved bytes. */
 	ROW(CNP, CNP, H(CNP_RSVD), DROCE_OPF_CNP, 0),
 };

@@ -587,8 +587,9 @@ tc_cq_destroy(struct tc_cq *cq)
 	free(cq);
 }
 
-struct tc_srq *
-tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit)
+static struct tc_srq *
+srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit, uint32_t xrcd,
+	   struct tc_cq *cq)
 {
 	struct tc_srq *srq = calloc(1, sizeof(*srq));
 	struct droce_engine_srq_conf conf;
@@ -607,6 +608,8 @@ tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit
 	conf.pd = h->pd;
 	conf.limit = limit;
 	conf.handle = srq->handle;
+	conf.xrcd = xrcd;
+	conf.cq = cq != NULL ? cq->cq : NULL;
 	srq->srq = droce_engine_srq_create(h->dom, &conf);
 	CHECK(srq->srq != NULL);
 	srq->view.ctl = conf.ctl;
@@ -618,6 +621,19 @@ tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit
 	srq->view.check_arg = h;
 	objs(h)->srqs[objs(h)->nb_srqs++] = srq;
 	return srq;
+}
+
+struct tc_srq *
+tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t limit)
+{
+	return srq_create(h, size, max_sge, limit, 0, NULL);
+}
+
+struct tc_srq *
+tc_srq_create_xrc(struct tc_host *h, uint32_t size, uint32_t max_sge, uint32_t xrcd,
+		  struct tc_cq *cq)
+{
+	return srq_create(h, size, max_sge, 0, xrcd, cq);
 }
 
 void
@@ -645,9 +661,11 @@ tc_qp_create(struct tc_host *h, const struct tc_qp_init *in)
 	memset(&c, 0, sizeof(c));
 	c.qp_type = in->type;
 	c.engine_id = in->engine;
-	c.pd = h->pd;
-	c.send_cq = in->scq->cq;
-	c.recv_cq = in->rcq->cq;
+	c.pd = in->type == DROCE_SHM_QPT_XRC_RECV ? 0 : h->pd;
+	c.xrcd = in->xrcd;
+	c.send_cq = in->type == DROCE_SHM_QPT_XRC_RECV ? NULL : in->scq->cq;
+	c.recv_cq = in->type == DROCE_SHM_QPT_XRC_RECV || in->type == DROCE_SHM_QPT_XRC_SEND ?
+		    NULL : in->rcq->cq;
 	c.srq = in->srq != NULL ? in->srq->srq : NULL;
 	c.sq_sig_all = in->sq_sig_all;
 	c.sq_size = in->sq_size;

@@ -92,6 +92,7 @@ struct tc_qp_init {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	bool sq_sig_all;
+	uint32_t xrcd;			/* XRC_RECV: its XRC domain (XRC_SEND: no rcq, no RQ) */
 };
 
 /* Path parameters of tc_connect(). */
@@ -170,6 +171,9 @@ void tc_cq_destroy(struct tc_cq *cq);
 int tc_cq_resize(struct tc_cq *cq, uint32_t size);
 struct tc_srq *tc_srq_create(struct tc_host *h, uint32_t size, uint32_t max_sge,
 			     uint32_t limit);
+/* An XRC SRQ of XRC domain xrcd (any non-zero number) completing on cq. */
+struct tc_srq *tc_srq_create_xrc(struct tc_host *h, uint32_t size, uint32_t max_sge,
+				 uint32_t xrcd, struct tc_cq *cq);
 void tc_srq_destroy(struct tc_srq *srq);
 struct tc_qp *tc_qp_create(struct tc_host *h, const struct tc_qp_init *init);
 void tc_qp_destroy(struct tc_qp *qp);

@@ -213,6 +213,7 @@ fill_hdrs(struct droce_wire_hdrs *h, uint8_t opcode, uint32_t payload_len)
 	h->deth.src_qp = 0x22;
 	h->feth.sel = 1;
 	h->feth.plt = 1;
+	h->xrc_srqn = 0xABCDEF;
 }
 
 /* Builds one packet with the builder; -1 when it refuses the combination. */

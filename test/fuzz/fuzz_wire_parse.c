@@ -280,6 +280,7 @@ read_fields(const struct droce_wire_pkt *pkt, const struct fuzz_input *in)
 	const struct droce_ieth *ieth = droce_pkt_ieth(pkt);
 	const struct droce_deth *deth = droce_pkt_deth(pkt);
 	const struct droce_feth *feth = droce_pkt_feth(pkt);
+	const struct droce_xrceth *xrceth = droce_pkt_xrceth(pkt);
 	uint16_t l3_type = pkt->ip_version == 4 ? DROCE_ETHERTYPE_IPV4 : DROCE_ETHERTYPE_IPV6;
 	uint32_t psn = droce_bth_psn(bth);
 	uint64_t acc = 0;
@@ -334,6 +335,10 @@ read_fields(const struct droce_wire_pkt *pkt, const struct fuzz_input *in)
 	}
 	if (feth != NULL)
 		acc += droce_feth_plt(feth) + droce_feth_sel(feth);
+	if (xrceth != NULL) {
+		CHECK(droce_xrceth_srqn(xrceth) <= DROCE_QPN_MASK);
+		acc += droce_xrceth_srqn(xrceth);
+	}
 	sink += acc;
 }
 

@@ -6,7 +6,8 @@ device named droce0 in their output is itself the proof that our library was loa
 
 Every ping-pong runs with -c (the program checks the bytes it receives) and its output is
 checked on both sides: the exact iteration count, the byte count, and the peer's address
-(its QPN and its GID, droced's IPv4-mapped GID of the other daemon).
+(its QPN and its GID, droced's IPv4-mapped GID of the other daemon). ibv_xsrq_pingpong
+(XRC) prints no counts: its success line and both addresses are checked.
 
 usage: test_ibverbs_utils.py DROCED DROCE_CTL COMPAT_DIR [CASE...]
 """
@@ -153,6 +154,37 @@ def t_srq_events():
           (n_srv, n_cli))
 
 
+def xsrq(opts, iters):
+    """ibv_xsrq_pingpong (XRC: an initiator QP sending to the peer's XRC SRQ through its
+    XRC target QP) between the pair: both sides report success, and each names the
+    other's address: its GID, its target and initiator QPNs and its SRQ number."""
+    common = ["ibv_xsrq_pingpong", "-d", "droce0", "-g", "0", "-p", str(TCP_PORT + 2),
+              "-n", str(iters)] + list(opts)
+    srv, cli = run_pair(common, common + ["127.0.0.1"], pair.a, pair.b, 120, env=ENV)
+    for side, out, peer in (("server", srv, pair.ip_b), ("client", cli, pair.ip_a)):
+        check(re.search(r"^success$", out, re.M) is not None and "Couldn't" not in out and
+              "Failed" not in out and "error" not in out,
+              "%s: no success:\n%s" % (side, out))
+        addrs = {}
+        for who, qr, qs, srqn, gid in re.findall(
+                r"^\s*(local|remote): LID 0000, QPN RECV ([0-9a-f]{6}) SEND ([0-9a-f]{6}), "
+                r"PSN [0-9a-f]{6}, SRQN ([0-9a-f]{6}), GID (\S+)$", out, re.M):
+            check(int(qr, 16) >= 2 and int(qs, 16) >= 2 and int(srqn, 16) != 0,
+                  "%s: %s address with a null QPN or SRQN:\n%s" % (side, who, out))
+            addrs[who] = gid
+        check(addrs.get("remote") == gid_of(peer),
+              "%s: remote GID %s, want %s" % (side, addrs.get("remote"), gid_of(peer)))
+    return srv, cli
+
+
+def t_xsrq():
+    xsrq([], 200)
+
+
+def t_xsrq_events():
+    xsrq(["-e", "-s", "8192"], 50)
+
+
 def t_ud():
     # ibv_ud_pingpong reserves the 40-byte GRH area and makes its AH from the wire's GRH.
     pingpong("ibv_ud_pingpong", iters=500, size=2048)
@@ -211,6 +243,8 @@ CASE_LIST = [
     ("rc_timestamps", t_rc_timestamps),
     ("srq_16", t_srq_16),
     ("srq_events", t_srq_events),
+    ("xsrq", t_xsrq),
+    ("xsrq_events", t_xsrq_events),
     ("ud", t_ud),
     ("uc", t_uc),
     ("uc_events", t_uc_events),

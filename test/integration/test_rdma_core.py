@@ -31,10 +31,6 @@ MODULES = ["device", "pd", "cq", "cq_events", "addr", "qp", "qpex", "cqex", "mr"
 # dma-buf tests skip before any verb when no GPU render node can export a buffer.
 SKIP_REASONS = [
     r"^Device memory is not supported$",
-    r"^Resize CQ is not supported$",
-    r"^Create Extended CQ is not supported$",
-    r"^Create XRCD is not supported$",
-    r"^Rereg MR is not supported \(.*Errno: 95, Operation not supported\)$",
     r"^Create Raw Packet QP (with|without) (extended )?attrs is not supported$",
     r"^Allocating dmabuf is not supported by /dev/dri/\S+$",
     r"^Device /dev/dri/renderD\d+ is not present$",

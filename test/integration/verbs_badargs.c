@@ -829,10 +829,11 @@ r_create_srq_zero_wr(struct fx *f)
 }
 
 static long
-r_create_srq_ex_xrc(struct fx *f)
+r_create_srq_ex_xrc_no_xrcd(struct fx *f)
 {
 	struct ibv_srq_init_attr_ex a;
 
+	/* ibv_create_srq_ex(3): an XRC SRQ names its XRC domain */
 	memset(&a, 0, sizeof(a));
 	a.attr.max_wr = 16;
 	a.attr.max_sge = 1;
@@ -840,6 +841,55 @@ r_create_srq_ex_xrc(struct fx *f)
 	a.srq_type = IBV_SRQT_XRC;
 	a.pd = f->pd;
 	a.cq = f->cq;
+	CALL_PTR(f, ibv_create_srq_ex(f->ctx, &a), ibv_destroy_srq);
+}
+
+/* An XRC domain of its own, an XRC SRQ in it, its number: then both go. */
+static long
+r_xrc_srq_num(struct fx *f)
+{
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .oflags = O_CREAT };
+	struct ibv_xrcd *x = ibv_open_xrcd(f->ctx, &xa);
+	struct ibv_srq_init_attr_ex a;
+	struct ibv_srq *srq;
+	uint32_t n = 0;
+	long rc;
+
+	if (x == NULL)
+		return -100;
+	memset(&a, 0, sizeof(a));
+	a.attr.max_wr = 16;
+	a.attr.max_sge = 1;
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ |
+		      IBV_SRQ_INIT_ATTR_XRCD;
+	a.srq_type = IBV_SRQT_XRC;
+	a.pd = f->pd;
+	a.cq = f->cq;
+	a.xrcd = x;
+	srq = ibv_create_srq_ex(f->ctx, &a);
+	if (srq == NULL)
+		return -101;
+	rc = CALL(f, ibv_get_srq_num(srq, &n));
+	/* the domain is busy while its SRQ lives */
+	if (n == 0 || ibv_close_xrcd(x) != EBUSY || ibv_destroy_srq(srq) != 0 ||
+	    ibv_close_xrcd(x) != 0)
+		return -102;
+	return rc;
+}
+
+static long
+r_create_srq_ex_tm(struct fx *f)
+{
+	struct ibv_srq_init_attr_ex a;
+
+	/* tag matching SRQs are not offered */
+	memset(&a, 0, sizeof(a));
+	a.attr.max_wr = 16;
+	a.attr.max_sge = 1;
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	a.srq_type = IBV_SRQT_TM;
+	a.pd = f->pd;
 	CALL_PTR(f, ibv_create_srq_ex(f->ctx, &a), ibv_destroy_srq);
 }
 
@@ -871,7 +921,7 @@ r_get_srq_num(struct fx *f)
 {
 	uint32_t n;
 
-	/* Only XRC SRQs have a number: verbs.h's inline returns EOPNOTSUPP without the op. */
+	/* Only XRC SRQs have a number (the one XRC requests name): a basic one, EINVAL. */
 	return CALL(f, ibv_get_srq_num(f->srq, &n));
 }
 
@@ -989,7 +1039,7 @@ r_create_qp_type_xrc(struct fx *f)
 {
 	struct ibv_qp_init_attr ia;
 
-	/* rxe_qp_chk_init(): a type it does not implement is EOPNOTSUPP. */
+	/* An XRC initiator needs a PD and a send CQ only: ibv_create_qp makes one. */
 	qia_default(f, &ia);
 	ia.qp_type = IBV_QPT_XRC_SEND;
 	return create_qp_row(f, &ia);
@@ -1749,7 +1799,7 @@ static const struct row rows[] = {
 	ROW(r_cq_event_empty, -1, EAGAIN, 0),
 	ROW(r_alloc_td, 0, EOPNOTSUPP, 0),
 	ROW(r_alloc_dm, 0, EOPNOTSUPP, 0),
-	ROW(r_open_xrcd, 0, EOPNOTSUPP, 0),
+	ROW(r_open_xrcd, 1, ERR_ANY, 0),
 	ROW(r_create_counters, 0, EOPNOTSUPP, 0),
 	ROW(r_create_wq, 0, EOPNOTSUPP, 0),
 	ROW(r_create_flow, 0, EOPNOTSUPP, 0),
@@ -1795,11 +1845,13 @@ static const struct row rows[] = {
 	ROW(r_create_srq_over_max_wr, 0, EINVAL, 0),
 	ROW(r_create_srq_over_max_sge, 0, EINVAL, 0),
 	ROW(r_create_srq_zero_wr, 0, EINVAL, 0),
-	ROW(r_create_srq_ex_xrc, 0, EOPNOTSUPP, 0),
+	ROW(r_create_srq_ex_xrc_no_xrcd, 0, EINVAL, 0),
+	ROW(r_xrc_srq_num, 0, ERR_ANY, 0),
+	ROW(r_create_srq_ex_tm, 0, EOPNOTSUPP, 0),
 	ROW(r_modify_srq_limit_over, EINVAL, ERR_ANY, 0),
 	ROW(r_modify_srq_unknown_mask, EINVAL, ERR_ANY, 0),
 	ROW(r_destroy_srq_busy, EBUSY, ERR_ANY, 0),
-	ROW(r_get_srq_num, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_get_srq_num, EINVAL, ERR_ANY, 0),
 	ROW(r_post_srq_recv_sges, EINVAL, ERR_ANY, 0),
 	ROW(r_post_srq_recv_lkey, EINVAL, ERR_ANY, 0),
 	ROW(r_post_srq_recv_outside, EINVAL, ERR_ANY, 0),
@@ -1809,7 +1861,7 @@ static const struct row rows[] = {
 	ROW(r_create_qp_send_sge, 0, EINVAL, 0),
 	ROW(r_create_qp_recv_sge, 0, EINVAL, 0),
 	ROW(r_create_qp_inline, 0, EINVAL, 0),
-	ROW(r_create_qp_type_xrc, 0, EOPNOTSUPP, EINVAL),
+	ROW(r_create_qp_type_xrc, 1, ERR_ANY, 0),
 	ROW(r_create_qp_type_bogus, 0, EINVAL, EOPNOTSUPP),
 	ROW(r_create_qp_no_send_cq, 0, EINVAL, 0),
 	ROW(r_create_qp_no_recv_cq, 0, EINVAL, 0),

@@ -208,9 +208,9 @@ def droce_pcap(tool, pcap):
 
 
 # Extension header lengths (IB spec 9.3; IBA 1.5 for FETH; A17.9.3 for the CNP's 16
-# reserved bytes).
-EXT_LEN = {'DETH': 8, 'FETH': 4, 'RETH': 16, 'ATMETH': 28, 'AETH': 4, 'ATMACK': 8,
-           'IMMDT': 4, 'IETH': 4, 'CNP_RSVD': 16}
+# reserved bytes). XRCETH: a reserved byte and the 24-bit XRC SRQ number.
+EXT_LEN = {'DETH': 8, 'XRCETH': 4, 'FETH': 4, 'RETH': 16, 'ATMETH': 28, 'AETH': 4,
+           'ATMACK': 8, 'IMMDT': 4, 'IETH': 4, 'CNP_RSVD': 16}
 
 # Payload rules: NONE carries none; MULT4 carries whole words and never pads (FIRST and
 # MIDDLE packets, 9.2.4); ANY pads to a word (LAST/ONLY); FIXED8 is exactly 8 bytes
@@ -236,8 +236,8 @@ def _send_write_rows(base, tr):
 
 
 # opcode -> (name, extension headers in wire order, payload rule): IB spec table 38
-# (RC, UC, UD), IBA 1.5 (FLUSH, ATOMIC WRITE), RoCEv2 Annex A17.9.3 (CNP). Written from
-# the spec, not from lib/wire, so the tests check lib/wire's table too.
+# (RC, UC, UD, XRC), IBA 1.5 (FLUSH, ATOMIC WRITE; RC only), RoCEv2 Annex A17.9.3 (CNP).
+# Written from the spec, not from lib/wire, so the tests check lib/wire's table too.
 OPCODES = {}
 OPCODES.update(_send_write_rows(0x00, 'RC'))
 OPCODES.update({
@@ -260,6 +260,33 @@ OPCODES.update({
     0x64: ('UD_SEND_ONLY', ['DETH'], ANY),
     0x65: ('UD_SEND_ONLY_WITH_IMMEDIATE', ['DETH', 'IMMDT'], ANY),
     0x81: ('CNP', ['CNP_RSVD'], NONE),
+})
+# XRC (101xxxxx): every request names its XRC SRQ in an XRCETH, the first header after
+# the BTH; responses (READ responses, ACKs) carry none. No FLUSH or ATOMIC WRITE.
+OPCODES.update({
+    0xA0: ('XRC_SEND_FIRST', ['XRCETH'], MULT4),
+    0xA1: ('XRC_SEND_MIDDLE', ['XRCETH'], MULT4),
+    0xA2: ('XRC_SEND_LAST', ['XRCETH'], ANY),
+    0xA3: ('XRC_SEND_LAST_WITH_IMMEDIATE', ['XRCETH', 'IMMDT'], ANY),
+    0xA4: ('XRC_SEND_ONLY', ['XRCETH'], ANY),
+    0xA5: ('XRC_SEND_ONLY_WITH_IMMEDIATE', ['XRCETH', 'IMMDT'], ANY),
+    0xA6: ('XRC_RDMA_WRITE_FIRST', ['XRCETH', 'RETH'], MULT4),
+    0xA7: ('XRC_RDMA_WRITE_MIDDLE', ['XRCETH'], MULT4),
+    0xA8: ('XRC_RDMA_WRITE_LAST', ['XRCETH'], ANY),
+    0xA9: ('XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE', ['XRCETH', 'IMMDT'], ANY),
+    0xAA: ('XRC_RDMA_WRITE_ONLY', ['XRCETH', 'RETH'], ANY),
+    0xAB: ('XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE', ['XRCETH', 'RETH', 'IMMDT'], ANY),
+    0xAC: ('XRC_RDMA_READ_REQUEST', ['XRCETH', 'RETH'], NONE),
+    0xAD: ('XRC_RDMA_READ_RESPONSE_FIRST', ['AETH'], MULT4),
+    0xAE: ('XRC_RDMA_READ_RESPONSE_MIDDLE', [], MULT4),
+    0xAF: ('XRC_RDMA_READ_RESPONSE_LAST', ['AETH'], ANY),
+    0xB0: ('XRC_RDMA_READ_RESPONSE_ONLY', ['AETH'], ANY),
+    0xB1: ('XRC_ACKNOWLEDGE', ['AETH'], NONE),
+    0xB2: ('XRC_ATOMIC_ACKNOWLEDGE', ['AETH', 'ATMACK'], NONE),
+    0xB3: ('XRC_COMPARE_SWAP', ['XRCETH', 'ATMETH'], NONE),
+    0xB4: ('XRC_FETCH_ADD', ['XRCETH', 'ATMETH'], NONE),
+    0xB6: ('XRC_SEND_LAST_WITH_INVALIDATE', ['XRCETH', 'IETH'], ANY),
+    0xB7: ('XRC_SEND_ONLY_WITH_INVALIDATE', ['XRCETH', 'IETH'], ANY),
 })
 
 
@@ -300,6 +327,9 @@ def ext_fields(opcode, ext):
             qkey, w = struct.unpack('!II', b)
             out['deth_qkey'], out['deth_src_qp'] = qkey, w & 0xFFFFFF
             out['deth_reserved'] = w >> 24
+        elif h == 'XRCETH':
+            (w,) = struct.unpack('!I', b)
+            out['xrceth_srqn'], out['xrceth_reserved'] = w & 0xFFFFFF, w >> 24
         elif h == 'ATMETH':
             (out['atomic_va'], out['atomic_rkey'], out['atomic_swap_add'],
              out['atomic_compare']) = struct.unpack('!QIQQ', b)
@@ -330,6 +360,8 @@ def ext_bytes(opcode, f):
             out += struct.pack('!I', f['aeth_syndrome'] << 24 | f['aeth_msn'])
         elif h == 'DETH':
             out += struct.pack('!II', f['deth_qkey'], f['deth_src_qp'])
+        elif h == 'XRCETH':
+            out += struct.pack('!I', f['xrceth_srqn'])
         elif h == 'ATMETH':
             out += struct.pack('!QIQQ', f['atomic_va'], f['atomic_rkey'],
                                f['atomic_swap_add'], f['atomic_compare'])
@@ -351,6 +383,7 @@ EXT_KEYS = {
     'RETH': ['reth_va', 'reth_rkey', 'reth_len'],
     'AETH': ['aeth_syndrome', 'aeth_msn'],
     'DETH': ['deth_qkey', 'deth_src_qp'],
+    'XRCETH': ['xrceth_srqn'],
     'ATMETH': ['atomic_va', 'atomic_rkey', 'atomic_swap_add', 'atomic_compare'],
     'ATMACK': ['atomic_ack_orig'],
     'IMMDT': ['immdt'],
@@ -383,6 +416,7 @@ DROCE_PCAP_EXT = {
     'reth_va': ('reth', 'va'), 'reth_rkey': ('reth', 'rkey'), 'reth_len': ('reth', 'len'),
     'aeth_syndrome': ('aeth', 'syndrome'), 'aeth_msn': ('aeth', 'msn'),
     'deth_qkey': ('deth', 'qkey'), 'deth_src_qp': ('deth', 'src_qp'),
+    'xrceth_srqn': ('xrceth', 'srqn'),
     'immdt': (None, 'immdt'),
     'ieth_rkey': ('ieth', 'rkey'),
     'atomic_va': ('atomic', 'va'), 'atomic_rkey': ('atomic', 'rkey'),
@@ -391,8 +425,8 @@ DROCE_PCAP_EXT = {
     'feth_sel': ('feth', 'sel'), 'feth_plt': ('feth', 'plt'),
 }
 # The droce-pcap keys of every extension header it can print.
-DROCE_PCAP_EXT_KEYS = {'reth', 'aeth', 'deth', 'immdt', 'ieth', 'atomic', 'atomic_ack',
-                       'feth'}
+DROCE_PCAP_EXT_KEYS = {'reth', 'aeth', 'deth', 'xrceth', 'immdt', 'ieth', 'atomic',
+                       'atomic_ack', 'feth'}
 # 802.1Q: droce-pcap prints the VLAN ID, the low 12 bits of the TCI.
 VLAN_VID_MASK = 0x0FFF
 

@@ -104,7 +104,10 @@ def check_frame(c, frame, pkt, m, stats):
     c.eq('BTH AckReq', bth.ackreq, m['ackreq'], n)
     c.eq('BTH reserved (7 bits)', bth.resv7, 0, n)
     c.eq('BTH PSN', bth.psn, m['psn'], n)
-    # Layers scapy has for the extension headers: AETH after an ACK, the CNP's padding.
+    # Layers scapy has for the extension headers: AETH after an RC ACK, the CNP's padding.
+    # scapy.contrib.roce knows no XRC opcode (nor FLUSH, ATOMIC WRITE, invalidate): it
+    # reads their BTH by number and leaves the rest raw, XRC_ACKNOWLEDGE's AETH included,
+    # which ext_fields decodes below.
     if op == 0x11:
         c.eq('AETH syndrome (scapy)', pkt[AETH].syndrome, m['aeth_syndrome'], n)
         c.eq('AETH MSN (scapy)', pkt[AETH].msn, m['aeth_msn'], n)
@@ -124,6 +127,7 @@ def check_frame(c, frame, pkt, m, stats):
         for k in u.EXT_KEYS[h]:
             c.eq(k, got[k], m[k], n)
     c.eq('DETH reserved', got.get('deth_reserved', 0), 0, n)
+    c.eq('XRCETH reserved', got.get('xrceth_reserved', 0), 0, n)
     c.eq('FETH reserved', got.get('feth_reserved', 0), 0, n)
     c.eq('CNP reserved', got.get('cnp_reserved', b''), bytes(elen if op == 0x81 else 0), n)
     payload = rest[elen:elen + m['payload_len']]

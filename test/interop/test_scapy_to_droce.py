@@ -87,7 +87,8 @@ def rand_fields(rng, op, size):
          'reth_va': rng.getrandbits(64), 'reth_rkey': rng.getrandbits(32),
          'reth_len': rng.getrandbits(32), 'aeth_syndrome': rng.getrandbits(8),
          'aeth_msn': rng.getrandbits(24), 'deth_qkey': rng.getrandbits(32),
-         'deth_src_qp': rng.getrandbits(24), 'immdt': rng.getrandbits(32),
+         'deth_src_qp': rng.getrandbits(24), 'xrceth_srqn': rng.getrandbits(24),
+         'immdt': rng.getrandbits(32),
          'ieth_rkey': rng.getrandbits(32), 'atomic_va': rng.getrandbits(64),
          'atomic_rkey': rng.getrandbits(32), 'atomic_swap_add': rng.getrandbits(64),
          'atomic_compare': rng.getrandbits(64), 'atomic_ack_orig': rng.getrandbits(64),
@@ -110,7 +111,9 @@ def build(rng, op, size, vlan):
     bth = BTH(opcode=op, solicited=f['se'], migreq=f['mig'], padcount=f['pad'],
               pkey=f['pkey'], fecn=f['fecn'], becn=f['becn'], dqpn=f['dqpn'],
               ackreq=f['ackreq'], psn=f['psn'])
-    # scapy's own layers where it has them; raw bytes for the headers it lacks.
+    # scapy's own layers where it has them; raw bytes for the headers it lacks (its
+    # contrib roce knows no XRC opcode: BTH(opcode=0xA0..0xB7) by number, the XRCETH and
+    # whatever follows as raw bytes, XRC_ACKNOWLEDGE's AETH too).
     if op == 0x11:
         body = AETH(syndrome=f['aeth_syndrome'], msn=f['aeth_msn'])
     elif op == 0x81:

@@ -163,6 +163,8 @@ write_manifest(struct gen *g, const struct droce_wire_addr *a, int ip_version,
 	if (m & DROCE_EXT_BIT(DROCE_EXT_DETH))
 		fprintf(f, ", \"deth_qkey\": %" PRIu32 ", \"deth_src_qp\": %" PRIu32,
 			h->deth.qkey, h->deth.src_qp);
+	if (m & DROCE_EXT_BIT(DROCE_EXT_XRCETH))
+		fprintf(f, ", \"xrceth_srqn\": %" PRIu32, h->xrc_srqn);
 	/* ImmDt as the big-endian integer of its wire bytes. */
 	if (m & DROCE_EXT_BIT(DROCE_EXT_IMMDT))
 		fprintf(f, ", \"immdt\": %" PRIu32, be32toh(h->imm_be));
@@ -222,6 +224,7 @@ rnd_hdrs(struct gen *g, uint8_t opcode, struct droce_wire_hdrs *h)
 	h->deth.src_qp = rnd32(g) & DROCE_QPN_MASK;
 	h->feth.sel = rnd32(g) & (DROCE_FETH_SEL_MASK >> DROCE_FETH_SEL_SHIFT);
 	h->feth.plt = rnd32(g) & DROCE_FETH_PLT_MASK;
+	h->xrc_srqn = rnd32(g) & DROCE_QPN_MASK;
 }
 
 static void

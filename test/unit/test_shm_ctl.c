@@ -379,7 +379,8 @@ DROCE_TEST(qp_bad_states_types_args)
 		droce_test_ctx("qp type %u", t);
 		CHECK_EQ_I64(check_mask((uint8_t)t, DROCE_SHM_QPS_RESET, DROCE_SHM_QPS_ERR,
 					DROCE_SHM_QP_STATE),
-			     t >= DROCE_SHM_QPT_RC && t <= DROCE_SHM_QPT_UD ? 0 : -EINVAL);
+			     (t >= DROCE_SHM_QPT_RC && t <= DROCE_SHM_QPT_UD) ||
+			     t == DROCE_SHM_QPT_XRC_SEND || t == DROCE_SHM_QPT_XRC_RECV ? 0 : -EINVAL);
 	}
 	droce_test_ctx("NULL");
 	good_attr(&a, DROCE_SHM_QPS_RESET, DROCE_SHM_QPS_ERR, DROCE_SHM_QP_STATE);
@@ -1211,4 +1212,40 @@ DROCE_TEST(arena_random_vs_bitmap)
 		CHECK(a->nb_free < DROCE_SHM_ARENA_MAX_FREE);
 		check_free_table(a, used, LINES, s);
 	}
+}
+
+/*
+ * XRC's halves take RC's rules, less the kernel's relaxations: an initiator reaches RTR
+ * without responder resources or an RNR timer (it has no receive side), a target RTS
+ * without retries or READ depth (it has no send side); RC itself still needs them, and
+ * each half still takes the RC attributes (ibv_xsrq_pingpong's and pyverbs' masks).
+ */
+DROCE_TEST(xrc_transitions)
+{
+	const uint32_t rtr = DROCE_SHM_QP_STATE | DROCE_SHM_QP_AV | DROCE_SHM_QP_PATH_MTU |
+			     DROCE_SHM_QP_DEST_QPN | DROCE_SHM_QP_RQ_PSN;
+	const uint32_t rtr_rc = rtr | DROCE_SHM_QP_MAX_DEST_RD_ATOMIC | DROCE_SHM_QP_MIN_RNR_TIMER;
+	const uint32_t rts = DROCE_SHM_QP_STATE | DROCE_SHM_QP_TIMEOUT | DROCE_SHM_QP_SQ_PSN;
+	const uint32_t rts_rc = rts | DROCE_SHM_QP_RETRY_CNT | DROCE_SHM_QP_RNR_RETRY |
+				DROCE_SHM_QP_MAX_QP_RD_ATOMIC;
+
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_SEND, DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_RTR, rtr),
+		     0);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_SEND, DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_RTR,
+				rtr_rc), 0);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_RC, DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_RTR, rtr),
+		     -EINVAL);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_RECV, DROCE_SHM_QPS_INIT, DROCE_SHM_QPS_RTR, rtr),
+		     -EINVAL);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_RECV, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS, rts),
+		     0);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_RECV, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS,
+				rts_rc), 0);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_RC, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS, rts),
+		     -EINVAL);
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_SEND, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS, rts),
+		     -EINVAL);
+	/* a QKEY is UD's, for neither half */
+	CHECK_EQ_I64(check_mask(DROCE_SHM_QPT_XRC_RECV, DROCE_SHM_QPS_RTR, DROCE_SHM_QPS_RTS,
+				rts | DROCE_SHM_QP_QKEY), -EINVAL);
 }

@@ -443,7 +443,7 @@ DROCE_TEST(checks_before_any_message)
 	CHECK(ibv_create_qp(&pd, &qa) == NULL);
 	CHECK_EQ_I64(errno, EINVAL);
 	qa.cap.max_inline_data = 0;
-	qa.qp_type = IBV_QPT_XRC_SEND;
+	qa.qp_type = IBV_QPT_RAW_PACKET;
 	CHECK(ibv_create_qp(&pd, &qa) == NULL);
 	CHECK_EQ_I64(errno, EOPNOTSUPP);
 	qa.qp_type = IBV_QPT_UD;

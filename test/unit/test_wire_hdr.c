@@ -41,6 +41,7 @@ DROCE_TEST(hdr_sizes)
 	CHECK_EQ_U64(DROCE_IETH_LEN, 4);
 	CHECK_EQ_U64(DROCE_DETH_LEN, 8);
 	CHECK_EQ_U64(DROCE_FETH_LEN, 4);
+	CHECK_EQ_U64(DROCE_XRCETH_LEN, 4);
 	CHECK_EQ_U64(DROCE_CNP_RSVD_LEN, 16);
 	CHECK_EQ_U64(DROCE_ICRC_LEN, 4);
 	CHECK_EQ_U64(DROCE_GRH_LEN, 40);
@@ -368,6 +369,24 @@ DROCE_TEST(hdr_deth)
 	/* The reserved byte is written as zero whatever the argument's top byte. */
 	droce_deth_set(h, 0x80010203, 0xFFABCDEF);
 	CHECK_MEM(buf + ODD, want, sizeof(want));
+}
+
+DROCE_TEST(hdr_xrceth)
+{
+	/* XRCETH: a reserved byte, then the 24-bit XRC SRQ number. */
+	static const uint8_t xrceth[] = { 0xFF, 0xAB, 0xCD, 0xEF };
+	static const uint8_t want[] = { 0x00, 0x12, 0x34, 0x56 };
+	uint8_t buf[BUF_LEN];
+	struct droce_xrceth *h = place(buf, xrceth, sizeof(xrceth));
+
+	/* The reserved byte is not part of the number. */
+	CHECK_EQ_U64(droce_xrceth_srqn(h), 0xABCDEF);
+	/* It is written as zero whatever the argument's top byte. */
+	droce_xrceth_set(h, 0xFF123456);
+	CHECK_MEM(buf + ODD, want, sizeof(want));
+	CHECK_EQ_U64(droce_xrceth_srqn(h), 0x123456);
+	CHECK_EQ_U64(buf[0], 0xEE);
+	CHECK_EQ_U64(buf[ODD + sizeof(want)], 0xEE);
 }
 
 DROCE_TEST(hdr_feth)

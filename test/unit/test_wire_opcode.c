@@ -2,8 +2,9 @@
 
 /*
  * Every row of droce_opcode_table against an expectation table written here from the
- * IB spec (Vol 1 table 38 and 9.2-9.3, IBA 1.5 for FLUSH and ATOMIC WRITE, Annex A17.9.3
- * for the CNP). Offsets, lengths, flags and names are recomputed independently.
+ * IB spec (Vol 1 table 38 and 9.2-9.3, RC, UC, UD and XRC; IBA 1.5 for FLUSH and ATOMIC
+ * WRITE; Annex A17.9.3 for the CNP). Offsets, lengths, flags and names are recomputed
+ * independently.
  */
 
 #include <stdio.h>
@@ -71,23 +72,63 @@ static const struct expect ud_ops[] = {
 	{ 0x05, "SEND_ONLY_WITH_IMMEDIATE", K_SEND, P_ONLY, X(DETH) | X(IMMDT), 0 },
 };
 
+/*
+ * Table 38, XRC (opcodes 101xxxxx): RC's operations less IBA 1.5's FLUSH and ATOMIC
+ * WRITE. Every request carries an XRCETH (the XRC SRQ it is for) right after the BTH,
+ * before any other extension header; responses (READ responses, ACKs) carry none. 0x15
+ * is reserved, as for RC.
+ */
+static const struct expect xrc_ops[] = {
+	{ 0x00, "SEND_FIRST", K_SEND, P_FIRST, X(XRCETH), 0 },
+	{ 0x01, "SEND_MIDDLE", K_SEND, P_MIDDLE, X(XRCETH), 0 },
+	{ 0x02, "SEND_LAST", K_SEND, P_LAST, X(XRCETH), 0 },
+	{ 0x03, "SEND_LAST_WITH_IMMEDIATE", K_SEND, P_LAST, X(XRCETH) | X(IMMDT), 0 },
+	{ 0x04, "SEND_ONLY", K_SEND, P_ONLY, X(XRCETH), 0 },
+	{ 0x05, "SEND_ONLY_WITH_IMMEDIATE", K_SEND, P_ONLY, X(XRCETH) | X(IMMDT), 0 },
+	{ 0x06, "RDMA_WRITE_FIRST", K_WRITE, P_FIRST, X(XRCETH) | X(RETH), 0 },
+	{ 0x07, "RDMA_WRITE_MIDDLE", K_WRITE, P_MIDDLE, X(XRCETH), 0 },
+	{ 0x08, "RDMA_WRITE_LAST", K_WRITE, P_LAST, X(XRCETH), 0 },
+	{ 0x09, "RDMA_WRITE_LAST_WITH_IMMEDIATE", K_WRITE, P_LAST, X(XRCETH) | X(IMMDT), 0 },
+	{ 0x0A, "RDMA_WRITE_ONLY", K_WRITE, P_ONLY, X(XRCETH) | X(RETH), 0 },
+	{ 0x0B, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", K_WRITE, P_ONLY,
+	  X(XRCETH) | X(RETH) | X(IMMDT), 0 },
+	{ 0x0C, "RDMA_READ_REQUEST", K_READ, P_ONLY, X(XRCETH) | X(RETH), 0 },
+	{ 0x0D, "RDMA_READ_RESPONSE_FIRST", K_READ_RESP, P_FIRST, X(AETH), 0 },
+	{ 0x0E, "RDMA_READ_RESPONSE_MIDDLE", K_READ_RESP, P_MIDDLE, 0, 0 },
+	{ 0x0F, "RDMA_READ_RESPONSE_LAST", K_READ_RESP, P_LAST, X(AETH), 0 },
+	{ 0x10, "RDMA_READ_RESPONSE_ONLY", K_READ_RESP, P_ONLY, X(AETH), 0 },
+	{ 0x11, "ACKNOWLEDGE", K_ACK, P_ONLY, X(AETH), 0 },
+	{ 0x12, "ATOMIC_ACKNOWLEDGE", K_ATOMIC_ACK, P_ONLY, X(AETH) | X(ATMACK), 0 },
+	{ 0x13, "COMPARE_SWAP", K_ATOMIC, P_ONLY, X(XRCETH) | X(ATMETH), 0 },
+	{ 0x14, "FETCH_ADD", K_ATOMIC, P_ONLY, X(XRCETH) | X(ATMETH), 0 },
+	{ 0x16, "SEND_LAST_WITH_INVALIDATE", K_SEND, P_LAST, X(XRCETH) | X(IETH), 0 },
+	{ 0x17, "SEND_ONLY_WITH_INVALIDATE", K_SEND, P_ONLY, X(XRCETH) | X(IETH), 0 },
+};
+
 /* Annex A17.9.3: the RoCEv2 CNP, 0x81, 16 reserved bytes after the BTH. */
 static const struct expect cnp_op = { 0x81, "CNP", K_CNP, P_NONE, X(CNP_RSVD), 0 };
 
 #define SPEC_TRANSPORT_RC	0x00	/* table 38: opcode bits 7..5 */
 #define SPEC_TRANSPORT_UC	0x20
 #define SPEC_TRANSPORT_UD	0x60
+#define SPEC_TRANSPORT_XRC	0xA0
 #define SPEC_TRANSPORT_CNP	0x80	/* CNP 0x81 sits in the 100xxxxx block */
-#define SPEC_KNOWN_OPCODES	40
+#define SPEC_KNOWN_OPCODES	63	/* RC 25, UC 12, UD 2, XRC 23, CNP */
 #define SPEC_BTH_LEN		12
 
-/* Header sizes in bytes from 9.3 (and IBA 1.5, A17.9.3), in wire order after the BTH. */
+/*
+ * Header sizes in bytes from 9.3 (and IBA 1.5, A17.9.3), in wire order after the BTH.
+ * The XRCETH (reserved(8), XRC SRQ number(24)) comes first after the BTH in every XRC
+ * request; no opcode carries both it and a DETH or a FETH, so its place among those two
+ * is a convention, but it must precede the RETH, AtomicETH, ImmDt and IETH.
+ */
 static const struct {
 	enum droce_ext_hdr h;
 	uint8_t len;
 	const char *name;
 } spec_wire_order[] = {
 	{ DROCE_EXT_DETH, 8, "DETH" },
+	{ DROCE_EXT_XRCETH, 4, "XRCETH" },
 	{ DROCE_EXT_FETH, 4, "FETH" },
 	{ DROCE_EXT_RETH, 16, "RETH" },
 	{ DROCE_EXT_ATMETH, 28, "AtomicETH" },
@@ -127,6 +168,10 @@ expected(uint8_t op, struct expect *e, char *name, size_t name_cap)
 			prefix = "UD";
 			rows = ud_ops;
 			n = NELEM(ud_ops);
+		} else if (transport == SPEC_TRANSPORT_XRC && pass == 0) {
+			prefix = "XRC";
+			rows = xrc_ops;
+			n = NELEM(xrc_ops);
 		} else {
 			continue;
 		}
@@ -322,6 +367,11 @@ DROCE_TEST(opcode_flags_consistent)
 		/* Only UD carries a DETH, and every UD opcode does. */
 		CHECK_EQ_U64(!!(oi->ext_mask & DROCE_EXT_BIT(DROCE_EXT_DETH)),
 			     oi->transport == SPEC_TRANSPORT_UD);
+		/* Only XRC requests carry an XRCETH, every one of them, right after the BTH. */
+		CHECK_EQ_U64(!!(oi->ext_mask & DROCE_EXT_BIT(DROCE_EXT_XRCETH)),
+			     oi->transport == SPEC_TRANSPORT_XRC && (f & DROCE_OPF_REQUEST));
+		if (oi->ext_mask & DROCE_EXT_BIT(DROCE_EXT_XRCETH))
+			CHECK_EQ_U64(oi->ext_off[DROCE_EXT_XRCETH], SPEC_BTH_LEN);
 	}
 }
 
@@ -353,6 +403,7 @@ DROCE_TEST(opcode_ext_len_and_names)
 	}
 	droce_test_ctx("constants");
 	CHECK_EQ_U64(droce_ext_len[DROCE_EXT_DETH], DROCE_DETH_LEN);
+	CHECK_EQ_U64(droce_ext_len[DROCE_EXT_XRCETH], DROCE_XRCETH_LEN);
 	CHECK_EQ_U64(droce_ext_len[DROCE_EXT_FETH], DROCE_FETH_LEN);
 	CHECK_EQ_U64(droce_ext_len[DROCE_EXT_RETH], DROCE_RETH_LEN);
 	CHECK_EQ_U64(droce_ext_len[DROCE_EXT_ATMETH], DROCE_ATMETH_LEN);
@@ -366,9 +417,10 @@ DROCE_TEST(opcode_ext_len_and_names)
 }
 
 /*
- * droce_opcode_find against table 38 as written above: every SEND and WRITE of RC and UC
- * at every place in a message, with and without immediate; invalidate on RC only; UD
- * SENDs ONLY; and every known row found again from its own flags.
+ * droce_opcode_find against table 38 as written above: every SEND and WRITE of RC, UC
+ * and XRC at every place in a message, with and without immediate; READ, atomics and
+ * invalidate on RC and XRC only; FLUSH and ATOMIC WRITE on RC only; UD SENDs ONLY; and
+ * every known row found again from its own flags.
  */
 DROCE_TEST(opcode_find)
 {
@@ -407,6 +459,28 @@ DROCE_TEST(opcode_find)
 		{ SPEC_TRANSPORT_UC, F(WRITE) | F(ONLY) | F(IMM), 0x2B },
 		{ SPEC_TRANSPORT_UD, F(SEND) | F(ONLY), 0x64 },
 		{ SPEC_TRANSPORT_UD, F(SEND) | F(ONLY) | F(IMM), 0x65 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(FIRST), 0xA0 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(MIDDLE), 0xA1 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(LAST), 0xA2 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(LAST) | F(IMM), 0xA3 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(ONLY), 0xA4 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(ONLY) | F(IMM), 0xA5 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(FIRST), 0xA6 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(MIDDLE), 0xA7 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(LAST), 0xA8 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(LAST) | F(IMM), 0xA9 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(ONLY), 0xAA },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(ONLY) | F(IMM), 0xAB },
+		{ SPEC_TRANSPORT_XRC, F(READ) | F(ONLY), 0xAC },
+		{ SPEC_TRANSPORT_XRC, F(READ_RESP) | F(FIRST), 0xAD },
+		{ SPEC_TRANSPORT_XRC, F(READ_RESP) | F(MIDDLE), 0xAE },
+		{ SPEC_TRANSPORT_XRC, F(READ_RESP) | F(LAST), 0xAF },
+		{ SPEC_TRANSPORT_XRC, F(READ_RESP) | F(ONLY), 0xB0 },
+		{ SPEC_TRANSPORT_XRC, F(ACK) | F(ONLY), 0xB1 },
+		{ SPEC_TRANSPORT_XRC, F(ATOMIC_ACK) | F(ONLY), 0xB2 },
+		{ SPEC_TRANSPORT_XRC, F(ATOMIC) | F(ONLY), 0xB3 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(LAST) | F(INV), 0xB6 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(ONLY) | F(INV), 0xB7 },
 		/* The derived properties do not matter. */
 		{ SPEC_TRANSPORT_RC, F(SEND) | F(FIRST) | F(REQUEST) | F(PAYLOAD) | F(RWQE), 0x00 },
 		/* What table 38 does not have. */
@@ -417,6 +491,11 @@ DROCE_TEST(opcode_find)
 		{ SPEC_TRANSPORT_UC, F(READ) | F(ONLY), -1 },
 		{ SPEC_TRANSPORT_UD, F(SEND) | F(FIRST), -1 },
 		{ SPEC_TRANSPORT_UD, F(WRITE) | F(ONLY), -1 },
+		{ SPEC_TRANSPORT_XRC, F(FLUSH) | F(ONLY), -1 },
+		{ SPEC_TRANSPORT_XRC, F(ATOMIC_WRITE) | F(ONLY), -1 },
+		{ SPEC_TRANSPORT_XRC, F(SEND) | F(MIDDLE) | F(IMM), -1 },
+		{ SPEC_TRANSPORT_XRC, F(WRITE) | F(LAST) | F(INV), -1 },
+		{ SPEC_TRANSPORT_XRC, F(CNP), -1 },
 		{ SPEC_TRANSPORT_RC, 0, -1 },
 		{ 0x01, F(SEND) | F(ONLY), -1 },	/* not a transport */
 #undef F
@@ -437,7 +516,7 @@ DROCE_TEST(opcode_find)
 			continue;
 		droce_test_ctx("%s", oi->name);
 		found = droce_opcode_find(oi->transport, oi->flags);
-		/* FETCH ADD's row reads as COMPARE SWAP's: both are ATOMIC | ONLY. */
-		CHECK_EQ_U64((uint64_t)found, op == 0x14 ? 0x13 : op);
+		/* FETCH ADD's row reads as COMPARE SWAP's: both are ATOMIC | ONLY (RC, XRC). */
+		CHECK_EQ_U64((uint64_t)found, op == 0x14 || op == 0xB4 ? op - 1 : op);
 	}
 }

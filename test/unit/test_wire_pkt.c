@@ -338,6 +338,19 @@ check_transport(const struct expect *e, const struct droce_wire_pkt *pkt)
 	} else {
 		CHECK(droce_pkt_deth(pkt) == NULL);
 	}
+	if (HAS(oi, XRCETH)) {
+		const struct droce_xrceth *x = droce_pkt_xrceth(pkt);
+
+		CHECK(x != NULL);
+		/* 9.3: first after the BTH, reserved byte zero, then the XRC SRQ number. */
+		CHECK((const uint8_t *)x == (const uint8_t *)bth + DROCE_BTH_LEN);
+		CHECK_EQ_U64(droce_xrceth_srqn(x), h->xrc_srqn);
+		CHECK_EQ_U64(e->frame[pkt->bth_off + DROCE_BTH_LEN], 0);
+		CHECK_EQ_U64(wt_get_be(e->frame + pkt->bth_off + DROCE_BTH_LEN + 1, 3),
+			     h->xrc_srqn);
+	} else {
+		CHECK(droce_pkt_xrceth(pkt) == NULL);
+	}
 	if (HAS(oi, FETH)) {
 		const struct droce_feth *f = droce_pkt_feth(pkt);
 
@@ -596,7 +609,8 @@ DROCE_TEST(build_refuses_small_buffer)
 {
 	static const uint8_t ops[] = {
 		DROCE_OP_RC_SEND_ONLY, DROCE_OP_RC_COMPARE_SWAP,
-		DROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE,
+		DROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE, DROCE_OP_XRC_FETCH_ADD,
+		DROCE_OP_XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
 	};
 	uint8_t payload[13];
 	struct droce_wire_seg pay = { payload, sizeof(payload) };
@@ -658,6 +672,14 @@ DROCE_TEST(build_masks_wide_fields)
 	CHECK(!droce_bth_ackreq(droce_pkt_bth(&pkt)));
 	CHECK_EQ_U64(droce_deth_src_qp(droce_pkt_deth(&pkt)), 0x654321);
 	CHECK_EQ_U64(frame[pkt.bth_off + DROCE_BTH_LEN + 4], 0);	/* DETH reserved byte */
+
+	wt_random_hdrs(&h, DROCE_OP_XRC_SEND_ONLY);
+	h.xrc_srqn = 0xFF456789;
+	len = droce_wire_build(&f.tmpl, &h, NULL, 0, frame, sizeof(frame));
+	seg = (struct droce_wire_seg){ frame, (uint32_t)len };
+	CHECK_RESULT(droce_wire_parse(&seg, 1, 0, &pkt), DROCE_WIRE_OK);
+	CHECK_EQ_U64(droce_xrceth_srqn(droce_pkt_xrceth(&pkt)), 0x456789);
+	CHECK_EQ_U64(frame[pkt.bth_off + DROCE_BTH_LEN], 0);	/* XRCETH reserved byte */
 
 	wt_random_hdrs(&h, DROCE_OP_RC_ACKNOWLEDGE);
 	h.aeth.msn = 0xFF000001;
@@ -1084,6 +1106,8 @@ DROCE_TEST(reject_hdr_split)
 		{ DROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE, false, false },
 		{ DROCE_OP_RC_COMPARE_SWAP, false, true },
 		{ DROCE_OP_RC_ATOMIC_ACKNOWLEDGE, true, false },
+		{ DROCE_OP_XRC_COMPARE_SWAP, true, true },	/* the longest headers */
+		{ DROCE_OP_XRC_SEND_LAST_WITH_IMMEDIATE, false, false },
 	};
 	struct droce_wire_seg segs[2];
 	struct droce_wire_pkt pkt;
@@ -1332,7 +1356,8 @@ DROCE_TEST(reject_unknown_opcode)
 		CHECK_REJECT(&g, 0, DROCE_WIRE_UNKNOWN_OPCODE, TO_BTH);
 		unknown++;
 	}
-	CHECK_EQ_U64(unknown, 256 - 40);
+	/* Table 38's RC, UC, UD and XRC rows, FLUSH, ATOMIC WRITE and the CNP: 63 known. */
+	CHECK_EQ_U64(unknown, 256 - 63);
 }
 
 DROCE_TEST(reject_short_for_opcode)
@@ -1411,8 +1436,8 @@ DROCE_TEST(reject_bad_pad)
 			CHECK_REJECT(&g, 0, DROCE_WIRE_BAD_PAD, TO_BTH);
 		}
 	}
-	/* FIRST and MIDDLE of SEND, WRITE on RC and UC, and of READ RESPONSE. */
-	CHECK_EQ_U64(first_middle, 10);
+	/* FIRST and MIDDLE of SEND and WRITE on RC, UC and XRC, of READ RESPONSE on RC and XRC. */
+	CHECK_EQ_U64(first_middle, 16);
 
 	/* A pad longer than the data it pads. */
 	for (pad = 1; pad < 4; pad++) {
@@ -1454,8 +1479,8 @@ DROCE_TEST(reject_bad_payload_len)
 		good_fix_icrc(&g);
 		CHECK_REJECT(&g, 0, DROCE_WIRE_BAD_PAYLOAD_LEN, TO_BTH);
 	}
-	/* READ request, ACK, atomic ACK, compare-swap, fetch-add, FLUSH, CNP. */
-	CHECK_EQ_U64(no_payload, 7);
+	/* READ request, ACK, atomic ACK, compare-swap, fetch-add on RC and XRC; FLUSH, CNP. */
+	CHECK_EQ_U64(no_payload, 12);
 
 	/* ATOMIC WRITE carries exactly 8 bytes. */
 	droce_test_ctx("ATOMIC_WRITE 12");
@@ -1725,7 +1750,7 @@ DROCE_TEST(parse_from_l3)
 {
 	static const uint8_t ops[] = {
 		DROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE, DROCE_OP_RC_RDMA_READ_RESPONSE_ONLY,
-		DROCE_OP_UD_SEND_ONLY, DROCE_OP_CNP,
+		DROCE_OP_UD_SEND_ONLY, DROCE_OP_CNP, DROCE_OP_XRC_SEND_LAST_WITH_INVALIDATE,
 	};
 	uint8_t copy[200], payload[200];
 	unsigned int v6, i;

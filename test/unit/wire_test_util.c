@@ -187,4 +187,5 @@ wt_random_hdrs(struct droce_wire_hdrs *h, uint8_t opcode)
 	h->deth.src_qp = droce_test_rand_below(DROCE_QPN_MASK + 1);
 	h->feth.sel = (uint8_t)droce_test_rand_below(4);
 	h->feth.plt = (uint8_t)droce_test_rand_below(16);
+	h->xrc_srqn = droce_test_rand_below(DROCE_QPN_MASK + 1);
 }

@@ -78,7 +78,7 @@ class Roce:
     def __init__(self, name, opcode, payload=b"", *, dqpn=0x000012, psn=0, se=False,
                  mig=False, ackreq=False, fecn=False, becn=False, pkey=0xFFFF,
                  reth=None, aeth=None, deth=None, imm=None, ieth=None, atomic=None,
-                 atomic_ack=None, feth=None, cnp=False, src="192.0.2.1",
+                 atomic_ack=None, feth=None, xrc_srqn=None, cnp=False, src="192.0.2.1",
                  dst="192.0.2.2", sport=0xC001, vlan=None, tos=0, ttl=64, flow=0,
                  pad=None, tver=0):
         self.name = name        # the opcode's name in the IB spec, as droce prints it
@@ -94,6 +94,7 @@ class Roce:
         self.atomic = atomic            # (va, rkey, swap_add, compare)
         self.atomic_ack = atomic_ack    # original remote data
         self.feth = feth                # (sel, plt)
+        self.xrc_srqn = xrc_srqn        # XRCETH's XRC SRQ number (XRC requests)
         self.cnp = cnp                  # 16 reserved bytes follow the BTH
         self.src, self.dst, self.sport = src, dst, sport
         self.ipv6 = ipaddress.ip_address(src).version == 6
@@ -104,10 +105,13 @@ class Roce:
         self.icrc = None                # the four ICRC bytes, from build()
 
     def ext_bytes(self):
-        """Extension headers in their wire order (IB spec 9.2, 9.3; IBA 1.5 FLUSH)."""
+        """Extension headers in their wire order (IB spec 9.2, 9.3; IBA 1.5 FLUSH). An
+        XRC request's XRCETH (reserved byte, 24-bit SRQ number) comes first."""
         b = b""
         if self.deth:
             b += struct.pack("!II", self.deth[0], self.deth[1])
+        if self.xrc_srqn is not None:
+            b += struct.pack("!I", self.xrc_srqn)
         if self.feth:
             b += struct.pack("!I", self.feth[0] << 4 | self.feth[1])
         if self.reth:
@@ -211,6 +215,8 @@ class Roce:
 
     def ext_tokens(self):
         t = []
+        if self.xrc_srqn is not None:
+            t.append(f"xrceth.srqn=0x{self.xrc_srqn:06x}")
         if self.reth:
             va, rkey, length = self.reth
             t += [f"reth.va=0x{va:016x}", f"reth.rkey=0x{rkey:08x}", f"reth.len={length}"]
@@ -275,6 +281,8 @@ class Roce:
         o = self.json_head(number, link, "BAD_ICRC" if bad else "OK",
                            "bad ICRC" if bad else None)
         o.update(self.json_bth())
+        if self.xrc_srqn is not None:
+            o["xrceth"] = {"srqn": self.xrc_srqn}
         if self.reth:
             o["reth"] = dict(zip(("va", "rkey", "len"), self.reth))
         if self.aeth:
@@ -401,6 +409,28 @@ def good_roce():
         Roce("RC_ATOMIC_WRITE", 0x1D, b"8 bytes!", reth=(0x4000, 0x78, 8), psn=23),
         Roce("UC_SEND_ONLY", 0x24, b"uc", psn=24),
         Roce("UC_RDMA_WRITE_ONLY", 0x2A, b"ucw", reth=(0x5000, 0x79, 3), psn=25),
+        # XRC (table 38, 0xA0..0xB7; scapy knows no XRC opcode, so by number): each
+        # request's XRCETH names the XRC SRQ; responses carry none.
+        Roce("XRC_SEND_ONLY", 0xA4, b"to an XRC SRQ", xrc_srqn=0x000ABC, psn=40,
+             ackreq=True),
+        Roce("XRC_SEND_FIRST", 0xA0, PAY_MTU, xrc_srqn=0xFFFFFF, psn=41),
+        Roce("XRC_SEND_LAST_WITH_IMMEDIATE", 0xA3, b"imm", xrc_srqn=0x000001,
+             imm=0x11223344, psn=42, se=True),
+        Roce("XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0xAB, b"xrc write",
+             xrc_srqn=0x123456, reth=(0x6000, 0x7A, 9), imm=0x55667788, psn=43),
+        Roce("XRC_RDMA_WRITE_MIDDLE", 0xA7, PAY_MTU, xrc_srqn=0x000000, psn=44),
+        Roce("XRC_RDMA_READ_REQUEST", 0xAC, xrc_srqn=0x800000,
+             reth=(0x7000, 0x7B, 8192), psn=45, ackreq=True),
+        Roce("XRC_RDMA_READ_RESPONSE_ONLY", 0xB0, b"xrc read", aeth=(0x1F, 46), psn=45),
+        Roce("XRC_ACKNOWLEDGE", 0xB1, aeth=(0x61, 47), psn=46),
+        Roce("XRC_ATOMIC_ACKNOWLEDGE", 0xB2, aeth=(0x00, 48), atomic_ack=0xFEDCBA9876543210,
+             psn=47),
+        Roce("XRC_COMPARE_SWAP", 0xB3, xrc_srqn=0xABCDEF,
+             atomic=(0x8000, 0x7C, 0x1111111111111111, 0x2222222222222222), psn=48),
+        Roce("XRC_FETCH_ADD", 0xB4, xrc_srqn=0x00F00D, atomic=(0x8008, 0x7D, 5, 0),
+             psn=49, ackreq=True),
+        Roce("XRC_SEND_ONLY_WITH_INVALIDATE", 0xB7, b"xrc inval", xrc_srqn=0x000042,
+             ieth=0xCAFE0002, psn=50),
         Roce("UD_SEND_ONLY", 0x64, bytes(range(40)), deth=(0x11111111, 0x000ABC),
              dqpn=0x000001, psn=26),
         Roce("UD_SEND_ONLY_WITH_IMMEDIATE", 0x65, b"ud!", deth=(0x80010000, 0xFFFFFF),
