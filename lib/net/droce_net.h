@@ -3,8 +3,9 @@
 #define DROCE_NET_H
 
 /*
- * lib/net: one port's addresses, GID table, neighbour table, ARP (RFC 826) and ICMP echo
- * (RFC 792), for droced's control thread. Not fast path, and no port I/O: the caller hands
+ * lib/net: one port's addresses, GID table, neighbour table, ARP (RFC 826), ICMP echo
+ * (RFC 792) and multicast membership (IGMPv2, RFC 2236; MLDv1, RFC 2710), for droced's
+ * control thread. Not fast path, and no port I/O: the caller hands
  * received frames to droce_net_rx(), gets frames to send through ops.tx, and drives time
  * by calling droce_net_timer() with a monotonic "now" in units of conf.hz per second (TSC
  * or nanoseconds). One thread uses one struct droce_net; nothing here locks.
@@ -23,10 +24,13 @@
 #define DROCE_NET_GID_LINK_LOCAL	1
 #define DROCE_NET_MAX_NEIGH		256	/* neighbour entries per port */
 #define DROCE_NET_ARP_QUEUE_LEN		8	/* packets held per unresolved neighbour */
+#define DROCE_NET_MAX_MCAST		256	/* multicast groups joined per port */
 
 #define DROCE_NET_ARP_RETRY_MS_DEFAULT	100
 #define DROCE_NET_ARP_TRIES_DEFAULT	3
 #define DROCE_NET_REACHABLE_MS_DEFAULT	30000
+/* A join's unsolicited report is repeated once, this long after (RFC 3376's 1 s). */
+#define DROCE_NET_MCAST_REPORT_MS_DEFAULT 1000
 
 /* rdma-core's enum ibv_gid_type values, so libdroce passes them on untranslated. */
 enum droce_net_gid_type {
@@ -73,14 +77,15 @@ struct droce_net_conf {
 	uint32_t arp_retry_ms;		/* between ARP requests; 0: default */
 	uint32_t arp_tries;		/* requests before FAILED; 0: default */
 	uint32_t reachable_ms;		/* lifetime of learned and failed entries; 0: default */
+	uint32_t mcast_report_ms;	/* join report to its repeat; 0: default */
 	struct droce_net_ops ops;
 };
 
 /* Counters, one X-macro list (name, description). */
 #define DROCE_NET_COUNTERS(X) \
 	X(rx_frames, "frames handed to droce_net_rx") \
-	X(rx_foreign, "frames ignored: not ARP or IPv4, not for this port, not an echo request") \
-	X(rx_malformed, "frames rejected: short, bad lengths, bad checksums, bad ARP fields") \
+	X(rx_foreign, "frames ignored: not for this port, not ARP, an echo request, IGMP or MLD") \
+	X(rx_malformed, "frames rejected: short, bad lengths or checksums, bad ARP, IGMP or MLD") \
 	X(rx_arp_request, "ARP requests for our address") \
 	X(rx_arp_reply, "ARP replies for our address") \
 	X(rx_arp_not_ours, "ARP packets for another address (only existing entries updated)") \
@@ -99,7 +104,14 @@ struct droce_net_conf {
 	X(neigh_full, "entries not created: the table was full") \
 	X(resolve_queued, "packets held while their neighbour resolves") \
 	X(queue_overflow, "held packets dropped: the queue was full (oldest dropped)") \
-	X(queue_failed, "held packets freed because resolution failed")
+	X(queue_failed, "held packets freed because resolution failed") \
+	X(rx_igmp_query, "IGMP queries (general or for one group) received") \
+	X(rx_mld_query, "MLD queries (general or for one group) received") \
+	X(rx_mcast_report, "other hosts' reports for a joined group (our pending one cancelled)") \
+	X(tx_igmp_report, "IGMPv2 membership reports sent (joins, repeats, answers)") \
+	X(tx_igmp_leave, "IGMPv2 leave group messages sent") \
+	X(tx_mld_report, "MLDv1 multicast listener reports sent (joins, repeats, answers)") \
+	X(tx_mld_done, "MLDv1 multicast listener done messages sent")
 
 struct droce_net_stats {
 #define DROCE_NET_STAT_FIELD(name, desc) uint64_t name;
@@ -125,11 +137,15 @@ void droce_net_stats_print(FILE *f, const struct droce_net *n);
 /*
  * A received frame (Ethernet II, no VLAN tag; may be a chain). Always takes m: answers
  * ARP requests and ICMP echo requests for our address through ops.tx, learns from ARP,
- * frees the rest. 0: handled; -ENOENT: not for us (ignored); -EBADMSG: malformed.
+ * schedules the reports IGMP and MLD queries ask for, frees the rest. 0: handled;
+ * -ENOENT: not for us (ignored); -EBADMSG: malformed.
  */
 int droce_net_rx(struct droce_net *n, struct rte_mbuf *m, uint64_t now);
 
-/* Retries ARP requests, fails and expires entries whose time has come. */
+/*
+ * Retries ARP requests, fails and expires entries, sends the multicast reports whose time
+ * has come.
+ */
 void droce_net_timer(struct droce_net *n, uint64_t now);
 
 /* A gratuitous ARP (a broadcast request for our own address, RFC 5227 2.4). */
@@ -175,5 +191,32 @@ int droce_net_gid_query(const struct droce_net *n, uint32_t index, uint8_t gid[1
 			enum droce_net_gid_type *type);
 /* The index of gid in the table (for loopback), or -ENOENT. */
 int droce_net_gid_find(const struct droce_net *n, const uint8_t gid[16]);
+
+/*
+ * Multicast membership of the port (for UD multicast, ibv_attach_mcast). A multicast GID
+ * is IPv4-mapped ::ffff:a.b.c.d with a.b.c.d in 224.0.0.0/4 (IGMPv2), or IPv6 ff00::/8
+ * (MLDv1). The caller counts the QPs of a group: join for the first, leave for the last.
+ */
+
+/*
+ * The Ethernet address of a multicast GID: 01:00:5e + low 23 bits of the IPv4 group
+ * (RFC 1112 6.4), 33:33 + low 32 bits of the IPv6 group (RFC 2464 7). 0 or -EINVAL.
+ */
+int droce_net_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
+
+/*
+ * Joins group gid: a membership report (IGMPv2 or MLDv1) goes out now and once more
+ * conf.mcast_report_ms later (from droce_net_timer), and queries are answered until
+ * droce_net_mcast_leave. 224.0.0.1, ff02::1 and IPv6 groups of scope 0 or 1 are joined
+ * without a message. 0; -EINVAL: not a multicast GID; -EEXIST: joined already;
+ * -ENOMEM: DROCE_NET_MAX_MCAST groups joined. A report that finds no mbuf is counted in
+ * tx_nombuf; the group is joined all the same (the repeat and queries follow).
+ */
+int droce_net_mcast_join(struct droce_net *n, const uint8_t gid[16], uint64_t now);
+/* Leaves group gid: an IGMPv2 Leave to 224.0.0.2 or an MLD Done to ff02::2. 0 or -ENOENT. */
+int droce_net_mcast_leave(struct droce_net *n, const uint8_t gid[16], uint64_t now);
+/* Groups joined, and the GID of the index-th (0 .. count - 1): 0 or -EINVAL. */
+uint32_t droce_net_mcast_count(const struct droce_net *n);
+int droce_net_mcast_query(const struct droce_net *n, uint32_t index, uint8_t gid[16]);
 
 #endif /* DROCE_NET_H */

@@ -2,8 +2,8 @@
 
 /*
  * IPv4 for the control path: ICMP echo (RFC 792) to our address is answered, so `ping`
- * works against a port. Anything else in IPv4 that reaches the control thread is ignored
- * (RoCEv2 belongs to the engines).
+ * works against a port, and IGMP goes to net_mcast.c. Anything else in IPv4 that reaches
+ * the control thread is ignored (RoCEv2 belongs to the engines).
  */
 
 #include <errno.h>
@@ -13,47 +13,16 @@
 
 #include "net_loc.h"
 
-/*
- * The Internet checksum (RFC 1071) of len bytes at off in m, checked to be there: 0 when
- * a stored checksum is right. Not rte_raw_cksum_mbuf: in DPDK 22.11 it truncates the
- * partial sum of a segment that starts at an odd offset, so chains cut at odd offsets
- * fail. Control path: byte by byte is fast enough.
- */
+/* The checksum of len bytes at off in m: 0 when a stored checksum is right. */
 static uint16_t
 mbuf_cksum(const struct rte_mbuf *m, uint32_t off, uint32_t len)
 {
-	uint32_t sum = 0, done = 0;
-
-	for (; m != NULL && done < len; m = m->next) {
-		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-		uint32_t seg = rte_pktmbuf_data_len(m), i;
-
-		if (off >= seg) {
-			off -= seg;
-			continue;
-		}
-		for (i = off; i < seg && done < len; i++, done++)
-			sum += (done & 1) != 0 ? p[i] : (uint32_t)p[i] << 8;
-		off = 0;
-	}
-	while ((sum >> 16) != 0)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* len bytes at off in m (checked to be there) to dst, across segments. */
-static void
-mbuf_copy(const struct rte_mbuf *m, uint32_t off, uint32_t len, void *dst)
-{
-	const void *p = rte_pktmbuf_read(m, off, len, dst);
-
-	/* rte_pktmbuf_read copies only when the bytes span segments. */
-	if (p != dst)
-		memcpy(dst, p, len);
+	return net_cksum_fold(net_mbuf_sum(m, off, len));
 }
 
 int
-net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m)
+net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr *eth,
+	    bool group_mac, uint64_t now)
 {
 	const uint32_t ip_off = sizeof(struct droce_eth_hdr);
 	struct droce_ipv4_hdr ip_buf, *rip;
@@ -74,6 +43,10 @@ net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m)
 	    tot < ihl || ip_off + tot > rte_pktmbuf_pkt_len(m) ||
 	    mbuf_cksum(m, ip_off, ihl) != 0)
 		return -EBADMSG;
+	if (ip->proto == NET_IPPROTO_IGMP)
+		return net_igmp_rx(n, m, eth, ip, ihl, tot, now);
+	if (group_mac)
+		return -ENOENT;
 	memcpy(&dst, ip->dst, sizeof(dst));
 	if (n->conf.ipv4 == 0 || be32toh(dst) != n->conf.ipv4 || ip->proto != NET_IPPROTO_ICMP)
 		return -ENOENT;
@@ -96,7 +69,7 @@ net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m)
 	if (r == NULL)
 		return 0;
 	reth = rte_pktmbuf_mtod(r, struct droce_eth_hdr *);
-	mbuf_copy(m, 0, sizeof(*reth), reth);
+	net_mbuf_copy(m, 0, sizeof(*reth), reth);
 	memcpy(reth->dst, reth->src, 6);
 	memcpy(reth->src, n->conf.mac, 6);
 	rip = (struct droce_ipv4_hdr *)(reth + 1);
@@ -111,7 +84,7 @@ net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m)
 	rip->csum = 0;
 	rip->csum = ~rte_raw_cksum(rip, DROCE_IPV4_HLEN);
 	ricmp = (struct net_icmp_hdr *)(rip + 1);
-	mbuf_copy(m, ip_off + ihl, icmp_len, ricmp);
+	net_mbuf_copy(m, ip_off + ihl, icmp_len, ricmp);
 	ricmp->type = NET_ICMP_ECHO_REPLY;
 	ricmp->csum = 0;
 	sum = rte_raw_cksum(ricmp, icmp_len);

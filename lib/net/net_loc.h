@@ -65,6 +65,60 @@ struct net_icmp_hdr {
 	uint16_t seq;
 } DROCE_PACKED;
 
+/* RFC 2236 (IGMPv2); RFC 3376 (IGMPv3) only for telling its queries apart. */
+#define NET_IPPROTO_IGMP	2
+#define NET_IGMP_QUERY		0x11
+#define NET_IGMP_V1_REPORT	0x12
+#define NET_IGMP_V2_REPORT	0x16
+#define NET_IGMP_LEAVE		0x17
+#define NET_IGMP_HLEN		8	/* IGMPv1/v2 messages; an IGMPv3 query is >= 12 */
+#define NET_IGMP_V3_QUERY_MIN	12
+#define NET_IGMP_TOS		0xC0	/* Internetwork Control, as Linux sends IGMP */
+#define NET_IGMP_TTL		1
+/* RFC 2113 Router Alert, value 0: "routers shall examine this packet". */
+#define NET_IPV4_OPT_RA		0x94
+#define NET_IPV4_OPT_RA_LEN	4
+#define NET_IPV4_ALL_HOSTS	0xE0000001u	/* 224.0.0.1 */
+#define NET_IPV4_ALL_ROUTERS	0xE0000002u	/* 224.0.0.2 */
+/* An IGMPv1 query (Max Resp Time 0) means 10 s (RFC 2236 4); Max Resp Time is in 1/10 s. */
+#define NET_IGMP_V1_MAX_RESP	100
+#define NET_IGMP_RESP_PER_S	10
+
+struct net_igmp_hdr {
+	uint8_t type;
+	uint8_t max_resp;	/* 1/10 s; an IGMPv3 query's Max Resp Code */
+	uint16_t csum;
+	uint8_t group[4];
+} DROCE_PACKED;
+
+/* RFC 2710 (MLDv1) in ICMPv6 (RFC 4443) after a Hop-by-Hop header (RFC 8200 4.3). */
+#define NET_IPV6_VERSION	6
+#define NET_IPPROTO_HOPOPTS	0
+#define NET_IPPROTO_ICMPV6	58
+#define NET_MLD_QUERY		130
+#define NET_MLD_REPORT		131
+#define NET_MLD_DONE		132
+#define NET_MLD_LEN		24	/* an MLDv1 message; an MLDv2 query is >= 28 */
+#define NET_MLD_V2_QUERY_MIN	28
+#define NET_MLD_HOP_LIMIT	1
+#define NET_IPV6_HBH_LEN	8	/* our Hop-by-Hop header: Router Alert and PadN */
+/* Hop-by-Hop options: Pad1, PadN, RFC 2711 Router Alert (value 0: MLD). */
+#define NET_IPV6_OPT_PAD1	0
+#define NET_IPV6_OPT_PADN	1
+#define NET_IPV6_OPT_RA		5
+#define NET_IPV6_OPT_RA_LEN	2
+/* The two high bits of an option type: what to do when it is unknown (00: skip it). */
+#define NET_IPV6_OPT_ACTION(t)	((t) >> 6)
+
+struct net_mld_hdr {
+	uint8_t type;
+	uint8_t code;
+	uint16_t csum;
+	uint16_t max_delay;	/* ms, big-endian; an MLDv2 query's Maximum Response Code */
+	uint16_t reserved;
+	uint8_t addr[16];
+} DROCE_PACKED;
+
 /* ---- Objects ---- */
 
 struct net_neigh {
@@ -78,6 +132,13 @@ struct net_neigh {
 	struct rte_mbuf *q[DROCE_NET_ARP_QUEUE_LEN];
 };
 
+/* A joined multicast group, with its one report timer (RFC 2236 "Delaying Member"). */
+struct net_mcast {
+	uint8_t gid[16];	/* IPv4-mapped for IPv4 */
+	bool pending;		/* a report is due at deadline */
+	uint64_t deadline;
+};
+
 struct droce_net {
 	struct droce_net_conf conf;
 	uint64_t retry_ticks;
@@ -88,6 +149,9 @@ struct droce_net {
 	bool gid_valid[DROCE_NET_MAX_GIDS];
 	uint8_t gids[DROCE_NET_MAX_GIDS][16];
 	struct net_neigh neigh[DROCE_NET_MAX_NEIGH];
+	uint64_t mcast_report_ticks;
+	uint32_t nb_mcast;
+	struct net_mcast mcast[DROCE_NET_MAX_MCAST];	/* dense: [0, nb_mcast) */
 	struct droce_net_stats st;
 };
 
@@ -97,6 +161,17 @@ struct rte_mbuf *net_frame_alloc(struct droce_net *n, uint32_t len);
 void net_tx(struct droce_net *n, struct rte_mbuf *m);
 bool net_mac_is_unicast(const uint8_t mac[6]);
 extern const uint8_t net_mac_broadcast[6];
+/*
+ * The Internet checksum (RFC 1071), in pieces: a 32-bit partial sum of bytes in network
+ * order (of len bytes at p, or at off in m, checked to be there; a piece of odd length
+ * must be the last), then net_cksum_fold: the 16-bit one's complement, 0 for a stored
+ * checksum that verifies.
+ */
+uint32_t net_sum_bytes(const void *p, uint32_t len);
+uint32_t net_mbuf_sum(const struct rte_mbuf *m, uint32_t off, uint32_t len);
+uint16_t net_cksum_fold(uint32_t sum);
+/* len bytes at off in m (checked to be there) to dst, across segments. */
+void net_mbuf_copy(const struct rte_mbuf *m, uint32_t off, uint32_t len, void *dst);
 
 /* net_gid.c */
 void net_gid_table_init(struct droce_net *n);
@@ -122,7 +197,23 @@ int net_arp_rx(struct droce_net *n, struct rte_mbuf *m, uint64_t now);
 /* A broadcast request for ip (host order); false when no mbuf. */
 bool net_arp_request(struct droce_net *n, uint32_t ip);
 
-/* net_icmp.c */
-int net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m);
+/*
+ * net_icmp.c: IPv4 receive. eth is the frame's header; group_mac: it was sent to the MAC
+ * of a group we listen on (only IGMP is taken from those).
+ */
+int net_ipv4_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr *eth,
+		bool group_mac, uint64_t now);
+
+/* net_mcast.c */
+/* Is mac the MAC of a group we listen on (all-hosts, all-nodes, a joined group)? */
+bool net_mcast_mac_wanted(const struct droce_net *n, const uint8_t mac[6]);
+/* IGMP after ip, the checked IPv4 header of m: ihl bytes of it, tot bytes in all. */
+int net_igmp_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr *eth,
+		const struct droce_ipv4_hdr *ip, uint32_t ihl, uint32_t tot, uint64_t now);
+/* IPv6 receive, only for frames to a group MAC: MLD queries and other hosts' reports. */
+int net_ipv6_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr *eth,
+		uint64_t now);
+/* Sends the reports whose time has come. */
+void net_mcast_timer(struct droce_net *n, uint64_t now);
 
 #endif /* NET_LOC_H */

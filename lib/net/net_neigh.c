@@ -335,4 +335,5 @@ droce_net_timer(struct droce_net *n, uint64_t now)
 
 	for (i = 0; i < DROCE_NET_MAX_NEIGH; i++)
 		neigh_timer_one(n, &n->neigh[i], now);
+	net_mcast_timer(n, now);
 }

@@ -64,6 +64,9 @@ droce_net_create(const struct droce_net_conf *conf)
 		n->conf.reachable_ms = DROCE_NET_REACHABLE_MS_DEFAULT;
 	n->retry_ticks = n->conf.hz * n->conf.arp_retry_ms / NET_MS_PER_S;
 	n->reachable_ticks = n->conf.hz * n->conf.reachable_ms / NET_MS_PER_S;
+	if (n->conf.mcast_report_ms == 0)
+		n->conf.mcast_report_ms = DROCE_NET_MCAST_REPORT_MS_DEFAULT;
+	n->mcast_report_ticks = n->conf.hz * n->conf.mcast_report_ms / NET_MS_PER_S;
 	n->ipv4_mask = n->conf.ipv4_prefix_len == 0 ? 0 :
 		UINT32_MAX << (NET_IPV4_BITS - n->conf.ipv4_prefix_len);
 	net_gid_table_init(n);
@@ -100,6 +103,60 @@ droce_net_stats_print(FILE *f, const struct droce_net *n)
 	}
 }
 
+uint32_t
+net_sum_bytes(const void *p, uint32_t len)
+{
+	const uint8_t *b = p;
+	uint32_t sum = 0, i;
+
+	for (i = 0; i < len; i++)
+		sum += (i & 1) != 0 ? b[i] : (uint32_t)b[i] << 8;
+	return sum;
+}
+
+/*
+ * Not rte_raw_cksum_mbuf: in DPDK 22.11 it truncates the partial sum of a segment that
+ * starts at an odd offset, so chains cut at odd offsets fail. Control path: byte by byte
+ * is fast enough.
+ */
+uint32_t
+net_mbuf_sum(const struct rte_mbuf *m, uint32_t off, uint32_t len)
+{
+	uint32_t sum = 0, done = 0;
+
+	for (; m != NULL && done < len; m = m->next) {
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+		uint32_t seg = rte_pktmbuf_data_len(m), i;
+
+		if (off >= seg) {
+			off -= seg;
+			continue;
+		}
+		for (i = off; i < seg && done < len; i++, done++)
+			sum += (done & 1) != 0 ? p[i] : (uint32_t)p[i] << 8;
+		off = 0;
+	}
+	return sum;
+}
+
+uint16_t
+net_cksum_fold(uint32_t sum)
+{
+	while ((sum >> 16) != 0)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+void
+net_mbuf_copy(const struct rte_mbuf *m, uint32_t off, uint32_t len, void *dst)
+{
+	const void *p = rte_pktmbuf_read(m, off, len, dst);
+
+	/* rte_pktmbuf_read copies only when the bytes span segments. */
+	if (p != dst)
+		memcpy(dst, p, len);
+}
+
 struct rte_mbuf *
 net_frame_alloc(struct droce_net *n, uint32_t len)
 {
@@ -132,6 +189,7 @@ droce_net_rx(struct droce_net *n, struct rte_mbuf *m, uint64_t now)
 {
 	struct droce_eth_hdr eth_buf;
 	const struct droce_eth_hdr *eth;
+	bool to_us, to_group;
 	int ret;
 
 	n->st.rx_frames++;
@@ -141,17 +199,26 @@ droce_net_rx(struct droce_net *n, struct rte_mbuf *m, uint64_t now)
 		rte_pktmbuf_free(m);
 		return -EBADMSG;
 	}
-	/* A promiscuous port also sees frames for other stations. */
-	if (memcmp(eth->dst, n->conf.mac, 6) != 0 &&
-	    memcmp(eth->dst, net_mac_broadcast, 6) != 0) {
+	/*
+	 * A promiscuous port also sees frames for other stations, and an all-multicast one
+	 * every group's: a NIC's multicast filter would pass only the groups we joined.
+	 */
+	to_us = memcmp(eth->dst, n->conf.mac, 6) == 0 ||
+		memcmp(eth->dst, net_mac_broadcast, 6) == 0;
+	to_group = !to_us && net_mcast_mac_wanted(n, eth->dst);
+	if (!to_us && !to_group) {
 		ret = -ENOENT;
 	} else {
 		switch (droce_eth_type(eth)) {
 		case NET_ETHERTYPE_ARP:
-			ret = net_arp_rx(n, m, now);
+			ret = to_us ? net_arp_rx(n, m, now) : -ENOENT;
 			break;
 		case DROCE_ETHERTYPE_IPV4:
-			ret = net_ipv4_rx(n, m);
+			ret = net_ipv4_rx(n, m, eth, to_group, now);
+			break;
+		case DROCE_ETHERTYPE_IPV6:
+			/* No IPv6 service of our own: only MLD, which is sent to groups. */
+			ret = to_group ? net_ipv6_rx(n, m, eth, now) : -ENOENT;
 			break;
 		default:
 			ret = -ENOENT;

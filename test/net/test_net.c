@@ -838,3 +838,926 @@ DROCE_TEST(table_full)
 	CHECK_EQ_I64(droce_net_resolve(n, OUR_IP + 1000, NULL, mac, TRIES * RETRY_MS), -EAGAIN);
 	net_teardown(n);
 }
+
+/*
+ * ---- Multicast membership: IGMPv2 (RFC 2236) and MLDv1 (RFC 2710) ----
+ * Every frame lib/net sends is rebuilt here field by field (MACs written out, checksums
+ * and the ICMPv6 pseudo-header computed here) and compared byte for byte. Query answers
+ * come at random times: the timer is stepped and each report's time checked against the
+ * query's Max Response Time.
+ */
+
+#define IGMP_LEN	8u
+#define IGMP_IP_HLEN	24u	/* with the Router Alert option */
+#define IGMP_TOT	(IGMP_IP_HLEN + IGMP_LEN)
+#define IP6_HLEN	40u
+#define HBH_LEN		8u
+#define MLD_LEN		24u
+#define MLD_FRAME	(ETH_HLEN + IP6_HLEN + HBH_LEN + MLD_LEN)	/* 86 */
+#define REPORT_MS	1000u	/* DROCE_NET_MCAST_REPORT_MS_DEFAULT */
+#define ROUTER_IP	0x0A6300FEu
+#define NB_MANY		40u	/* groups per family in mcast_query_delays */
+
+/* 239.129.2.3: bit 23 of the address is not in the MAC (RFC 1112 6.4). */
+static const uint8_t g4[16] = { [10] = 0xFF, [11] = 0xFF, 239, 129, 2, 3 };
+static const uint8_t g4_mac[6] = { 0x01, 0x00, 0x5E, 0x01, 0x02, 0x03 };
+static const uint8_t g4b[16] = { [10] = 0xFF, [11] = 0xFF, 224, 0, 0, 251 };
+static const uint8_t g4b_mac[6] = { 0x01, 0x00, 0x5E, 0x00, 0x00, 0xFB };
+static const uint8_t all_hosts[16] = { [10] = 0xFF, [11] = 0xFF, 224, 0, 0, 1 };
+static const uint8_t all_hosts_mac[6] = { 0x01, 0x00, 0x5E, 0x00, 0x00, 0x01 };
+static const uint8_t all_routers_mac[6] = { 0x01, 0x00, 0x5E, 0x00, 0x00, 0x02 };
+#define ALL_HOSTS_IP	0xE0000001u
+#define ALL_ROUTERS_IP	0xE0000002u
+/* ff05::1:3 (site scope) */
+static const uint8_t g6[16] = { 0xFF, 0x05, [13] = 0x01, [15] = 0x03 };
+static const uint8_t g6_mac[6] = { 0x33, 0x33, 0x00, 0x01, 0x00, 0x03 };
+/* ff02::1:ff12:3456 (a solicited-node address: link scope is reported) */
+static const uint8_t g6b[16] = {
+	0xFF, 0x02, [11] = 0x01, [12] = 0xFF, [13] = 0x12, [14] = 0x34, [15] = 0x56
+};
+static const uint8_t g6b_mac[6] = { 0x33, 0x33, 0xFF, 0x12, 0x34, 0x56 };
+static const uint8_t all_nodes[16] = { 0xFF, 0x02, [15] = 0x01 };
+static const uint8_t all_nodes_mac[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 };
+static const uint8_t all_routers6[16] = { 0xFF, 0x02, [15] = 0x02 };
+static const uint8_t all_routers6_mac[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0x02 };
+/* GID 1 of our_mac: fe80::5054:ff:fe12:3456 */
+static const uint8_t our_ll[16] = {
+	0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xFF, 0xFE, 0x12, 0x34, 0x56
+};
+static const uint8_t router_ll[16] = { 0xFE, 0x80, [15] = 0x01 };
+static const uint8_t router_mac[6] = { 0x52, 0x54, 0x00, 0x0F, 0x0F, 0x0F };
+static const uint8_t zero_addr[16];
+
+static uint32_t
+get_ip(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+/* The frame IGMP message lib/net must send: 60 bytes, padding zero. */
+static void
+igmp_expect(uint8_t *e, uint8_t type, const uint8_t *eth_dst, uint32_t ip_dst,
+	    uint32_t ip_src, const uint8_t *group_gid, uint16_t id)
+{
+	uint8_t *ip = e + ETH_HLEN, *igmp = ip + IGMP_IP_HLEN;
+
+	memset(e, 0, MIN_FRAME);
+	memcpy(e, eth_dst, 6);
+	memcpy(e + 6, our_mac, 6);
+	e[12] = 0x08; e[13] = 0x00;
+	ip[0] = 0x46;			/* IPv4, 6 words: one option */
+	ip[1] = 0xC0;			/* Internetwork Control */
+	put16(ip + 2, IGMP_TOT);
+	put16(ip + 4, id);
+	ip[6] = 0x40;			/* DF */
+	ip[8] = 1;			/* TTL 1 */
+	ip[9] = 2;			/* IGMP */
+	put_ip(ip + 12, ip_src);
+	put_ip(ip + 16, ip_dst);
+	ip[20] = 0x94; ip[21] = 0x04;	/* Router Alert, value 0 */
+	put16(ip + 10, csum16(ip, IGMP_IP_HLEN));
+	igmp[0] = type;
+	memcpy(igmp + 4, group_gid + 12, 4);
+	put16(igmp + 2, csum16(igmp, IGMP_LEN));
+}
+
+static void
+check_igmp(uint32_t i, uint8_t type, const uint8_t *eth_dst, uint32_t ip_dst,
+	   const uint8_t *group_gid, uint16_t id)
+{
+	uint8_t e[MIN_FRAME];
+	const uint8_t *got;
+
+	igmp_expect(e, type, eth_dst, ip_dst, OUR_IP, group_gid, id);
+	check_frame(i, e, sizeof(e));
+	got = rte_pktmbuf_mtod(txl.m[i], const uint8_t *);
+	CHECK_EQ_U64(csum16(got + ETH_HLEN, IGMP_IP_HLEN), 0);
+	CHECK_EQ_U64(csum16(got + ETH_HLEN + IGMP_IP_HLEN, IGMP_LEN), 0);
+}
+
+/* The ICMPv6 checksum of an MLD message of len bytes (RFC 8200 8.1 pseudo-header). */
+static uint16_t
+icmp6_csum(const uint8_t *src, const uint8_t *dst, const uint8_t *msg, uint32_t len)
+{
+	uint8_t b[IP6_HLEN + 64] = { 0 };
+
+	CHECK(len <= 64);
+	memcpy(b, src, 16);
+	memcpy(b + 16, dst, 16);
+	b[34] = len >> 8; b[35] = len;
+	b[39] = 58;
+	memcpy(b + IP6_HLEN, msg, len);
+	return csum16(b, IP6_HLEN + len);
+}
+
+static void
+mld_expect(uint8_t *e, uint8_t type, const uint8_t *eth_dst, const uint8_t *dst,
+	   const uint8_t *group)
+{
+	uint8_t *ip = e + ETH_HLEN, *hbh = ip + IP6_HLEN, *mld = hbh + HBH_LEN;
+	static const uint8_t hbh_ra[HBH_LEN] = { 58, 0, 0x05, 0x02, 0x00, 0x00, 0x01, 0x00 };
+
+	memset(e, 0, MLD_FRAME);
+	memcpy(e, eth_dst, 6);
+	memcpy(e + 6, our_mac, 6);
+	e[12] = 0x86; e[13] = 0xDD;
+	ip[0] = 0x60;
+	put16(ip + 4, HBH_LEN + MLD_LEN);
+	ip[6] = 0;			/* Hop-by-Hop */
+	ip[7] = 1;			/* hop limit */
+	memcpy(ip + 8, our_ll, 16);
+	memcpy(ip + 24, dst, 16);
+	memcpy(hbh, hbh_ra, HBH_LEN);
+	mld[0] = type;
+	memcpy(mld + 8, group, 16);
+	put16(mld + 2, icmp6_csum(our_ll, dst, mld, MLD_LEN));
+}
+
+static void
+check_mld(uint32_t i, uint8_t type, const uint8_t *eth_dst, const uint8_t *dst,
+	  const uint8_t *group)
+{
+	uint8_t e[MLD_FRAME];
+
+	mld_expect(e, type, eth_dst, dst, group);
+	check_frame(i, e, sizeof(e));
+	CHECK_EQ_U64(icmp6_csum(our_ll, dst, rte_pktmbuf_mtod(txl.m[i], const uint8_t *) +
+				ETH_HLEN + IP6_HLEN + HBH_LEN, MLD_LEN), 0);
+}
+
+/*
+ * An IGMP message from the router: TTL 1, Router Alert, igmp_len bytes (8, or 12 for an
+ * IGMPv3 query without sources). Returns the frame length.
+ */
+static uint32_t
+igmp_in(uint8_t *f, const uint8_t *eth_dst, const uint8_t *eth_src, uint32_t ip_dst,
+	uint8_t type, uint8_t code, uint32_t group, uint32_t igmp_len)
+{
+	uint8_t *ip = f + ETH_HLEN, *igmp = ip + IGMP_IP_HLEN;
+
+	memset(f, 0, ETH_HLEN + IGMP_IP_HLEN + igmp_len);
+	memcpy(f, eth_dst, 6);
+	memcpy(f + 6, eth_src, 6);
+	f[12] = 0x08;
+	ip[0] = 0x46;
+	ip[1] = 0xC0;
+	put16(ip + 2, IGMP_IP_HLEN + igmp_len);
+	ip[8] = 1;
+	ip[9] = 2;
+	put_ip(ip + 12, ROUTER_IP);
+	put_ip(ip + 16, ip_dst);
+	ip[20] = 0x94; ip[21] = 0x04;
+	put16(ip + 10, csum16(ip, IGMP_IP_HLEN));
+	igmp[0] = type;
+	igmp[1] = code;
+	put_ip(igmp + 4, group);
+	put16(igmp + 2, csum16(igmp, igmp_len));
+	return ETH_HLEN + IGMP_IP_HLEN + igmp_len;
+}
+
+/* An MLD message as a router sends it; the fields a test breaks are in the struct. */
+struct mld_in {
+	const uint8_t *eth_dst, *eth_src, *src, *dst, *addr;
+	uint8_t type, hop_limit;
+	uint16_t code;
+	uint32_t len;		/* 24: MLDv1; 28: MLDv2 query without sources */
+	uint8_t hbh[HBH_LEN];
+};
+
+static struct mld_in
+mld_query(const uint8_t *dst, const uint8_t *dst_mac, const uint8_t *addr, uint16_t code)
+{
+	struct mld_in q = {
+		.eth_dst = dst_mac, .eth_src = router_mac, .src = router_ll, .dst = dst,
+		.addr = addr, .type = 130, .hop_limit = 1, .code = code, .len = MLD_LEN,
+		.hbh = { 58, 0, 0x05, 0x02, 0x00, 0x00, 0x01, 0x00 },
+	};
+
+	return q;
+}
+
+static uint32_t
+mld_in_frame(uint8_t *f, const struct mld_in *q)
+{
+	uint8_t *ip = f + ETH_HLEN, *hbh = ip + IP6_HLEN, *mld = hbh + HBH_LEN;
+
+	memset(f, 0, ETH_HLEN + IP6_HLEN + HBH_LEN + q->len);
+	memcpy(f, q->eth_dst, 6);
+	memcpy(f + 6, q->eth_src, 6);
+	f[12] = 0x86; f[13] = 0xDD;
+	ip[0] = 0x60;
+	put16(ip + 4, HBH_LEN + q->len);
+	ip[6] = 0;
+	ip[7] = q->hop_limit;
+	memcpy(ip + 8, q->src, 16);
+	memcpy(ip + 24, q->dst, 16);
+	memcpy(hbh, q->hbh, HBH_LEN);
+	mld[0] = q->type;
+	put16(mld + 4, q->code);
+	memcpy(mld + 8, q->addr, 16);
+	put16(mld + 2, icmp6_csum(q->src, q->dst, mld, q->len));
+	return ETH_HLEN + IP6_HLEN + HBH_LEN + q->len;
+}
+
+/* Steps the timer over [from, to], recording in when[] the time each new frame went out. */
+static void
+step_timer(struct droce_net *n, uint64_t from, uint64_t to, uint64_t step, uint64_t *when)
+{
+	uint64_t t;
+	uint32_t i, before;
+
+	for (t = from; t <= to; t += step) {
+		before = txl.nb;
+		droce_net_timer(n, t);
+		for (i = before; i < txl.nb; i++)
+			when[i] = t;
+	}
+}
+
+static const uint8_t *
+tx_bytes(uint32_t i)
+{
+	CHECK(i < txl.nb);
+	return rte_pktmbuf_mtod(txl.m[i], const uint8_t *);
+}
+
+/* The IP ID lib/net gave frame i (IPv4). */
+static uint16_t
+tx_ip_id(uint32_t i)
+{
+	const uint8_t *f = tx_bytes(i);
+
+	return (uint16_t)(f[ETH_HLEN + 4] << 8 | f[ETH_HLEN + 5]);
+}
+
+DROCE_TEST(mcast_mac)
+{
+	static const uint8_t g6_any[16] = {
+		0xFF, 0x3E, 0, 0x40, 0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, 0, 0x81, 0x82, 0x83, 0x84
+	};
+	static const uint8_t g6_any_mac[6] = { 0x33, 0x33, 0x81, 0x82, 0x83, 0x84 };
+	static const uint8_t last4[16] = { [10] = 0xFF, [11] = 0xFF, 239, 255, 255, 255 };
+	static const uint8_t last4_mac[6] = { 0x01, 0x00, 0x5E, 0x7F, 0xFF, 0xFF };
+	static const uint8_t not_mcast[][16] = {
+		{ [10] = 0xFF, [11] = 0xFF, 10, 99, 0, 1 },		/* unicast IPv4 */
+		{ [10] = 0xFF, [11] = 0xFF, 240, 0, 0, 1 },		/* 240/4, not 224/4 */
+		{ [10] = 0xFF, [11] = 0xFF, 223, 255, 255, 255 },
+		{ [10] = 0xFF, [11] = 0xFE, 224, 0, 0, 1 },		/* not IPv4-mapped */
+		{ [12] = 224, [15] = 1 },				/* IPv4-compatible */
+		{ 0xFE, 0x80, [15] = 1 },
+		{ 0x20, 0x01, 0x0D, 0xB8, [15] = 1 },
+		{ 0 },
+	};
+	uint8_t mac[6];
+	uint32_t i;
+
+	CHECK_EQ_I64(droce_net_mcast_mac(g4, mac), 0);
+	CHECK_MEM(mac, g4_mac, 6);
+	CHECK_EQ_I64(droce_net_mcast_mac(all_hosts, mac), 0);
+	CHECK_MEM(mac, all_hosts_mac, 6);
+	CHECK_EQ_I64(droce_net_mcast_mac(last4, mac), 0);
+	CHECK_MEM(mac, last4_mac, 6);
+	CHECK_EQ_I64(droce_net_mcast_mac(g6, mac), 0);
+	CHECK_MEM(mac, g6_mac, 6);
+	CHECK_EQ_I64(droce_net_mcast_mac(g6_any, mac), 0);
+	CHECK_MEM(mac, g6_any_mac, 6);
+	for (i = 0; i < RTE_DIM(not_mcast); i++) {
+		droce_test_ctx("not multicast %u", i);
+		memset(mac, 0xAA, sizeof(mac));
+		CHECK_EQ_I64(droce_net_mcast_mac(not_mcast[i], mac), -EINVAL);
+		CHECK_EQ_U64(mac[0], 0xAA);
+	}
+}
+
+DROCE_TEST(mcast_join_leave_ipv4)
+{
+	struct droce_net *n = net_setup();
+	uint8_t gid[16];
+
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 100), 0);
+	/* An unsolicited report to the group (RFC 2236 3), at once. */
+	CHECK_EQ_U64(txl.nb, 1);
+	check_igmp(0, 0x16, g4_mac, 0xEF810203u, g4, 0);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, 1);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 100), -EEXIST);
+	CHECK_EQ_U64(droce_net_mcast_count(n), 1);
+	CHECK_EQ_I64(droce_net_mcast_query(n, 0, gid), 0);
+	CHECK_MEM(gid, g4, 16);
+	CHECK_EQ_I64(droce_net_mcast_query(n, 1, gid), -EINVAL);
+	/* Repeated once, REPORT_MS later, and only once. */
+	droce_net_timer(n, 100 + REPORT_MS - 1);
+	CHECK_EQ_U64(txl.nb, 1);
+	droce_net_timer(n, 100 + REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 2);
+	check_igmp(1, 0x16, g4_mac, 0xEF810203u, g4, 1);
+	droce_net_timer(n, 100 + 100 * REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 2);
+	/* Leave Group to all routers, for the group. */
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g4, 200000), 0);
+	CHECK_EQ_U64(txl.nb, 3);
+	check_igmp(2, 0x17, all_routers_mac, ALL_ROUTERS_IP, g4, 2);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g4, 200000), -ENOENT);
+	CHECK_EQ_U64(droce_net_mcast_count(n), 0);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, 2);
+	CHECK_EQ_U64(stats(n).tx_igmp_leave, 1);
+	CHECK_EQ_U64(stats(n).tx_mld_report, 0);
+
+	/* A leave before the repeat cancels it; a join again starts over. */
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4b, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g4b, 10), 0);
+	droce_net_timer(n, 10 * REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 5);
+	check_igmp(3, 0x16, g4b_mac, 0xE00000FBu, g4b, 3);
+	check_igmp(4, 0x17, all_routers_mac, ALL_ROUTERS_IP, g4b, 4);
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_join_leave_ipv6)
+{
+	struct droce_net *n = net_setup();
+
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 7), 0);
+	CHECK_EQ_U64(txl.nb, 1);
+	check_mld(0, 131, g6_mac, g6, g6);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 7), -EEXIST);
+	droce_net_timer(n, 7 + REPORT_MS - 1);
+	CHECK_EQ_U64(txl.nb, 1);
+	droce_net_timer(n, 7 + REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 2);
+	check_mld(1, 131, g6_mac, g6, g6);
+	droce_net_timer(n, 7 + 100 * REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 2);
+	/* Done to all routers (RFC 2710 4). */
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g6, 200000), 0);
+	CHECK_EQ_U64(txl.nb, 3);
+	check_mld(2, 132, all_routers6_mac, all_routers6, g6);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g6, 200000), -ENOENT);
+	CHECK_EQ_U64(stats(n).tx_mld_report, 2);
+	CHECK_EQ_U64(stats(n).tx_mld_done, 1);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, 0);
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_special_groups)
+{
+	/* Never reported: all hosts, all nodes, IPv6 scopes 0 and 1 (RFC 2236 6, RFC 2710 5). */
+	static const uint8_t silent[][16] = {
+		{ [10] = 0xFF, [11] = 0xFF, 224, 0, 0, 1 },
+		{ 0xFF, 0x02, [15] = 0x01 },
+		{ 0xFF, 0x01, [15] = 0x05 },
+		{ 0xFF, 0x10, [15] = 0x07 },
+	};
+	static const uint8_t bad[][16] = {
+		{ [10] = 0xFF, [11] = 0xFF, 10, 99, 0, 1 },
+		{ [10] = 0xFF, [11] = 0xFF, 240, 0, 0, 1 },
+		{ 0xFE, 0x80, [15] = 1 },
+		{ 0 },
+	};
+	struct droce_net *n = net_setup();
+	struct droce_net_conf c;
+	uint8_t gid[16];
+	uint32_t i;
+
+	for (i = 0; i < RTE_DIM(silent); i++) {
+		droce_test_ctx("silent %u", i);
+		CHECK_EQ_I64(droce_net_mcast_join(n, silent[i], 0), 0);
+		CHECK_EQ_I64(droce_net_mcast_query(n, i, gid), 0);
+		CHECK_MEM(gid, silent[i], 16);
+	}
+	for (i = 0; i < RTE_DIM(bad); i++) {
+		droce_test_ctx("bad %u", i);
+		CHECK_EQ_I64(droce_net_mcast_join(n, bad[i], 0), -EINVAL);
+		CHECK_EQ_I64(droce_net_mcast_leave(n, bad[i], 0), -ENOENT);
+	}
+	droce_test_ctx("timer");
+	CHECK_EQ_U64(droce_net_mcast_count(n), RTE_DIM(silent));
+	droce_net_timer(n, 10 * REPORT_MS);
+	for (i = 0; i < RTE_DIM(silent); i++)
+		CHECK_EQ_I64(droce_net_mcast_leave(n, silent[i], 0), 0);
+	CHECK_EQ_U64(txl.nb, 0);
+	CHECK_EQ_U64(droce_net_mcast_count(n), 0);
+
+	/* DROCE_NET_MAX_MCAST groups, then -ENOMEM; a leave makes room. */
+	droce_test_ctx("full");
+	txl.discard = true;
+	memcpy(gid, g4, 16);
+	for (i = 0; i < DROCE_NET_MAX_MCAST; i++) {
+		gid[14] = i >> 8;
+		gid[15] = i;
+		CHECK_EQ_I64(droce_net_mcast_join(n, gid, 0), 0);
+	}
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 0), -ENOMEM);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, DROCE_NET_MAX_MCAST);
+	gid[14] = 0;
+	gid[15] = 7;
+	CHECK_EQ_I64(droce_net_mcast_leave(n, gid, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 0), 0);
+	CHECK_EQ_U64(droce_net_mcast_count(n), DROCE_NET_MAX_MCAST);
+	txl.discard = false;
+
+	/* A port without IPv4 reports from 0.0.0.0 (RFC 3376 4.2.13 allows it). */
+	droce_test_ctx("no ipv4");
+	droce_net_free(n);
+	conf_default(&c);
+	c.ipv4 = 0;
+	n = droce_net_create(&c);
+	CHECK(n != NULL);
+	cur_net = n;
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 0), 0);
+	{
+		uint8_t e[MIN_FRAME];
+
+		igmp_expect(e, 0x16, g4_mac, 0xEF810203u, 0, g4, 0);
+		check_frame(0, e, sizeof(e));
+	}
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_join_without_mbuf)
+{
+	struct rte_mbuf *all[NB_MBUFS];
+	struct droce_net *n = net_setup();
+
+	CHECK_EQ_I64(rte_pktmbuf_alloc_bulk(mp, all, NB_MBUFS), 0);
+	/* Joined all the same: the report is counted lost, the repeat goes out. */
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 0), 0);
+	CHECK_EQ_U64(stats(n).tx_nombuf, 2);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, 0);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g6, 0), 0);
+	CHECK_EQ_U64(stats(n).tx_nombuf, 3);
+	rte_pktmbuf_free_bulk(all, NB_MBUFS);
+	CHECK_EQ_U64(txl.nb, 0);
+	droce_net_timer(n, REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 1);
+	check_igmp(0, 0x16, g4_mac, 0xEF810203u, g4, 0);
+	net_teardown(n);
+}
+
+/* Joins g4, g4b, g6 and all hosts, and lets the repeats go out; nothing left in txl. */
+static void
+join_three(struct droce_net *n)
+{
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4b, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, all_hosts, 0), 0);
+	droce_net_timer(n, REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 6);
+	tx_clear();
+}
+
+/* Frame i is an IGMPv2 report: its group's GID, the frame checked in full. */
+static const uint8_t *
+igmp_report_group(uint32_t i)
+{
+	static const uint8_t *const groups[] = { g4, g4b };
+	static const uint8_t *const macs[] = { g4_mac, g4b_mac };
+	uint32_t k, ip = get_ip(tx_bytes(i) + ETH_HLEN + IGMP_IP_HLEN + 4);
+
+	for (k = 0; k < RTE_DIM(groups); k++) {
+		if (ip == get_ip(groups[k] + 12)) {
+			check_igmp(i, 0x16, macs[k], ip, groups[k], tx_ip_id(i));
+			return groups[k];
+		}
+	}
+	droce_test_fail(__FILE__, __LINE__, "frame %u: report for %08x", i, ip);
+}
+
+DROCE_TEST(mcast_igmp_queries)
+{
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IGMP_IP_HLEN + 16];
+	uint64_t when[MAX_TX];
+	const uint8_t *a, *b;
+	uint32_t len;
+	uint16_t id;
+
+	join_three(n);
+	id = 4;		/* the IGMP reports of join_three: 0 to 3 */
+	/* A general query (to 224.0.0.1, group 0), Max Resp Time 5 s: g4 and g4b, not g6. */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 50, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 10000), 0);
+	CHECK_EQ_U64(stats(n).rx_igmp_query, 1);
+	step_timer(n, 10000, 20000, 1, when);
+	CHECK_EQ_U64(txl.nb, 2);
+	a = igmp_report_group(0);
+	b = igmp_report_group(1);
+	CHECK(a != b);
+	CHECK_EQ_U64(tx_ip_id(0), id);
+	CHECK_EQ_U64(tx_ip_id(1), (uint16_t)(id + 1));
+	CHECK(when[0] < 15000 && when[1] < 15000);
+	tx_clear();
+
+	/* A group-specific query (to the group) for g4b, 1 s: only g4b. */
+	len = igmp_in(f, g4b_mac, router_mac, 0xE00000FBu, 0x11, 10, 0xE00000FBu, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 30000), 0);
+	step_timer(n, 30000, 40000, 1, when);
+	CHECK_EQ_U64(txl.nb, 1);
+	CHECK(igmp_report_group(0) == g4b);
+	CHECK(when[0] < 31000);
+	tx_clear();
+
+	/*
+	 * A general query of 10 s, then a group query of 100 ms for g4: g4's timer is reset
+	 * only if it would fire later (RFC 2236 3); either way g4 goes out within 100 ms,
+	 * and each group once.
+	 */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 100, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 50000), 0);
+	len = igmp_in(f, g4_mac, router_mac, 0xEF810203u, 0x11, 1, 0xEF810203u, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 50000), 0);
+	step_timer(n, 50000, 70000, 1, when);
+	CHECK_EQ_U64(txl.nb, 2);
+	CHECK(igmp_report_group(0) != igmp_report_group(1));
+	CHECK(when[0] < 60000 && when[1] < 60000);
+	CHECK(when[igmp_report_group(0) == g4 ? 0 : 1] < 50100);
+	tx_clear();
+
+	/*
+	 * Another host's report for g4b while ours waits: ours is not sent (RFC 2236 3).
+	 * Our own report looped back is not another host's; IGMPv1 reports count too.
+	 */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 100, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 80000), 0);
+	len = igmp_in(f, g4_mac, our_mac, 0xEF810203u, 0x16, 0, 0xEF810203u, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 80000), -ENOENT);
+	len = igmp_in(f, g4b_mac, peer_mac, 0xE00000FBu, 0x12, 0, 0xE00000FBu, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 80000), 0);
+	CHECK_EQ_U64(stats(n).rx_mcast_report, 1);
+	step_timer(n, 80000, 100000, 1, when);
+	CHECK_EQ_U64(txl.nb, 1);
+	CHECK(igmp_report_group(0) == g4);
+	tx_clear();
+
+	/* A query unicast to our address and MAC; an IGMPv3 query (12 bytes) of 0.5 s. */
+	len = igmp_in(f, our_mac, router_mac, OUR_IP, 0x11, 10, 0xEF810203u, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 110000), 0);
+	step_timer(n, 110000, 111000, 1, when);
+	CHECK_EQ_U64(txl.nb, 1);
+	CHECK(igmp_report_group(0) == g4);
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 5, 0, 12);
+	CHECK_EQ_I64(droce_net_rx(n, mk_chain(f, len, ETH_HLEN + IGMP_IP_HLEN + 3), 120000), 0);
+	step_timer(n, 120000, 121000, 1, when);
+	CHECK_EQ_U64(txl.nb, 3);
+	CHECK(igmp_report_group(1) != igmp_report_group(2));
+	CHECK(when[1] < 120500 && when[2] < 120500);
+	CHECK_EQ_U64(stats(n).rx_igmp_query, 7);
+	CHECK_EQ_U64(stats(n).tx_mld_report, 2);	/* join_three's */
+	CHECK_EQ_U64(stats(n).rx_malformed, 0);
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_igmp_ignored)
+{
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IGMP_IP_HLEN + 16];
+	uint64_t foreign, bad;
+	uint32_t len;
+
+	join_three(n);
+	foreign = stats(n).rx_foreign;
+	/* To a group MAC we do not listen on; to all hosts behind another group's MAC. */
+	len = igmp_in(f, all_routers_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	len = igmp_in(f, g4_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* 224.129.2.3 shares g4's MAC but is not joined. */
+	len = igmp_in(f, g4_mac, router_mac, 0xE0810203u, 0x11, 10, 0xE0810203u, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* Unicast to another address; to our address behind the broadcast MAC. */
+	len = igmp_in(f, our_mac, router_mac, OTHER_IP, 0x11, 10, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	len = igmp_in(f, bcast, router_mac, OUR_IP, 0x11, 10, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* A Leave Group (for routers) and an IGMPv3 report. */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x17, 0, 0xEF810203u, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	len = igmp_in(f, g4_mac, peer_mac, 0xEF810203u, 0x22, 0, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* Only IGMP is taken from a group MAC: an echo request, ARP. */
+	len = echo_request(f, OUR_IP, 5, 8);
+	memcpy(f, all_hosts_mac, 6);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	arp_frame(f, all_hosts_mac, peer_mac, 1, peer_mac, PEER_IP, zero_mac, OUR_IP);
+	CHECK_EQ_I64(rx_bytes(n, f, ARP_LEN, 0), -ENOENT);
+	CHECK_EQ_U64(stats(n).rx_foreign - foreign, 9);
+
+	/* Malformed: bad IGMP checksum, a 10-byte query, a group query for a unicast group. */
+	bad = stats(n).rx_malformed;
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, 0, IGMP_LEN);
+	f[ETH_HLEN + IGMP_IP_HLEN + 3] ^= 1;
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, 0, 10);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, OTHER_IP, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	/* IGMP truncated inside its message. */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 10, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len - 1, 0), -EBADMSG);
+	CHECK_EQ_U64(stats(n).rx_malformed - bad, 4);
+	CHECK_EQ_U64(stats(n).rx_igmp_query, 0);
+	droce_net_timer(n, 100000);
+	CHECK_EQ_U64(txl.nb, 0);
+	net_teardown(n);
+}
+
+/* Frame i is an MLDv1 report for g6, checked in full. */
+static void
+check_mld_g6_report(uint32_t i)
+{
+	check_mld(i, 131, g6_mac, g6, g6);
+}
+
+DROCE_TEST(mcast_mld_queries)
+{
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IP6_HLEN + HBH_LEN + 64];
+	uint64_t when[MAX_TX];
+	struct mld_in q;
+	uint32_t len;
+
+	join_three(n);
+	/* A second IPv6 group, ff02::1:ff12:3456 (link scope), for the queries to tell apart. */
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6b, 0), 0);
+	droce_net_timer(n, 2 * REPORT_MS);
+	CHECK_EQ_U64(txl.nb, 2);
+	check_mld(0, 131, g6b_mac, g6b, g6b);
+	check_mld(1, 131, g6b_mac, g6b, g6b);
+	tx_clear();
+	/* A general query (to ff02::1, address ::) of 1 s: g6 and g6b, no IPv4 group. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 1000);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 10000), 0);
+	CHECK_EQ_U64(stats(n).rx_mld_query, 1);
+	step_timer(n, 10000, 20000, 1, when);
+	CHECK_EQ_U64(txl.nb, 2);
+	if (tx_bytes(0)[ETH_HLEN + IP6_HLEN + HBH_LEN + 8 + 1] == 0x05) {
+		check_mld_g6_report(0);
+		check_mld(1, 131, g6b_mac, g6b, g6b);
+	} else {
+		check_mld(0, 131, g6b_mac, g6b, g6b);
+		check_mld_g6_report(1);
+	}
+	CHECK(when[0] < 11000 && when[1] < 11000);
+	tx_clear();
+
+	/* A group-specific query (to the group) of 200 ms, in a chain cut at an odd offset. */
+	q = mld_query(g6, g6_mac, g6, 200);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(droce_net_rx(n, mk_chain(f, len, ETH_HLEN + IP6_HLEN + HBH_LEN + 5),
+				  30000), 0);
+	step_timer(n, 30000, 31000, 1, when);
+	CHECK_EQ_U64(txl.nb, 1);
+	check_mld_g6_report(0);
+	CHECK(when[0] < 30200);
+	tx_clear();
+
+	/* An MLDv2 query (28 bytes) is answered as MLDv1 hosts do; Max Resp 0: at once. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 0);
+	q.len = 28;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 40000), 0);
+	droce_net_timer(n, 40000);
+	CHECK_EQ_U64(txl.nb, 2);
+	tx_clear();
+
+	/*
+	 * Another listener's report for g6 stops ours (RFC 2710 4), not g6b's; our own
+	 * report looped back stops nothing.
+	 */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10000);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 50000), 0);
+	q = mld_query(g6, g6_mac, g6, 0);
+	q.type = 131;
+	q.eth_src = our_mac;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 50000), -ENOENT);
+	q.eth_src = peer_mac;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 50000), 0);
+	CHECK_EQ_U64(stats(n).rx_mcast_report, 1);
+	step_timer(n, 50000, 70000, 1, when);
+	CHECK_EQ_U64(txl.nb, 1);
+	check_mld(0, 131, g6b_mac, g6b, g6b);
+	CHECK_EQ_U64(stats(n).rx_mld_query, 4);
+	CHECK_EQ_U64(stats(n).tx_igmp_report, 4);	/* join_three's */
+	CHECK_EQ_U64(stats(n).tx_mld_report, 2 + 2 + 2 + 1 + 2 + 1);
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_mld_ignored)
+{
+	static const uint8_t global_src[16] = { 0x20, 0x01, 0x0D, 0xB8, [15] = 0x09 };
+	static const uint8_t other_group[16] = { 0xFF, 0x05, [13] = 0x01, [15] = 0x04 };
+	static const uint8_t other_group_mac[6] = { 0x33, 0x33, 0x00, 0x01, 0x00, 0x04 };
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IP6_HLEN + HBH_LEN + 64];
+	uint64_t foreign, bad;
+	struct mld_in q;
+	uint32_t len;
+
+	join_three(n);
+	foreign = stats(n).rx_foreign;
+	/* A group we did not join (its own MAC); ff02::1 behind g6's MAC; our unicast MAC. */
+	q = mld_query(other_group, other_group_mac, other_group, 10);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	q = mld_query(all_nodes, g6_mac, zero_addr, 10);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	q = mld_query(all_nodes, our_mac, zero_addr, 10);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* An unknown option whose type says "discard" (RFC 8200 4.2), in place of PadN. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	q.hbh[6] = 0x5E;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	/* Other ICMPv6 after the Hop-by-Hop header (a Done); ICMPv6 without one. */
+	q = mld_query(all_nodes, all_nodes_mac, g6, 0);
+	q.type = 132;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	len = mld_in_frame(f, &q);
+	f[ETH_HLEN + 6] = 58;
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -ENOENT);
+	CHECK_EQ_U64(stats(n).rx_foreign - foreign, 6);
+
+	/* RFC 3810 5.1.14 and RFC 2710 3: source not link-local, hop limit 2, no Router Alert. */
+	bad = stats(n).rx_malformed;
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	q.src = global_src;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	q.hop_limit = 2;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	q.hbh[2] = 0x01;	/* PadN of 2 in place of the Router Alert */
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	/* Bad checksum; 26 bytes (neither MLDv1 nor v2); an option past the header. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	len = mld_in_frame(f, &q);
+	f[ETH_HLEN + IP6_HLEN + HBH_LEN + 3] ^= 1;
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	q.len = 26;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	q.hbh[7] = 1;
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 0), -EBADMSG);
+	/* Truncated: the payload length says more than the frame holds. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 10);
+	len = mld_in_frame(f, &q);
+	CHECK_EQ_I64(rx_bytes(n, f, len - 1, 0), -EBADMSG);
+	CHECK_EQ_U64(stats(n).rx_malformed - bad, 7);
+	CHECK_EQ_U64(stats(n).rx_mld_query, 0);
+	droce_net_timer(n, 100000);
+	CHECK_EQ_U64(txl.nb, 0);
+	net_teardown(n);
+}
+
+/*
+ * Sends a query through rx_bytes at t and steps the timer to t + bound (in steps): every
+ * group of the family answers once, none later than the bound; returns the latest time.
+ */
+static uint64_t
+many_answer(struct droce_net *n, const uint8_t *f, uint32_t len, uint64_t t, uint64_t bound,
+	    uint64_t step, bool ipv6)
+{
+	uint64_t when[MAX_TX], last = 0;
+	bool seen[NB_MANY] = { false };
+	uint32_t i, k;
+
+	tx_clear();
+	CHECK_EQ_I64(rx_bytes(n, f, len, t), 0);
+	step_timer(n, t, t + bound + step, step, when);
+	CHECK_EQ_U64(txl.nb, NB_MANY);
+	for (i = 0; i < NB_MANY; i++) {
+		const uint8_t *b = tx_bytes(i);
+
+		droce_test_ctx("report %u at %" PRIu64, i, when[i]);
+		CHECK(when[i] <= t + bound);
+		last = RTE_MAX(last, when[i]);
+		if (ipv6) {
+			uint8_t g[16] = { 0xFF, 0x0E, [14] = 0x01 };
+			uint8_t mac[6] = { 0x33, 0x33, 0x00, 0x00, 0x01 };
+
+			k = b[ETH_HLEN + IP6_HLEN + HBH_LEN + 8 + 15];
+			CHECK(k < NB_MANY && !seen[k]);
+			g[15] = k;
+			mac[5] = k;
+			check_mld(i, 131, mac, g, g);
+		} else {
+			uint8_t g[16] = { [10] = 0xFF, [11] = 0xFF, 239, 1, 0 };
+			uint8_t mac[6] = { 0x01, 0x00, 0x5E, 0x01, 0x00 };
+
+			k = b[ETH_HLEN + IGMP_IP_HLEN + 7];
+			CHECK(k < NB_MANY && !seen[k]);
+			g[15] = k;
+			mac[5] = k;
+			check_igmp(i, 0x16, mac, get_ip(g + 12), g, tx_ip_id(i));
+		}
+		seen[k] = true;
+	}
+	droce_test_ctx("after %" PRIu64, t);
+	return last;
+}
+
+DROCE_TEST(mcast_query_delays)
+{
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IP6_HLEN + HBH_LEN + 64], g[16];
+	struct mld_in q;
+	uint32_t i, len;
+	uint64_t last;
+
+	/* NB_MANY groups per family: 239.1.0.k and ff0e::1:k. */
+	txl.discard = true;
+	for (i = 0; i < NB_MANY; i++) {
+		uint8_t g6k[16] = { 0xFF, 0x0E, [14] = 0x01 };
+		uint8_t g4k[16] = { [10] = 0xFF, [11] = 0xFF, 239, 1, 0 };
+
+		g4k[15] = i;
+		g6k[15] = i;
+		CHECK_EQ_I64(droce_net_mcast_join(n, g4k, 0), 0);
+		CHECK_EQ_I64(droce_net_mcast_join(n, g6k, 0), 0);
+	}
+	droce_net_timer(n, REPORT_MS);
+	txl.discard = false;
+
+	/*
+	 * IGMPv2, 2 s: within 2 s, at random times: not all within the first 100 ms (the
+	 * odds of that are 20^-40 when the times are uniform).
+	 */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 20, 0, IGMP_LEN);
+	last = many_answer(n, f, len, 10000, 2000 - 1, 1, false);
+	CHECK(last >= 10000 + 100);
+	/* IGMPv1 (Max Resp Time 0): 10 s (RFC 2236 4). */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 0, 0, IGMP_LEN);
+	last = many_answer(n, f, len, 20000, 10000 - 1, 1, false);
+	CHECK(last >= 20000 + 2000);
+	/* IGMPv3 Max Resp Code 0xFF: (0xF | 0x10) << (7 + 3) tenths = 3174.4 s, not 25.5 s. */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 0xFF, 0, 12);
+	last = many_answer(n, f, len, 40000, 3174400, 100, false);
+	CHECK(last > 40000 + 25500);
+	/* MLDv1, 1 s. */
+	q = mld_query(all_nodes, all_nodes_mac, zero_addr, 1000);
+	len = mld_in_frame(f, &q);
+	last = many_answer(n, f, len, 4000000, 1000 - 1, 1, true);
+	CHECK(last >= 4000000 + 50);
+	/* MLDv2 Maximum Response Code 0xFFFF: 0x1FFF << 10 ms = 8387.584 s, not 65.535 s. */
+	q.len = 28;
+	q.code = 0xFFFF;
+	len = mld_in_frame(f, &q);
+	last = many_answer(n, f, len, 5000000, 8387584, 1000, true);
+	CHECK(last > 5000000 + 65535);
+
+	/* Leaving sends one message per group, and no report is left pending. */
+	tx_clear();
+	txl.discard = true;
+	for (i = 0; i < NB_MANY; i++) {
+		CHECK_EQ_I64(droce_net_mcast_query(n, 0, g), 0);
+		CHECK_EQ_I64(droce_net_mcast_leave(n, g, 0), 0);
+	}
+	CHECK_EQ_U64(stats(n).tx_igmp_leave + stats(n).tx_mld_done, NB_MANY);
+	txl.discard = false;
+	net_teardown(n);
+}
+
+DROCE_TEST(mcast_query_keeps_sooner_report)
+{
+	struct droce_net *n = net_setup();
+	uint8_t f[ETH_HLEN + IGMP_IP_HLEN + 16];
+	uint64_t when[MAX_TX];
+	uint32_t len;
+
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4b, 0), 0);
+	tx_clear();
+	/*
+	 * A query of 25.5 s while the join's repeat is due in 1 s: the repeat is the answer,
+	 * at its time (RFC 2236 3: a running timer is reset only if the new one is sooner).
+	 */
+	len = igmp_in(f, all_hosts_mac, router_mac, ALL_HOSTS_IP, 0x11, 255, 0, IGMP_LEN);
+	CHECK_EQ_I64(rx_bytes(n, f, len, 1), 0);
+	step_timer(n, 1, 30000, 1, when);
+	CHECK_EQ_U64(txl.nb, 2);
+	CHECK(igmp_report_group(0) != igmp_report_group(1));
+	CHECK_EQ_U64(when[0], REPORT_MS);
+	CHECK_EQ_U64(when[1], REPORT_MS);
+	net_teardown(n);
+}
