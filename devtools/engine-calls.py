@@ -43,6 +43,7 @@ LAYERS = {
     'engine_qp.c': 2,
     'engine_cq.c': 2,
     'engine_mr.c': 2,
+    'engine_mcast.c': 2,
     'engine_tx.c': 2,
     'engine_timer.c': 2,
     'engine_wait.c': 2,

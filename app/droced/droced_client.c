@@ -109,8 +109,15 @@ xrcd_put(struct droced_xrcd *x)
 	free(x);
 }
 
+/* A multicast group a UD QP is attached to. */
+struct droced_mcast {
+	uint8_t gid[16];
+	LIST_ENTRY(droced_mcast) next;
+};
+
 struct droced_qp {
 	struct droce_engine_qp *qp;
+	LIST_HEAD(, droced_mcast) mcast;	/* its groups: left when it goes */
 	uint32_t xrcd;		/* XRC target: its XRC domain's handle; else DROCE_PROTO_NO_HANDLE */
 	int64_t ctl_off, sq_off, rq_off;
 	uint64_t sq_len, rq_len;
@@ -118,6 +125,8 @@ struct droced_qp {
 	struct droce_proto_cap cap;
 	uint8_t sq_sig_all;
 };
+
+static void mcast_detach_all(struct droced_client *c, struct droced_qp *qp);
 
 /* ---- Notification pipes (droce_shm_proto.h) ---- */
 
@@ -316,6 +325,7 @@ client_release(struct droced_client *c)
 			continue;
 		/* To error first: what it still held is flushed to the client's CQs. */
 		droce_engine_qp_modify(qp->qp, &err);
+		mcast_detach_all(c, qp);
 		droce_engine_qp_destroy(qp->qp);
 		free(qp);
 	}
@@ -473,6 +483,8 @@ limits_fill(struct droce_proto_limits *l)
 	l->max_ah = cl->max_ahs;
 	l->max_qp_rd_atom = DROCE_ENGINE_MAX_DEST_RD_ATOMIC;
 	l->max_qp_init_rd_atom = DROCE_ENGINE_MAX_INIT_RD_ATOMIC;
+	l->max_mcast_grp = DROCE_ENGINE_MAX_MCAST_GRPS;
+	l->max_mcast_qp_attach = DROCE_ENGINE_MAX_MCAST_QPS;
 }
 
 static int
@@ -1673,6 +1685,7 @@ op_destroy_qp(struct droced_client *c, uint32_t handle)
 
 	if (qp == NULL)
 		return -EINVAL;
+	mcast_detach_all(c, qp);
 	rc = droce_engine_qp_destroy(qp->qp);
 	if (rc != 0)
 		return rc;
@@ -1685,6 +1698,75 @@ op_destroy_qp(struct droced_client *c, uint32_t handle)
 	table_del(&c->qps, handle);
 	free(qp);
 	return 0;
+}
+
+/* ---- UD multicast ---- */
+
+/*
+ * The port announces a group (IGMP, MLD: lib/net) when the device's first QP joins it and
+ * withdraws it when the last leaves; the engines deliver to every QP attached.
+ */
+static int
+mcast_attach(struct droced_client *c, struct droced_qp *qp, const uint8_t gid[16])
+{
+	struct droced_mcast *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	rc = droce_engine_mcast_attach(qp->qp, gid);
+	if (rc != 0) {
+		free(m);
+		return rc;
+	}
+	memcpy(m->gid, gid, 16);
+	LIST_INSERT_HEAD(&qp->mcast, m, next);
+	if (droce_engine_mcast_members(droced.dev, gid) == 1 && c->port->net != NULL)
+		droce_net_mcast_join(c->port->net, gid, rte_get_tsc_cycles());
+	return 0;
+}
+
+static void
+mcast_detach(struct droced_client *c, struct droced_qp *qp, struct droced_mcast *m)
+{
+	if (droce_engine_mcast_detach(qp->qp, m->gid) == 0 &&
+	    droce_engine_mcast_members(droced.dev, m->gid) == 0 && c->port->net != NULL)
+		droce_net_mcast_leave(c->port->net, m->gid, rte_get_tsc_cycles());
+	LIST_REMOVE(m, next);
+	free(m);
+}
+
+/* Every group qp is in, left (before it is destroyed). */
+static void
+mcast_detach_all(struct droced_client *c, struct droced_qp *qp)
+{
+	while (!LIST_EMPTY(&qp->mcast))
+		mcast_detach(c, qp, LIST_FIRST(&qp->mcast));
+}
+
+/*
+ * ibv_attach_mcast(3): a UD QP and a multicast GID (else EINVAL, as the kernel checks); a
+ * QP attached already is left as it is (0, as rxe answers). Detach: EINVAL when the QP is
+ * not attached to the group.
+ */
+static int
+op_mcast(struct droced_client *c, const struct droce_proto_req *req, bool attach)
+{
+	struct droced_qp *qp = table_get(&c->qps, req->mcast.qp);
+	struct droced_mcast *m;
+
+	if (qp == NULL || !droced_gid_is_multicast(req->mcast.gid))
+		return -EINVAL;
+	LIST_FOREACH(m, &qp->mcast, next)
+		if (memcmp(m->gid, req->mcast.gid, 16) == 0)
+			break;
+	if (!attach) {
+		if (m == NULL)
+			return -EINVAL;
+		mcast_detach(c, qp, m);
+		return 0;
+	}
+	return m != NULL ? 0 : mcast_attach(c, qp, req->mcast.gid);
 }
 
 /* ---- AH ---- */
@@ -1750,6 +1832,8 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_DEREG_MR] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_ALLOC_MW] = REQ_SIZE(alloc_mw),
 	[DROCE_PROTO_OP_OPEN_XRCD] = REQ_SIZE(open_xrcd),
+	[DROCE_PROTO_OP_ATTACH_MCAST] = REQ_SIZE(mcast),
+	[DROCE_PROTO_OP_DETACH_MCAST] = REQ_SIZE(mcast),
 	[DROCE_PROTO_OP_CLOSE_XRCD] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_DEALLOC_MW] = REQ_SIZE(obj),
 	[DROCE_PROTO_OP_CREATE_CQ] = REQ_SIZE(create_cq),
@@ -1783,6 +1867,8 @@ static const size_t req_min[DROCE_PROTO_OP_MAX] = {
 	[DROCE_PROTO_OP_CM_MIGRATE] = REQ_SIZE(cm_migrate),
 	[DROCE_PROTO_OP_CM_GET_EVENT] = REQ_HDR_SIZE,
 	[DROCE_PROTO_OP_CM_NOTIFY] = REQ_SIZE(cm_notify),
+	[DROCE_PROTO_OP_CM_JOIN_MCAST] = REQ_SIZE(cm_mcast),
+	[DROCE_PROTO_OP_CM_LEAVE_MCAST] = REQ_SIZE(cm_mcast),
 };
 
 int
@@ -1856,6 +1942,10 @@ droced_client_handle(struct droced_client *c, const struct droce_proto_req *req,
 		break;
 	case DROCE_PROTO_OP_CLOSE_XRCD:
 		rc = op_close_xrcd(c, req->obj.handle);
+		break;
+	case DROCE_PROTO_OP_ATTACH_MCAST:
+	case DROCE_PROTO_OP_DETACH_MCAST:
+		rc = op_mcast(c, req, op == DROCE_PROTO_OP_ATTACH_MCAST);
 		break;
 	case DROCE_PROTO_OP_CREATE_CQ:
 		rc = op_create_cq(c, req, nfds, resp, out_fds, out_nfds);

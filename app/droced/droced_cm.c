@@ -5,14 +5,15 @@
  * section of droce_shm_proto.h). A channel is a client connection that opened with
  * CM_OPEN; its ids are named by per-channel handles, every one checked. Events wait in
  * the channel's queue, one byte in its pipe each (bytes the full pipe refused are owed and
- * written on the tick, never blocking). Addresses, ports and listeners follow Linux's
- * cma.c; the connections themselves, on the wire, are droced_cm_wire.c's.
+ * written on the tick, never blocking). Addresses, ports, listeners and multicast joins
+ * follow Linux's cma.c; the connections themselves, on the wire, are droced_cm_wire.c's.
  */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -39,6 +40,8 @@
 #define CM_PERMISSIVE_LID	0xFFFF
 #define CM_PKEY			0xFFFF
 #define CM_PS_COUNT		4
+#define CM_MCAST_HOP_LIMIT	64	/* IPV6_DEFAULT_HOPLIMIT: Linux's RoCEv2 joins */
+#define CM_MAX_MCAST		65536	/* multicast joins per channel: -ENOMEM beyond */
 #define IBV_EVENT_COMM_EST	5	/* enum ibv_event_type */
 
 #define CM_ID_STATE_LIST(X) \
@@ -69,6 +72,14 @@ struct droced_cm_chan {
 	struct droced_cm_id **ids;
 	uint32_t cap, nb;
 	uint32_t hint;			/* no free handle below it */
+	uint32_t nb_mcast;		/* its ids' multicast joins */
+};
+
+/* A multicast join of an id (rdma_join_multicast): the library's uid names it. */
+struct cm_mcast {
+	LIST_ENTRY(cm_mcast) next;
+	uint32_t uid;
+	uint8_t mgid[16];
 };
 
 struct droced_cm_id {
@@ -107,6 +118,9 @@ struct droced_cm_id {
 	uint8_t local_ack_timeout;	/* the RTS timeout (Linux av.timeout) */
 	uint8_t srq;
 	bool move_qp;			/* CM_CONNECT's DROCE_PROTO_CM_CONN_F_MOVE_QP */
+	/* Multicast joins. */
+	LIST_HEAD(, cm_mcast) mcast;
+	uint32_t nb_mcast;
 	TAILQ_ENTRY(droced_cm_id) lnext;	/* bound or listening list */
 	TAILQ_ENTRY(droced_cm_id) rnext;	/* resolving list */
 };
@@ -299,20 +313,36 @@ ev_simple(struct droced_cm_id *id, uint32_t type, int32_t status)
 	ev_queue(id->ch, ev_new(id, type, status));
 }
 
-/* Drops the queued events of id (its bytes stay: CM_GET_EVENT answers -EAGAIN for them). */
+static bool
+ev_mcast(const struct cm_event *e)
+{
+	return e->ev.event == DROCE_PROTO_CM_EVENT_MULTICAST_JOIN ||
+	       e->ev.event == DROCE_PROTO_CM_EVENT_MULTICAST_ERROR;
+}
+
+/*
+ * Drops the queued events of id, or only those of its join mc (its bytes stay: CM_GET_EVENT
+ * answers -EAGAIN for them).
+ */
 static void
-ev_drop(struct droced_cm_id *id)
+ev_drop_mc(struct droced_cm_id *id, const struct cm_mcast *mc)
 {
 	struct cm_event *e, *next;
 
 	for (e = TAILQ_FIRST(&id->ch->events); e != NULL; e = next) {
 		next = TAILQ_NEXT(e, next);
-		if (e->id != id)
+		if (e->id != id || (mc != NULL && (!ev_mcast(e) || e->ev.mc != mc->uid)))
 			continue;
 		TAILQ_REMOVE(&id->ch->events, e, next);
 		id->ch->nb_events--;
 		free(e);
 	}
+}
+
+static void
+ev_drop(struct droced_cm_id *id)
+{
+	ev_drop_mc(id, NULL);
 }
 
 /* ---- Ids ---- */
@@ -373,6 +403,7 @@ id_new(struct droced_cm_chan *ch, uint64_t uctx, uint16_t ps, uint8_t qp_type)
 	id->ps = ps;
 	id->qp_type = qp_type;
 	id->state = ID_IDLE;
+	LIST_INIT(&id->mcast);
 	/* Linux's __rdma_create_id: a random 24-bit starting PSN per id. */
 	id->psn = (uint32_t)rte_rand() & DROCE_SHM_PSN_MAX;
 	id->local_ack_timeout = droce_cm_ack_timeout(CM_ACK_DELAY, CM_PACKET_LIFETIME);
@@ -393,9 +424,15 @@ id_unbind(struct droced_cm_id *id)
 static void
 id_destroy(struct droced_cm_id *id)
 {
+	struct cm_mcast *mc;
 	uint32_t h;
 
 	ev_drop(id);
+	while ((mc = LIST_FIRST(&id->mcast)) != NULL) {
+		LIST_REMOVE(mc, next);
+		free(mc);
+	}
+	id->ch->nb_mcast -= id->nb_mcast;
 	if (id->resolving)
 		TAILQ_REMOVE(&resolving, id, rnext);
 	if (id->state == ID_LISTEN) {
@@ -571,13 +608,21 @@ route_port(const struct droce_proto_cm_addr *dst)
 	return &droced.ports[0];
 }
 
-/* The MAC of dgid: 0, -EAGAIN (ARP running), -EHOSTUNREACH. */
+/*
+ * The MAC of dgid: 0, -EAGAIN (ARP running), -EHOSTUNREACH. A multicast group's needs no
+ * ARP (Linux's neighbour entry for one is NUD_NOARP): resolving to a group, as mckey and
+ * rdma-core's multicast tests do before they join, succeeds at once.
+ */
 static int
 id_neigh(struct droced_cm_id *id)
 {
 	struct droced_port *own = addr_port(&id->dst);
 	int rc;
 
+	if (droced_gid_is_multicast(id->dgid)) {
+		droce_net_mcast_mac(id->dgid, id->dmac);
+		return 0;
+	}
 	if (own != NULL) {
 		memcpy(id->dmac, own->mac, 6);
 		return 0;
@@ -1435,6 +1480,84 @@ op_set_option(struct droced_cm_id *id, uint32_t name, uint32_t value)
 	}
 }
 
+/* ---- Multicast (rdma_join_multicast, rdma_leave_multicast) ---- */
+
+/*
+ * A join, as Linux's rdma_join_multicast and cma_iboe_join_multicast on a RoCEv2 port: a
+ * UD id with a device, bound or its address resolved (not while resolving, not after the
+ * route), and a group of its source's IP version (a RoCEv2 packet has one); the MGID is the
+ * group's address, IPv4-mapped for IPv4 (Linux refuses IPv6 groups on RoCEv2 with
+ * ENOTSUPP: droce takes them). Nothing on the wire answers a RoCE join: the event is queued
+ * at once, behind the id's earlier events. It carries what ib_init_ah_from_mcmember makes
+ * of Linux's record: the MGID, the id's source GID, hop limit 64, traffic class, SL and
+ * flow label 0; QPN 0xFFFFFF and the id's Q_Key. The QP is librdmacm's to attach (the
+ * port announces the group then: droced_client.c).
+ */
+static int
+op_join(struct droced_cm_id *id, const struct droce_proto_req *req)
+{
+	const struct droce_proto_cm_addr *a = &req->cm_mcast.addr;
+	struct cm_mcast *mc;
+	struct cm_event *e;
+
+	if (req->cm_mcast.flags != DROCE_PROTO_CM_MC_FULLMEMBER &&
+	    req->cm_mcast.flags != DROCE_PROTO_CM_MC_SENDONLY_FULLMEMBER)
+		return -EINVAL;
+	if (id->port == NULL || (id->state != ID_ADDR_BOUND && id->state != ID_ADDR_RESOLVED) ||
+	    id->qp_type != DROCE_SHM_QPT_UD)
+		return -EINVAL;
+	if (a->family != AF_INET && a->family != AF_INET6)
+		return -EINVAL;
+	if (!droced_gid_is_multicast(a->addr))
+		return -EINVAL;
+	if (addr_v4(a) != (memcmp(id->sgid, v4_prefix, sizeof(v4_prefix)) == 0))
+		return -EINVAL;
+	if (id->ch->nb_mcast >= CM_MAX_MCAST)
+		return -ENOMEM;
+	mc = calloc(1, sizeof(*mc));
+	e = ev_new(id, DROCE_PROTO_CM_EVENT_MULTICAST_JOIN, 0);
+	if (mc == NULL || e == NULL) {
+		free(mc);
+		free(e);
+		return -ENOMEM;
+	}
+	mc->uid = req->cm_mcast.uid;
+	memcpy(mc->mgid, a->addr, 16);
+	LIST_INSERT_HEAD(&id->mcast, mc, next);
+	id->nb_mcast++;
+	id->ch->nb_mcast++;
+	e->ev.mc = mc->uid;
+	e->ev.ud.ah.is_global = 1;
+	memcpy(e->ev.ud.ah.dgid, mc->mgid, 16);
+	e->ev.ud.ah.sgid_index = id->sgid_index;
+	e->ev.ud.ah.hop_limit = CM_MCAST_HOP_LIMIT;
+	e->ev.ud.ah.port_num = 1;
+	e->ev.ud.dest_qp_num = DROCE_PROTO_CM_MC_QPN;
+	e->ev.ud.qkey = CM_UDP_QKEY;
+	e->ev.conn.qp_type = DROCE_SHM_QPT_UD;
+	ev_queue(id->ch, e);
+	return 0;
+}
+
+/* rdma_leave_multicast: the join of that uid goes, with its events not yet handed out. */
+static int
+op_leave(struct droced_cm_id *id, uint32_t uid)
+{
+	struct cm_mcast *mc;
+
+	LIST_FOREACH(mc, &id->mcast, next)
+		if (mc->uid == uid)
+			break;
+	if (mc == NULL)
+		return -ENOENT;	/* ucma's answer for a join it does not know */
+	ev_drop_mc(id, mc);
+	LIST_REMOVE(mc, next);
+	id->nb_mcast--;
+	id->ch->nb_mcast--;
+	free(mc);
+	return 0;
+}
+
 /* ---- Channels ---- */
 
 static struct droced_cm_chan *
@@ -1571,6 +1694,8 @@ op_migrate(struct droced_cm_chan *ch, const struct droce_proto_req *req,
 	}
 	from->ids[old] = NULL;
 	from->nb--;
+	from->nb_mcast -= id->nb_mcast;
+	ch->nb_mcast += id->nb_mcast;
 	if (old < from->hint)
 		from->hint = old;
 	/* Its events follow it, each with a byte in the new pipe (the old ones read -EAGAIN). */
@@ -1592,7 +1717,8 @@ op_migrate(struct droced_cm_chan *ch, const struct droce_proto_req *req,
 bool
 droced_cm_op(uint32_t op)
 {
-	return op >= DROCE_PROTO_OP_CM_OPEN && op <= DROCE_PROTO_OP_CM_NOTIFY;
+	return (op >= DROCE_PROTO_OP_CM_OPEN && op <= DROCE_PROTO_OP_CM_NOTIFY) ||
+	       op == DROCE_PROTO_OP_CM_JOIN_MCAST || op == DROCE_PROTO_OP_CM_LEAVE_MCAST;
 }
 
 int
@@ -1603,7 +1729,7 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 	struct droced_cm_id *id;
 	uint32_t handle;
 
-	RTE_SET_USED(n);
+	RTE_SET_USED(n);	/* droced_client checked the size against req_min */
 	if (req->op == DROCE_PROTO_OP_CM_OPEN)
 		return op_open(c, req, resp, out_fds, out_nfds);
 	if (ch == NULL)
@@ -1687,6 +1813,10 @@ droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, siz
 		return op_set_option(id, req->cm_set_option.name, req->cm_set_option.value);
 	case DROCE_PROTO_OP_CM_NOTIFY:
 		return op_notify(id, req->cm_notify.event);
+	case DROCE_PROTO_OP_CM_JOIN_MCAST:
+		return op_join(id, req);
+	case DROCE_PROTO_OP_CM_LEAVE_MCAST:
+		return op_leave(id, req->cm_mcast.uid);
 	default:
 		return -EINVAL;
 	}

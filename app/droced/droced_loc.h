@@ -196,6 +196,8 @@ int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
 void droced_port_tx_wake(struct droced_port *p);
 /* The address vector as the wire will carry it (the route's hop limit, see above). */
 void droced_route_av(struct droce_shm_ah_attr *ah);
+/* A multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
+bool droced_gid_is_multicast(const uint8_t gid[16]);
 
 /* ---- droced_gsi.c ---- */
 

@@ -224,6 +224,12 @@ port_setup(const struct droced *d, struct droced_port *p)
 	}
 	/* Not every PMD has a promiscuous switch; lib/net ignores frames for others anyway. */
 	rte_eth_promiscuous_disable(p->port_id);
+	/*
+	 * Multicast frames of the groups QPs join (UD multicast): the engines take only
+	 * those of joined groups, so all of them may come in. A PMD without the switch
+	 * (net_ring, memif) passes every frame anyway.
+	 */
+	rte_eth_allmulticast_enable(p->port_id);
 	rc = rte_eth_dev_start(p->port_id);
 	if (rc != 0) {
 		DROCED_LOG(ERR, "[port %s]: cannot start '%s': %s", p->cfg->name, p->cfg->device,
@@ -456,6 +462,9 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	uint32_t i;
 	int rc;
 
+	/* A multicast group: the engines derive its MAC from the address (no ARP). */
+	if (droced_gid_is_multicast(dgid))
+		return 0;
 	/* A GID of this daemon: its MAC went into the engines' table at start. */
 	for (i = 0; i < droced.nb_ports; i++)
 		if (droced.ports[i].net != NULL && droce_net_gid_find(droced.ports[i].net, dgid) >= 0)
@@ -471,9 +480,8 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	return 0;
 }
 
-/* A multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
-static bool
-gid_is_multicast(const uint8_t gid[16])
+bool
+droced_gid_is_multicast(const uint8_t gid[16])
 {
 	static const uint8_t v4_mapped[12] = { [10] = 0xFF, [11] = 0xFF };
 
@@ -486,7 +494,7 @@ void
 droced_route_av(struct droce_shm_ah_attr *ah)
 {
 	/* Linux keeps the caller's hop limit only for multicast (and RoCE v1, not ours). */
-	if (ah->is_global && !gid_is_multicast(ah->dgid))
+	if (ah->is_global && !droced_gid_is_multicast(ah->dgid))
 		ah->hop_limit = DROCED_ROUTE_HOP_LIMIT;
 }
 

@@ -35,6 +35,11 @@
  * for replay (ibv_device_attr.max_qp_rd_atom).
  */
 #define DROCE_ENGINE_MAX_DEST_RD_ATOMIC	16
+/* UD multicast: groups per device, QPs per group (ibv_device_attr's max_mcast_*). */
+#define DROCE_ENGINE_MAX_MCAST_GRPS	256
+#define DROCE_ENGINE_MAX_MCAST_QPS	64
+/* The BTH DestQP of a packet to a multicast group (IB 9.6.1.2). */
+#define DROCE_ENGINE_MCAST_QPN		0xFFFFFF
 /* XRC SRQs per device (their numbers are 1..DROCE_ENGINE_MAX_XSRQS - 1). */
 #define DROCE_ENGINE_MAX_XSRQS	(1u << 16)
 /*
@@ -227,6 +232,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_bad_state, "packets for a QP whose state does not accept them") \
 	X(rx_bad_opcode, "packets whose opcode the QP's transport does not take") \
 	X(rx_cnp, "CNPs received") \
+	X(mcast_copies, "multicast packets copied to an attached QP") \
+	X(mcast_no_group, "multicast packets for a group with no QP here, or not UD SENDs") \
 	X(rx_cnp_ignored, "CNPs for a QP whose reaction point is off (its priority, or not ECN-capable)") \
 	X(rx_ce, "CE-marked (congestion experienced) packets received") \
 	X(cnp_sent, "CNPs sent (the notification point, at most one per QP per min_time_between_cnps)") \
@@ -462,6 +469,17 @@ int droce_engine_srq_set_limit(struct droce_engine_srq *srq, uint32_t limit);
 /* ibv_query_srq: the limit, 0 once it fired. */
 uint32_t droce_engine_srq_limit(const struct droce_engine_srq *srq);
 int droce_engine_srq_destroy(struct droce_engine_srq *srq);
+/*
+ * UD multicast (ibv_attach_mcast): qp (UD) receives what is sent to multicast GID gid.
+ * attach: 0, -EINVAL (not UD, not a multicast GID), -EEXIST (attached already), -ENOMEM
+ * (DROCE_ENGINE_MAX_MCAST_GRPS groups, DROCE_ENGINE_MAX_MCAST_QPS QPs in one). detach: 0,
+ * -EINVAL (not attached). Both wait until no engine reads the old membership. A QP
+ * destroyed leaves its groups. members: the QPs attached to gid now.
+ */
+int droce_engine_mcast_attach(struct droce_engine_qp *qp, const uint8_t gid[16]);
+int droce_engine_mcast_detach(struct droce_engine_qp *qp, const uint8_t gid[16]);
+uint32_t droce_engine_mcast_members(const struct droce_engine_dev *dev, const uint8_t gid[16]);
+
 /* An XRC SRQ's device-wide number (ibv_get_srq_num, the XRCETH's); 0 for other SRQs. */
 uint32_t droce_engine_srq_num(const struct droce_engine_srq *srq);
 

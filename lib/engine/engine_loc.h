@@ -507,6 +507,32 @@ void qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t
 /* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
 void qp_sqd_check(struct droce_engine_qp *qp);
 
+/* ---- UD multicast (engine_mcast.c) ---- */
+
+struct engine_mcast_group {
+	uint8_t mgid[16];
+	uint32_t nb;
+	uint32_t qpn[DROCE_ENGINE_MAX_MCAST_QPS];
+};
+
+struct engine_mcast_table {
+	uint32_t nb;
+	struct engine_mcast_group grp[DROCE_ENGINE_MAX_MCAST_GRPS];
+};
+
+/* The device's group table now (acquire; valid for the rest of the pass), or NULL. */
+const struct engine_mcast_table *mcast_table(const struct droce_engine_dev *dev);
+/* Group gid of table t, or NULL. */
+struct engine_mcast_group *mcast_find(const struct engine_mcast_table *t, const uint8_t gid[16]);
+/* Is gid a multicast GID: IPv4-mapped 224.0.0.0/4, or IPv6 ff00::/8? */
+bool mcast_gid(const uint8_t gid[16]);
+/* A multicast GID's Ethernet address (RFC 1112, RFC 2464): 0 or -EINVAL. */
+int mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
+/* Is any QP of the device attached to a group? (any engine) */
+bool mcast_any(const struct droce_engine_dev *dev);
+/* A packet to DestQP 0xFFFFFF: a copy to every QP attached to its destination's group. */
+void mcast_rx(struct droce_engine *e, struct rte_mbuf *m, const struct droce_wire_pkt *pkt);
+
 /* ---- Congestion control (engine_cc.c) ---- */
 
 /* The port's congestion parameters and line rate into a new engine. */
@@ -763,6 +789,8 @@ struct droce_engine_dev {
 	uint32_t max_qps;
 	struct droce_engine_qp *_Atomic *qps;	/* by QPN */
 	uint32_t qpn_next;		/* control thread: allocation cursor */
+	/* UD multicast groups (engine_mcast.c): replaced whole by the control thread. */
+	struct engine_mcast_table *_Atomic mcast;
 	/* XRC SRQs by number (the XRCETH's), DROCE_ENGINE_MAX_XSRQS of them; 0 unused. */
 	struct droce_engine_srq *_Atomic *xsrqs;
 	uint32_t xsrqn_next;		/* control thread: allocation cursor */

@@ -87,6 +87,7 @@ droce_engine_dev_destroy(struct droce_engine_dev *dev)
 		droce_engine_domain_destroy(dom);
 	rte_free(dev->qps);
 	rte_free(dev->xsrqs);
+	rte_free(atomic_load(&dev->mcast));
 	rte_free(dev);
 }
 
@@ -131,6 +132,9 @@ dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], uint
 {
 	uint32_t i;
 
+	/* A multicast group has no neighbour: its MAC follows from the address. */
+	if (mcast_mac(gid, mac) == 0)
+		return 0;
 	for (i = 0; i < dev->nb_neigh; i++) {
 		if (memcmp(dev->neigh[i].gid, gid, 16) == 0) {
 			memcpy(mac, dev->neigh[i].mac, 6);
@@ -373,6 +377,138 @@ droce_engine_mw_dealloc(struct droce_engine_domain *dom, uint32_t rkey)
 	return 0;
 }
 
+/* ---- UD multicast: the group table's changes (its readers: engine_mcast.c) ---- */
+
+/* Control thread: a copy of the current table to change and publish with mcast_publish. */
+static struct engine_mcast_table *
+mcast_copy(const struct droce_engine_dev *dev)
+{
+	const struct engine_mcast_table *t = mcast_table(dev);
+	struct engine_mcast_table *n = rte_zmalloc("droce_mcast", sizeof(*n), 0);
+
+	if (n != NULL && t != NULL)
+		memcpy(n, t, sizeof(*n));
+	return n;
+}
+
+/* Publishes n; the old table is freed once no engine can still be reading it. */
+static void
+mcast_publish(struct droce_engine_dev *dev, struct engine_mcast_table *n)
+{
+	struct engine_mcast_table *old = atomic_exchange_explicit(&dev->mcast, n,
+								  memory_order_acq_rel);
+
+	engine_quiesce(dev);
+	rte_free(old);
+}
+
+int
+droce_engine_mcast_attach(struct droce_engine_qp *qp, const uint8_t gid[16])
+{
+	struct droce_engine_dev *dev = qp->dom->dev;
+	struct engine_mcast_group *g;
+	struct engine_mcast_table *n;
+	uint32_t i;
+
+	if (qp->type != DROCE_SHM_QPT_UD || !mcast_gid(gid))
+		return -EINVAL;
+	n = mcast_copy(dev);
+	if (n == NULL)
+		return -ENOMEM;
+	g = mcast_find(n, gid);
+	if (g == NULL) {
+		if (n->nb == DROCE_ENGINE_MAX_MCAST_GRPS) {
+			rte_free(n);
+			return -ENOMEM;
+		}
+		g = &n->grp[n->nb++];
+		memcpy(g->mgid, gid, 16);
+		g->nb = 0;
+	}
+	for (i = 0; i < g->nb; i++) {
+		if (g->qpn[i] == qp->qpn) {
+			rte_free(n);
+			return -EEXIST;
+		}
+	}
+	if (g->nb == DROCE_ENGINE_MAX_MCAST_QPS) {
+		rte_free(n);
+		return -ENOMEM;
+	}
+	g->qpn[g->nb++] = qp->qpn;
+	mcast_publish(dev, n);
+	return 0;
+}
+
+/* Removes qpn from group g of table n, and the group once it is empty. */
+static void
+mcast_remove(struct engine_mcast_table *n, struct engine_mcast_group *g, uint32_t i)
+{
+	g->qpn[i] = g->qpn[--g->nb];
+	if (g->nb == 0)
+		*g = n->grp[--n->nb];
+}
+
+int
+droce_engine_mcast_detach(struct droce_engine_qp *qp, const uint8_t gid[16])
+{
+	struct droce_engine_dev *dev = qp->dom->dev;
+	struct engine_mcast_group *g;
+	struct engine_mcast_table *n;
+	uint32_t i;
+
+	g = mcast_find(mcast_table(dev), gid);
+	if (g == NULL)
+		return -EINVAL;
+	for (i = 0; i < g->nb && g->qpn[i] != qp->qpn; i++)
+		;
+	if (i == g->nb)
+		return -EINVAL;
+	n = mcast_copy(dev);
+	if (n == NULL)
+		return -ENOMEM;
+	g = mcast_find(n, gid);
+	mcast_remove(n, g, i);
+	mcast_publish(dev, n);
+	return 0;
+}
+
+uint32_t
+droce_engine_mcast_members(const struct droce_engine_dev *dev, const uint8_t gid[16])
+{
+	const struct engine_mcast_group *g = mcast_find(mcast_table(dev), gid);
+
+	return g != NULL ? g->nb : 0;
+}
+
+static void
+mcast_qp_gone(struct droce_engine_dev *dev, uint32_t qpn)
+{
+	const struct engine_mcast_table *t = mcast_table(dev);
+	struct engine_mcast_table *n;
+	bool found = false;
+	uint32_t k, i;
+
+	for (k = 0; t != NULL && k < t->nb && !found; k++)
+		for (i = 0; i < t->grp[k].nb && !found; i++)
+			found = t->grp[k].qpn[i] == qpn;
+	if (!found)
+		return;
+	n = mcast_copy(dev);
+	if (n == NULL)
+		return;		/* the QPN stays listed: its packets find no QP, or a new one */
+	for (k = 0; k < n->nb; k++) {
+		for (i = 0; i < n->grp[k].nb; i++) {
+			if (n->grp[k].qpn[i] == qpn) {
+				mcast_remove(n, &n->grp[k], i);
+				k--;	/* the slot now holds another group, or the same one */
+				break;
+			}
+		}
+	}
+	mcast_publish(dev, n);
+}
+
 /* ---- Paths ---- */
 
 /*
@@ -502,15 +638,45 @@ droce_engine_cq_in_error(const struct droce_engine_cq *cq)
 	return atomic_load_explicit(&((struct droce_engine_cq *)cq)->error, memory_order_acquire) != 0;
 }
 
+/*
+ * True when a QP completing its sends on cq has WQEs posted that have not completed yet.
+ * The ctl indices are the application's and the engine's; only read here.
+ */
+static bool
+cq_sends_pending(struct droce_engine_cq *cq)
+{
+	struct droce_engine_dev *dev = cq->dom->dev;
+	uint32_t q;
+
+	for (q = 0; q < dev->max_qps; q++) {
+		struct droce_engine_qp *qp = atomic_load_explicit(&dev->qps[q],
+								  memory_order_acquire);
+
+		if (qp != NULL && qp->scq == cq &&
+		    __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(&qp->ctl->sq.cons, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
 int
 droce_engine_cq_resize(struct droce_engine_cq *cq, struct droce_shm_cqe *ring, uint32_t size)
 {
 	struct droce_engine_dev *dev = cq->dom->dev;
+	uint64_t deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 100;
 	uint32_t cons, head, n, i;
 	int rc = 0;
 
 	if (ring == NULL || size == 0 || (size & (size - 1)) != 0)
 		return -EINVAL;
+	/*
+	 * Sends posted before ibv_resize_cq complete into the ring being counted, as they
+	 * would on a NIC that has long fetched them: a short wait for the engines to finish
+	 * them (bounded: an RC peer may never answer), so the check below sees them.
+	 */
+	while (cq_sends_pending(cq) && rte_get_tsc_cycles() < deadline)
+		rte_delay_us_sleep(100);
 	/* Every pass that may be writing to cq ends; no new one starts (engine_loop.c). */
 	atomic_store_explicit(&dev->freeze, 1, memory_order_seq_cst);
 	engine_quiesce(dev);
@@ -898,6 +1064,7 @@ droce_engine_qp_destroy(struct droce_engine_qp *qp)
 	engine_cmd_run(qp->engine, &cmd);
 	atomic_store_explicit(&dev->qps[qp->qpn], NULL, memory_order_release);
 	__atomic_store_n(&qp->dom->db_qp[qp->engine->id][qp->db_slot], NULL, __ATOMIC_RELEASE);
+	mcast_qp_gone(dev, qp->qpn);
 	/* Packets of this QP may be in another engine's hands or its handoff ring. */
 	engine_quiesce(dev);
 	/* An XRC target's srq and rcq are only ever set while it handles a packet. */

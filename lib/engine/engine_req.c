@@ -299,6 +299,30 @@ req_complete_unreliable(struct droce_engine_qp *qp, struct engine_swqe *w)
 }
 
 /*
+ * Sends m, a request packet at qp->req.psn that is the whole of the WQE at cur (a READ,
+ * an atomic, a FLUSH or an ATOMIC WRITE request), and moves past that WQE: the next PSN
+ * to send is next (a READ spans its response packets' PSNs).
+ */
+static void
+req_emit_whole(struct droce_engine_qp *qp, struct rte_mbuf *m, uint32_t next)
+{
+	struct droce_engine *e = qp->engine;
+
+	if (unlikely(qp->cc.rp_state.limited))
+		cc_sent(qp, m->pkt_len);
+	engine_pkt_finish(e, &qp->tmpl, m);
+	ENGINE_STAT(e, req_pkts);
+	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
+		ENGINE_STAT(e, req_retransmit);
+	qp->req.psn = next;
+	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+	qp->req.since_ackreq = 0;
+	qp->req.cur++;
+	qp->req.cur_off = 0;
+}
+
+/*
  * Sends the READ request of the WQE at cur for what is not received yet: from cur_off,
  * at the PSN of the first response packet missing (a retried READ resumes there). It
  * spans the PSNs of the responses it asks for. 0, or -EAGAIN (no mbuf).
@@ -324,18 +348,7 @@ req_read_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.reth.len = w->len - off;
 	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 		return -EAGAIN;
-	if (unlikely(qp->cc.rp_state.limited))
-		cc_sent(qp, m->pkt_len);
-	engine_pkt_finish(e, &qp->tmpl, m);
-	ENGINE_STAT(e, req_pkts);
-	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
-		ENGINE_STAT(e, req_retransmit);
-	qp->req.psn = droce_psn_add(w->first_psn, w->npkts);
-	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
-		qp->req.psn_max = qp->req.psn;
-	qp->req.since_ackreq = 0;
-	qp->req.cur++;
-	qp->req.cur_off = 0;
+	req_emit_whole(qp, m, droce_psn_add(w->first_psn, w->npkts));
 	return 0;
 }
 
@@ -369,18 +382,7 @@ req_atomic_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	h.atomic.compare = cas ? s->atomic.compare_add : 0;
 	if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 		return -EAGAIN;
-	if (unlikely(qp->cc.rp_state.limited))
-		cc_sent(qp, m->pkt_len);
-	engine_pkt_finish(e, &qp->tmpl, m);
-	ENGINE_STAT(e, req_pkts);
-	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
-		ENGINE_STAT(e, req_retransmit);
-	qp->req.psn = droce_psn_add(qp->req.psn, 1);
-	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
-		qp->req.psn_max = qp->req.psn;
-	qp->req.since_ackreq = 0;
-	qp->req.cur++;
-	qp->req.cur_off = 0;
+	req_emit_whole(qp, m, droce_psn_add(qp->req.psn, 1));
 	return 0;
 }
 
@@ -423,18 +425,7 @@ req_read_ack_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 		rte_pktmbuf_free(m);
 		return -EACCES;
 	}
-	if (unlikely(qp->cc.rp_state.limited))
-		cc_sent(qp, m->pkt_len);
-	engine_pkt_finish(e, &qp->tmpl, m);
-	ENGINE_STAT(e, req_pkts);
-	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
-		ENGINE_STAT(e, req_retransmit);
-	qp->req.psn = droce_psn_add(qp->req.psn, 1);
-	if (droce_psn_gt(qp->req.psn, qp->req.psn_max))
-		qp->req.psn_max = qp->req.psn;
-	qp->req.since_ackreq = 0;
-	qp->req.cur++;
-	qp->req.cur_off = 0;
+	req_emit_whole(qp, m, droce_psn_add(qp->req.psn, 1));
 	return 0;
 }
 

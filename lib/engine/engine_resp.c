@@ -604,26 +604,31 @@ resp_rc_atomic(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 }
 
 /*
- * A duplicate atomic (9.7.5.1.2: never executed again): answered with the saved original
- * value if one of the last max_dest_rd_atomic resources is this atomic. One that is no
- * longer kept is dropped, as rxe does: the requester never has more than max_rd_atomic
- * unanswered, so only a stale copy of an answered atomic can miss.
+ * A duplicate of a one-PSN request that a responder resource answers (9.7.5.1.2: never
+ * executed again): an atomic (its saved original value), a FLUSH or an ATOMIC WRITE (a
+ * READ response of nothing). Answered again if one of the last max_dest_rd_atomic
+ * resources is that request (same PSN, address and key); one no longer kept is dropped,
+ * as rxe does: the requester never has more than max_rd_atomic unanswered, so only a
+ * stale copy of an answered one can miss.
  */
 static void
-resp_atomic_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
+resp_one_psn_dup(struct droce_engine_qp *qp, uint32_t psn, bool atomic, uint64_t va,
+		 uint32_t rkey)
 {
-	const struct droce_atmeth *ath = droce_pkt_atmeth(pkt);
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
 	uint32_t limit = resp_rd_limit(qp);
-	struct engine_rd_res *r;
 	uint32_t k, j;
 
 	for (k = 1; k <= limit; k++) {
+		const struct engine_rd_res *r;
+
 		j = qp->resp.rd_head - k;
 		r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
-		if (r->atomic && r->first_psn == psn && r->va == droce_atmeth_va(ath) &&
-		    r->rkey == droce_atmeth_rkey(ath)) {
-			ENGINE_STAT(qp->engine, atomic_replay);
+		if (r->atomic == atomic && (atomic || r->len == 0) && r->first_psn == psn &&
+		    r->va == va && r->rkey == rkey) {
+			if (atomic)
+				ENGINE_STAT(qp->engine, atomic_replay);
+			else
+				ENGINE_STAT(qp->engine, rd_replay);
 			resp_rd_res_replay(qp, j, psn);
 			return;
 		}
@@ -720,32 +725,6 @@ resp_rc_flush(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	r->rkey = droce_reth_rkey(reth);
 }
 
-/*
- * A duplicate FLUSH or ATOMIC WRITE: answered again from its resource, if one of the last
- * max_dest_rd_atomic holds it (a READ of nothing at psn); else dropped, as atomics are.
- */
-static void
-resp_read_ack_dup(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
-{
-	const struct droce_reth *reth = droce_pkt_reth(pkt);
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(pkt));
-	uint32_t limit = resp_rd_limit(qp);
-	uint32_t k, j;
-
-	for (k = 1; k <= limit; k++) {
-		const struct engine_rd_res *r;
-
-		j = qp->resp.rd_head - k;
-		r = &qp->resp.rd[j & (ENGINE_RD_RES - 1)];
-		if (!r->atomic && r->len == 0 && r->first_psn == psn &&
-		    r->va == droce_reth_va(reth) && r->rkey == droce_reth_rkey(reth)) {
-			ENGINE_STAT(qp->engine, rd_replay);
-			resp_rd_res_replay(qp, j, psn);
-			return;
-		}
-	}
-}
-
 /* ---- RC ---- */
 
 /* 9.7.5.2.8: no receive WQE -> RNR NAK with psn; later packets stay silent. */
@@ -824,9 +803,13 @@ resp_rc_duplicate(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	if (flags & DROCE_OPF_READ)
 		resp_read_dup(qp, pkt);
 	else if (flags & DROCE_OPF_ATOMIC)
-		resp_atomic_dup(qp, pkt);
+		resp_one_psn_dup(qp, droce_bth_psn(droce_pkt_bth(pkt)), true,
+				 droce_atmeth_va(droce_pkt_atmeth(pkt)),
+				 droce_atmeth_rkey(droce_pkt_atmeth(pkt)));
 	else if (flags & (DROCE_OPF_FLUSH | DROCE_OPF_ATOMIC_WRITE))
-		resp_read_ack_dup(qp, pkt);
+		resp_one_psn_dup(qp, droce_bth_psn(droce_pkt_bth(pkt)), false,
+				 droce_reth_va(droce_pkt_reth(pkt)),
+				 droce_reth_rkey(droce_pkt_reth(pkt)));
 	else
 		resp_schedule_ack(qp, droce_psn_add(qp->resp.epsn, DROCE_PSN_MASK));
 	return RESP_STEP_DONE;

@@ -101,6 +101,11 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 		ENGINE_STAT(e, rx_slow_drop);
 		goto drop;
 	}
+	/* To a multicast group: a copy for each QP attached (engine_mcast.c). */
+	if (dqpn == DROCE_ENGINE_MCAST_QPN) {
+		mcast_rx(e, m, pkt);
+		goto drop;
+	}
 	qp = dev_qp(e->dev, dqpn);
 	if (qp == NULL) {
 		ENGINE_STAT(e, rx_no_qp);

@@ -40,6 +40,18 @@ engine_tx(struct droce_engine *e, struct rte_mbuf *m, uint8_t l3_off)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	/*
+	 * To a multicast group with QPs of this device attached: a copy comes back in, as a
+	 * NIC loops multicast back to its own QPs (the wire would not bring it back).
+	 */
+	if ((eth->dst_addr.addr_bytes[0] & 1) && mcast_any(e->dev)) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, e->mp, 0, UINT32_MAX);
+
+		if (c != NULL && rte_ring_mp_enqueue(e->handoff, c) == 0)
+			ENGINE_STAT(e, tx_loopback);
+		else
+			rte_pktmbuf_free(c);
+	}
 	e->tx_icrc_l3[e->nb_tx] = l3_off;
 	e->tx[e->nb_tx++] = m;
 }

@@ -9,9 +9,10 @@
  * device then gets one RDMA_CM_EVENT_DEVICE_REMOVAL, and after those, ENODEV.
  *
  * Events are processed as rdma-core's cma.c does with the kernel's: the route of a
- * resolved id is queried, a CONNECT_REQUEST gets a new id. An id with a QP of the library's
- * own hears ESTABLISHED when the REP came: droced moved the QP to RTR and RTS and sent the
- * RTU (DROCE_PROTO_CM_CONN_F_MOVE_QP). Only if droced could not is the event a
+ * resolved id is queried, a CONNECT_REQUEST gets a new id, a MULTICAST_JOIN attaches the
+ * id's QP to the group (rdmacm_mcast.c). An id with a QP of the library's own hears
+ * ESTABLISHED when the REP came: droced moved the QP to RTR and RTS and sent the RTU
+ * (DROCE_PROTO_CM_CONN_F_MOVE_QP). Only if droced could not is the event a
  * CONNECT_RESPONSE, and the library does both (CM_ESTABLISH) before it reports ESTABLISHED.
  */
 
@@ -405,6 +406,8 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 	struct droce_proto_resp resp;
 	const struct droce_proto_cm_event *ev = &resp.cm_event;
 	struct rcm_id *r, *nid = NULL;
+	struct rcm_mc *mc = NULL;
+	bool mcast;
 	int ret;
 
 	pthread_mutex_lock(&c->lock);
@@ -426,8 +429,16 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 	} else {
 		r = lookup_locked(c, ev->id);
 	}
-	if (r != NULL)
+	mcast = ev->event == RDMA_CM_EVENT_MULTICAST_JOIN ||
+		ev->event == RDMA_CM_EVENT_MULTICAST_ERROR;
+	if (r != NULL && mcast) {
+		/* Counted for the join too; dropped if it left meanwhile (leave waits for it). */
+		mc = rcm_mc_reported(r, ev->mc);
+		if (mc == NULL)
+			r = NULL;
+	} else if (r != NULL) {
 		event_reported(r);
+	}
 	pthread_mutex_unlock(&c->lock);
 
 	if (r == NULL) {
@@ -509,6 +520,11 @@ fetch(struct rcm_channel *c, struct rcm_event *e)
 			return EAGAIN;
 		}
 		copy_conn(e, &ev->conn);
+		break;
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		copy_ud(e, ev);
+		rcm_mc_event(e, mc);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		copy_param(e, r, ev);
@@ -614,7 +630,10 @@ rdma_ack_cm_event(struct rdma_cm_event *event)
 	if (event == NULL)
 		return rcm_err(EINVAL);
 	e = rcm_container_of(event, struct rcm_event, event);
-	rcm_event_complete(e->owner);
+	if (e->mc != NULL)
+		rcm_mc_event_complete(e->owner, e->mc);
+	else
+		rcm_event_complete(e->owner);
 	free(e);
 	return 0;
 }
@@ -675,6 +694,11 @@ _Static_assert(DROCE_PROTO_CM_EVENT_ESTABLISHED == RDMA_CM_EVENT_ESTABLISHED, "e
 _Static_assert(DROCE_PROTO_CM_EVENT_DISCONNECTED == RDMA_CM_EVENT_DISCONNECTED, "event");
 _Static_assert(DROCE_PROTO_CM_EVENT_DEVICE_REMOVAL == RDMA_CM_EVENT_DEVICE_REMOVAL, "event");
 _Static_assert(DROCE_PROTO_CM_EVENT_TIMEWAIT_EXIT == RDMA_CM_EVENT_TIMEWAIT_EXIT, "event");
+_Static_assert(DROCE_PROTO_CM_EVENT_MULTICAST_JOIN == RDMA_CM_EVENT_MULTICAST_JOIN, "event");
+_Static_assert(DROCE_PROTO_CM_EVENT_MULTICAST_ERROR == RDMA_CM_EVENT_MULTICAST_ERROR, "event");
+_Static_assert(DROCE_PROTO_CM_MC_FULLMEMBER == RDMA_MC_JOIN_FLAG_FULLMEMBER, "join flag");
+_Static_assert(DROCE_PROTO_CM_MC_SENDONLY_FULLMEMBER == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
+	       "join flag");
 _Static_assert(DROCE_PROTO_CM_PS_IPOIB == RDMA_PS_IPOIB, "port space");
 _Static_assert(DROCE_PROTO_CM_PS_IB == RDMA_PS_IB, "port space");
 _Static_assert(DROCE_PROTO_CM_PS_TCP == RDMA_PS_TCP, "port space");

@@ -250,6 +250,8 @@ rdma_destroy_id(struct rdma_cm_id *id)
 	while (r->events_completed < r->events_reported)
 		pthread_cond_wait(&r->cond, &r->mut);
 	pthread_mutex_unlock(&r->mut);
+	/* droced forgot the id's joins with it; its QP leaves their groups here. */
+	rcm_mc_release(r);
 	rcm_id_free(r);
 	return 0;
 }

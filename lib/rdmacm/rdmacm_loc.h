@@ -64,6 +64,23 @@ struct rcm_device {
 
 struct rcm_id;
 
+/*
+ * A multicast join of an id (rdma-core's struct cma_multicast): on the id's list from
+ * rdma_join_multicast until rdma_leave_multicast or rdma_destroy_id. Its fields after
+ * uid change under the id's mut.
+ */
+struct rcm_mc {
+	struct rcm_mc *next;
+	uint32_t uid;			/* its name, echoed in droced's events */
+	uint16_t join_flags;		/* RDMA_MC_JOIN_FLAG_* */
+	bool attached;			/* it attached id.qp to mgid (or found it so) */
+	void *context;			/* its events' param.ud.private_data */
+	union ibv_gid mgid;		/* from its MULTICAST_JOIN */
+	struct sockaddr_storage addr;	/* as given: rdma_leave_multicast compares it */
+	uint32_t events_reported;	/* its events handed out, and acked: a leave waits */
+	uint32_t events_completed;
+};
+
 struct rcm_channel {
 	struct rdma_event_channel ch;	/* first: the application sees its fd */
 	int sock;
@@ -93,6 +110,8 @@ struct rcm_id {
 	uint32_t events_reported;
 	uint32_t events_completed;
 	struct ibv_qp_init_attr *qp_init_attr;	/* passive rdma_create_ep: rdma_get_request */
+	struct rcm_mc *mcs;			/* multicast joins, newest first (mut) */
+	uint32_t mc_uid;			/* the next join's uid (under mut) */
 	struct ibv_sa_path_rec path;		/* id.route.path_rec */
 	struct rcm_id *next;			/* on the channel's list */
 	struct rcm_id **pprev;			/* what points at it there */
@@ -103,6 +122,7 @@ struct rcm_id {
 struct rcm_event {
 	struct rdma_cm_event event;
 	struct rcm_id *owner;		/* whose events_completed the ack counts */
+	struct rcm_mc *mc;		/* MULTICAST_JOIN, _ERROR: the join's, counted too */
 	uint8_t private_data[DROCE_PROTO_CM_PDATA_MAX];
 };
 
@@ -162,6 +182,17 @@ int rcm_addrlen(const struct sockaddr *sa);
 void rcm_ah_from_proto(const struct droce_shm_ah_attr *s, struct ibv_ah_attr *a);
 int rcm_qp_connect(struct rdma_cm_id *id, uint8_t resp_res, uint8_t init_depth);
 int rcm_qp_err(struct rdma_cm_id *id);
+
+/* rdmacm_mcast.c */
+/* The join uid of r, its event counted as handed out (r's too); NULL once it left. */
+struct rcm_mc *rcm_mc_reported(struct rcm_id *r, uint32_t uid);
+/* A MULTICAST_JOIN or _ERROR of mc, its param.ud copied: rdma-core's ucma_process_join. */
+void rcm_mc_event(struct rcm_event *e, struct rcm_mc *mc);
+void rcm_mc_event_complete(struct rcm_id *r, struct rcm_mc *mc);
+/* id.qp goes (rdma_destroy_qp): detached from every group first. */
+void rcm_mc_qp_gone(struct rcm_id *r);
+/* rdma_destroy_id: the joins left go, detaching id.qp where it is still attached. */
+void rcm_mc_release(struct rcm_id *r);
 
 /* rdmacm_device.c */
 struct rcm_device *rcm_device_get(uint32_t port, int *err);

@@ -311,8 +311,11 @@ rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	if (id == NULL)
 		return;
-	if (id->qp != NULL)
+	if (id->qp != NULL) {
+		/* Out of the groups its joins attached it to (as a leave detaches). */
+		rcm_mc_qp_gone(to_rid(id));
 		ibv_destroy_qp(id->qp);
+	}
 	id->qp = NULL;
 	cqs_destroy(id);
 }

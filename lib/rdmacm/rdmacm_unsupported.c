@@ -9,8 +9,6 @@
  *   librdmacm itself over rdma_cm and verbs, with its own wire protocol and preloaded
  *   interposition (librspreload). droce does not carry it: every r* call fails with
  *   ENOSYS, and rsocket() first, so no program gets as far as the others.
- * - Multicast (rdma_join_multicast, _ex, rdma_leave_multicast): droced has no multicast
- *   groups (no MGID table, no IGMP/MLD, no UD multicast in the engine): ENOSYS.
  * - ECE (Enhanced Connection Establishment): droce negotiates no vendor options. The
  *   argument checks are rdma-core's (EINVAL); rdma_set_local_ece then takes only
  *   options 0 (EOPNOTSUPP otherwise), rdma_get_remote_ece reports zeros, and
@@ -23,33 +21,6 @@
 #include <rdma/rsocket.h>
 
 #include "rdmacm_loc.h"
-
-RCM_EXPORT int
-rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id;
-	(void)addr;
-	(void)context;
-	return rcm_err(ENOSYS);
-}
-
-RCM_EXPORT int
-rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-		       void *context)
-{
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return rcm_err(ENOSYS);
-}
-
-RCM_EXPORT int
-rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return rcm_err(ENOSYS);
-}
 
 RCM_EXPORT int
 rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)

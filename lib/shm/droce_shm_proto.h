@@ -93,6 +93,11 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_DEALLOC_MW,
 	DROCE_PROTO_OP_OPEN_XRCD,	/* <- fd: the file naming the XRC domain, or none */
 	DROCE_PROTO_OP_CLOSE_XRCD,
+	DROCE_PROTO_OP_ATTACH_MCAST,
+	DROCE_PROTO_OP_DETACH_MCAST,
+	/* rdma_cm again (see droced_cm_op): multicast joins of an id */
+	DROCE_PROTO_OP_CM_JOIN_MCAST,
+	DROCE_PROTO_OP_CM_LEAVE_MCAST,
 	DROCE_PROTO_OP_MAX
 };
 
@@ -128,6 +133,8 @@ struct droce_proto_limits {
 	uint32_t max_ah;
 	uint32_t max_qp_rd_atom;	/* as responder: largest max_dest_rd_atomic */
 	uint32_t max_qp_init_rd_atom;	/* as initiator: largest max_rd_atomic */
+	uint32_t max_mcast_grp;		/* multicast groups of the device */
+	uint32_t max_mcast_qp_attach;	/* QPs attached to one group */
 };
 
 struct droce_proto_gid {
@@ -163,7 +170,7 @@ struct droce_proto_gid {
  * and librdmacm checks the values at compile time.
  */
 
-#define DROCE_PROTO_CM_VERSION		3u
+#define DROCE_PROTO_CM_VERSION		4u
 #define DROCE_PROTO_CM_PDATA_MAX	224	/* the largest private data field (RTU, DREP) */
 
 /* enum rdma_cm_event_type */
@@ -179,6 +186,8 @@ struct droce_proto_gid {
 #define DROCE_PROTO_CM_EVENT_ESTABLISHED	9
 #define DROCE_PROTO_CM_EVENT_DISCONNECTED	10
 #define DROCE_PROTO_CM_EVENT_DEVICE_REMOVAL	11
+#define DROCE_PROTO_CM_EVENT_MULTICAST_JOIN	12
+#define DROCE_PROTO_CM_EVENT_MULTICAST_ERROR	13
 #define DROCE_PROTO_CM_EVENT_TIMEWAIT_EXIT	15
 
 /* enum rdma_port_space */
@@ -192,6 +201,26 @@ struct droce_proto_gid {
 #define DROCE_PROTO_CM_OPT_REUSEADDR	1	/* int */
 #define DROCE_PROTO_CM_OPT_AFONLY	2	/* int */
 #define DROCE_PROTO_CM_OPT_ACK_TIMEOUT	3	/* uint8_t: Local ACK Timeout of the QP */
+
+/*
+ * Multicast (rdma_join_multicast, _ex, rdma_leave_multicast), as Linux's rdma_cm joins on
+ * RoCE: CM_JOIN_MCAST records a join of a UD id that has a device (bound or its address
+ * resolved) and queues its RDMA_CM_EVENT_MULTICAST_JOIN on the id's channel, in order with
+ * the id's other events: ud.ah to send to the group (is_global, dgid the MGID: the group's
+ * IPv4-mapped address or the IPv6 one, sgid_index the id's source GID, hop limit 64 as
+ * Linux's RoCEv2 joins), ud.dest_qp_num 0xFFFFFF, ud.qkey the id's (RDMA_UDP_QKEY), and in
+ * the event's mc the join's uid, chosen by librdmacm (it finds the join's context and
+ * flags with it). A join does not touch the QP: librdmacm attaches it when the event comes
+ * (ibv_attach_mcast: ATTACH_MCAST on its device context), as rdma-core's does, and detaches
+ * it on leave. CM_LEAVE_MCAST forgets the join of that uid and drops its events still
+ * queued (their bytes read -EAGAIN). Errors: EINVAL for an id without a device, in another
+ * state or not UD, an address that is not multicast (224.0.0.0/4, ff00::/8) or not of the
+ * family of the id's source, flags other than the two; ENOENT for a leave of an unknown uid.
+ */
+#define DROCE_PROTO_CM_MC_QPN			0xFFFFFFu	/* the event's dest_qp_num */
+/* CM_JOIN_MCAST's flags: enum rdma_cm_mc_join_flags */
+#define DROCE_PROTO_CM_MC_FULLMEMBER		0
+#define DROCE_PROTO_CM_MC_SENDONLY_FULLMEMBER	1
 
 /*
  * An IP address and port as rdma_cm takes them. addr is 16 bytes: an IPv4 address in its
@@ -295,10 +324,11 @@ struct droce_proto_cm_event {
 	uint32_t listen_id;		/* CONNECT_REQUEST: the listener; else NO_HANDLE */
 	uint64_t uctx;			/* the id's (the listener's for CONNECT_REQUEST) */
 	uint32_t flags;			/* DROCE_PROTO_CM_EVENT_F_* */
-	uint32_t rsvd;
+	uint32_t mc;			/* MULTICAST_JOIN, _ERROR: the join's uid */
 	struct droce_proto_cm_conn conn;	/* CONNECT_REQUEST/RESPONSE, ESTABLISHED, REJECTED,
 						 * DISCONNECTED: the peer's parameters and private data */
-	struct droce_proto_cm_qp_attr ud;	/* UD ESTABLISHED (SIDR_REP): qkey, dest_qp_num, ah */
+	struct droce_proto_cm_qp_attr ud;	/* UD ESTABLISHED (SIDR_REP), MULTICAST_JOIN:
+						 * qkey, dest_qp_num, ah */
 	struct droce_proto_cm_id_info info;	/* with DROCE_PROTO_CM_EVENT_F_INFO */
 };
 
@@ -374,6 +404,13 @@ struct droce_proto_req {
 			uint32_t oflags;	/* O_CREAT, O_EXCL */
 			uint32_t rsvd;
 		} open_xrcd;
+		/* ibv_attach_mcast, ibv_detach_mcast: a UD QP and a multicast GID */
+		struct {
+			uint32_t qp;
+			uint16_t lid;		/* unused on RoCE */
+			uint16_t rsvd;
+			uint8_t gid[16];
+		} mcast;
 		struct {
 			uint32_t cqe;		/* at least this many entries */
 			uint32_t notify;	/* 1: answer with a notification fd (a channel) */
@@ -489,6 +526,14 @@ struct droce_proto_req {
 			uint32_t id;
 			uint32_t event;		/* rdma_notify's enum ibv_event_type */
 		} cm_notify;
+		/* CM_JOIN_MCAST, CM_LEAVE_MCAST (uid only) */
+		struct {
+			uint32_t id;
+			uint32_t uid;		/* librdmacm's name for the join */
+			uint32_t flags;		/* DROCE_PROTO_CM_MC_* */
+			uint32_t rsvd;
+			struct droce_proto_cm_addr addr;	/* the group */
+		} cm_mcast;
 	};
 };
 

@@ -368,6 +368,9 @@ device_attr_fill(const struct verbs_dctx *c, struct ibv_device_attr *a)
 	a->max_cqe = (int)l->max_cqe;
 	a->max_mr = (int)l->max_mr;
 	a->max_mw = (int)l->max_mr;	/* droced keeps as many windows as MRs */
+	a->max_mcast_grp = (int)l->max_mcast_grp;
+	a->max_mcast_qp_attach = (int)l->max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = (int)(l->max_mcast_grp * l->max_mcast_qp_attach);
 	a->max_pd = (int)l->max_pd;
 	a->max_qp_rd_atom = (int)l->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = (int)l->max_qp_init_rd_atom;

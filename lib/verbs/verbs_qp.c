@@ -1003,19 +1003,37 @@ ibv_query_qp(struct ibv_qp *ib, struct ibv_qp_attr *attr, int attr_mask,
 
 /* ---- Not implemented ---- */
 
-/* Multicast needs IGMP and multicast steering in droced: EOPNOTSUPP. */
+/*
+ * ibv_attach_mcast(3), ibv_detach_mcast(3): a UD QP and a multicast GID (droced checks
+ * both: EINVAL); droced's engines deliver the group's packets, its port announces the
+ * group (IGMP, MLD). The LID means nothing on RoCE.
+ */
+static int
+qp_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid, enum droce_proto_op op)
+{
+	struct droce_proto_req req = { .op = op };
+	struct droce_proto_resp resp;
+	int ret;
+
+	if (qp == NULL || gid == NULL)
+		return verbs_err(EINVAL);
+	req.mcast.qp = qp->handle;
+	req.mcast.lid = lid;
+	memcpy(req.mcast.gid, gid->raw, sizeof(req.mcast.gid));
+	ret = verbs_request(to_dctx(qp->context), &req, NULL, 0, &resp);
+	return ret != 0 ? verbs_err(ret) : 0;
+}
+
 VERBS_EXPORT int
 ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp; (void)gid; (void)lid;
-	return verbs_err(EOPNOTSUPP);
+	return qp_mcast(qp, gid, lid, DROCE_PROTO_OP_ATTACH_MCAST);
 }
 
 VERBS_EXPORT int
 ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp; (void)gid; (void)lid;
-	return verbs_err(EOPNOTSUPP);
+	return qp_mcast(qp, gid, lid, DROCE_PROTO_OP_DETACH_MCAST);
 }
 
 /* ibv_query_qp_data_in_order(3): 0 means "not guaranteed", the answer for a software HCA. */

@@ -783,6 +783,20 @@ tc_ah_create(struct tc_host *h, unsigned int engine, const struct tc_host *to, b
 	return rc;
 }
 
+int
+tc_ah_create_gid(struct tc_host *h, unsigned int engine, const uint8_t gid[16], uint32_t *ah)
+{
+	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
+	struct droce_shm_ah_attr attr;
+	int rc;
+
+	droce_shm_bringup_ah(&attr, gid, memcmp(gid, v4map, 12) == 0 ? 0 : 1);
+	rc = droce_engine_ah_create(h->dom, engine, h->pd, &attr, ah);
+	if (rc == 0 && *ah < TC_MAX_OBJS)
+		objs(h)->ah_valid[*ah] = true;
+	return rc;
+}
+
 /* ---- Posting and polling ---- */
 
 int

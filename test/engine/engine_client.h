@@ -192,6 +192,8 @@ void tc_connect_remote(struct tc_qp *qp, uint32_t dest_qpn, uint8_t peer_id,
 void tc_ud_ready(struct tc_qp *qp, uint32_t qkey, uint32_t sq_psn);
 int tc_ah_create(struct tc_host *h, unsigned int engine, const struct tc_host *to,
 		 bool ipv6, uint32_t *ah);
+/* An AH to GID gid (a multicast group, say), from the source GID of its family. */
+int tc_ah_create_gid(struct tc_host *h, unsigned int engine, const uint8_t gid[16], uint32_t *ah);
 
 /* Posting: the lib/shm client functions, as ibv_post_*. */
 int tc_post_send(struct tc_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

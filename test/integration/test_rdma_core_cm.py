@@ -12,10 +12,11 @@ carrying droced's address, and in a mount namespace where a tmpfs on /sys/class 
 only infiniband/droce0/device/net/<that interface> (unshare(1); nothing on the host
 changes). Without these every test would skip ("doesn't have net interface").
 
-Every test must pass, or skip for a feature droce does not have (SKIP_REASONS: multicast,
-which droce documents as unsupported, max_mcast_grp 0). Any FAIL or ERROR, an unexpected
-skip reason, or fewer results than tests ran (or than the module has) fails this test.
-The counts are printed.
+Every test must pass: none may skip (SKIP_REASONS is empty; the three multicast tests,
+which skipped while droce had no multicast, max_mcast_grp 0, now join through droce's
+rdma_join_multicast(_ex), send to the group and leave). Any FAIL or ERROR, any skip, or
+fewer results than tests ran (or than the module has) fails this test. The counts are
+printed.
 
 usage: test_rdma_core_cm.py DROCED DROCE_CTL COMPAT_DIR [MODULE...]
 """
@@ -29,9 +30,7 @@ from droce_harness import Daemon, TestFailure, Workdir, check, expect_idle, log,
 from test_rdma_core import copy_tests, run_module
 
 MODULES = ["rdmacm"]
-SKIP_REASONS = [
-    r"^Multicast is not supported on this device$",
-]
+SKIP_REASONS = []
 IP = "10.99.3.1"
 NETDEV = "droce-cm0"
 # Runs "$@" in new network and mount namespaces that give droce0 a net interface with
@@ -81,8 +80,8 @@ def run():
             log("ok   test_%s: %d passed, %d skipped" % (module, passed, len(skips)))
             for reason in sorted(set(skips)):
                 log("       skip x%d: %s" % (skips.count(reason), reason))
-        log("summary: rdma-core's rdma_cm tests (%d modules): %d passed, %d skipped "
-            "(multicast), %d modules with failures or errors" %
+        log("summary: rdma-core's rdma_cm tests (%d modules): %d passed, %d skipped, "
+            "%d modules with failures or errors" %
             (len(CASES or MODULES), total_pass, total_skip, len(failed)))
         check(not failed, "modules failed: %s" % " ".join(failed))
         check(d.proc.poll() is None, "droced died:\n" + d.log_text())

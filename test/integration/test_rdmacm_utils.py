@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Debian's rdma_cm programs, unmodified, through two droced joined by net_memif: rdmacm-utils
-(rping, ucmatose, udaddy, rdma_server/rdma_client, cmtime) and perftest's -R mode. The only
+(rping, ucmatose, udaddy, mckey, rdma_server/rdma_client, cmtime) and perftest's -R mode. The only
 change is LD_LIBRARY_PATH at droce's drivers/compat, which holds librdmacm.so.1 and
 libibverbs.so.1: without it these programs find no rdma_cm device on this machine (no RDMA
 in the kernel), so a connection that completes is itself the proof that droce's libraries
@@ -8,7 +8,8 @@ carried it. Addresses are the daemons' own (10.99.0.1 for A, 10.99.0.2 for B): r
 resolves them through droced's ARP, and every byte, CM MADs included, crosses the memif link.
 
 Each case checks exit status and output on both sides: message counts, the data rping
-validates, the "return status 0" of ucmatose and udaddy, cmtime's table, perftest's rows.
+validates, the "return status 0" of ucmatose, udaddy and mckey, cmtime's table, perftest's
+rows. mcast_errors drives droce's librdmacm.so.1 itself (ctypes) for the multicast errors.
 
 usage: test_rdmacm_utils.py DROCED DROCE_CTL COMPAT_DIR [CASE...]
 """
@@ -125,6 +126,241 @@ def t_udaddy():
         no_errors(out, "udaddy " + side)
 
 
+MCAST_GROUP = "239.99.0.7"
+
+
+def wait_for(app, text, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while text not in app.text():
+        check(time.monotonic() < deadline and app.proc.poll() is None,
+              "%s: no '%s' in:\n%s" % (what, text, app.text()))
+        time.sleep(0.1)
+
+
+def mckey(group, mgid, ip_a, ip_b, count=50, size=1024, sender_opts=()):
+    """rdma_cm multicast: mckey receivers on A and on B join group (each bound to its
+    daemon's address), then a sender on B joins and sends count messages to it. A's
+    receiver gets them over the link, B's through droced B's own loopback of what its port
+    sends; each exits only once it has all count of them. Every side prints the MGID its
+    MULTICAST_JOIN named and ends with "return status 0". sender_opts: -o, a send-only
+    full member (joined, its QP not attached)."""
+    common = ["mckey", "-m", group, "-C", str(count), "-S", str(size)]
+    rcv = [App(LINEBUF + common + ["-b", ip], d, 60, "receiver-" + n, env=ENV)
+           for n, d, ip in (("a", pair.a, ip_a), ("b", pair.b, ip_b))]
+    try:
+        for r in rcv:
+            wait_for(r, "mckey: joined dgid", r.name)
+        snd = App(LINEBUF + common + ["-b", ip_b, "-s"] + list(sender_opts), pair.b, 60,
+                  "sender", env=ENV)
+        rc = snd.wait()
+        check(rc == 0, "mckey sender exit %s:\n%s" % (rc, snd.output))
+        for r in rcv:
+            rc = r.wait(30)
+            check(rc == 0, "mckey %s exit %s:\n%s" % (r.name, rc, r.output))
+    finally:
+        for r in rcv:
+            r.stop()
+    for name, out, role in [(r.name, r.output, "receiving") for r in rcv] + \
+                           [("sender", snd.output, "initiating")]:
+        check("mckey: joined dgid: %s mlid 0x0 sl 0" % mgid in out and
+              role + " data transfers" in out and "data transfers complete" in out and
+              "return status 0" in out, "mckey %s:\n%s" % (name, out))
+        no_errors(out, "mckey " + name)
+
+
+def t_mckey():
+    mckey(MCAST_GROUP, "::ffff:" + MCAST_GROUP, pair.ip_a, pair.ip_b)
+
+
+# The multicast calls' errors and events against droced itself, through droce's
+# librdmacm.so.1 (ctypes; LD_LIBRARY_PATH finds droce's, as the programs above do). argv:
+# the daemon's address. Prints one line per check, "all ok" at the end.
+MCAST_CHECKS = r"""
+import ctypes as C, errno, socket, struct, sys
+
+IP = sys.argv[1]
+cm = C.CDLL("librdmacm.so.1", use_errno=True)
+ibv = C.CDLL("libibverbs.so.1", use_errno=True)
+PS_TCP, PS_UDP = 0x0106, 0x0111
+EV_ADDR_RESOLVED, EV_JOIN = 0, 12
+QKEY = 0x01234567
+
+class Gid(C.Union):
+    _fields_ = [("raw", C.c_uint8 * 16), ("g", C.c_uint64 * 2)]
+
+class Grh(C.Structure):
+    _fields_ = [("dgid", Gid), ("flow_label", C.c_uint32), ("sgid_index", C.c_uint8),
+                ("hop_limit", C.c_uint8), ("traffic_class", C.c_uint8)]
+
+class AhAttr(C.Structure):
+    _fields_ = [("grh", Grh), ("dlid", C.c_uint16), ("sl", C.c_uint8),
+                ("src_path_bits", C.c_uint8), ("static_rate", C.c_uint8),
+                ("is_global", C.c_uint8), ("port_num", C.c_uint8)]
+
+class Ud(C.Structure):
+    _fields_ = [("private_data", C.c_void_p), ("private_data_len", C.c_uint8),
+                ("ah_attr", AhAttr), ("qp_num", C.c_uint32), ("qkey", C.c_uint32)]
+
+class Event(C.Structure):
+    _fields_ = [("id", C.c_void_p), ("listen_id", C.c_void_p), ("event", C.c_int),
+                ("status", C.c_int), ("ud", Ud), ("pad", C.c_uint8 * 64)]
+
+class Cap(C.Structure):
+    _fields_ = [(n, C.c_uint32) for n in ("send_wr", "recv_wr", "send_sge", "recv_sge",
+                                          "inline")]
+
+class QpInit(C.Structure):
+    _fields_ = [("ctx", C.c_void_p), ("scq", C.c_void_p), ("rcq", C.c_void_p),
+                ("srq", C.c_void_p), ("cap", Cap), ("qp_type", C.c_int),
+                ("sq_sig_all", C.c_int)]
+
+class JoinEx(C.Structure):
+    _fields_ = [("comp_mask", C.c_uint32), ("join_flags", C.c_uint32),
+                ("addr", C.c_char_p)]
+
+cm.rdma_create_event_channel.restype = C.c_void_p
+cm.rdma_get_cm_event.argtypes = [C.c_void_p, C.POINTER(C.POINTER(Event))]
+for f in ("rdma_create_id", "rdma_bind_addr", "rdma_join_multicast",
+          "rdma_join_multicast_ex", "rdma_leave_multicast", "rdma_destroy_id",
+          "rdma_create_qp", "rdma_migrate_id", "rdma_ack_cm_event", "rdma_destroy_qp"):
+    getattr(cm, f).argtypes = None
+ibv.ibv_query_gid.argtypes = [C.c_void_p, C.c_uint8, C.c_int, C.POINTER(Gid)]
+ibv.ibv_attach_mcast.argtypes = [C.c_void_p, C.POINTER(Gid), C.c_uint16]
+ibv.ibv_detach_mcast.argtypes = [C.c_void_p, C.POINTER(Gid), C.c_uint16]
+
+def sin(ip, port=0):
+    return struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + \
+        socket.inet_aton(ip) + bytes(8)
+
+def sin6(ip, port=0):
+    return struct.pack("=H", socket.AF_INET6) + struct.pack("!HI", port, 0) + \
+        socket.inet_pton(socket.AF_INET6, ip) + bytes(4)
+
+def mgid(ip):
+    g = Gid()
+    C.memmove(g.raw, bytes(10) + b"\xff\xff" + socket.inet_aton(ip), 16)
+    return g
+
+def ok(what, ret):
+    if ret != 0:
+        sys.exit("FAIL %s: %d, errno %s" % (what, ret, errno.errorcode.get(C.get_errno())))
+    print("ok", what)
+
+def err(what, ret, want):
+    e = C.get_errno()
+    if ret != -1 or e != want:
+        sys.exit("FAIL %s: %d errno %s, want -1 %s" % (what, ret, errno.errorcode.get(e),
+                                                       errno.errorcode[want]))
+    print("ok", what, "->", errno.errorcode[want])
+
+def verr(what, ret, want):
+    # ibv_attach_mcast / ibv_detach_mcast return the errno itself
+    if ret != want:
+        sys.exit("FAIL %s: %d, want %s" % (what, ret, errno.errorcode[want]))
+    print("ok", what, "->", errno.errorcode[want])
+
+def new_id(ch, ps, bind=None):
+    i = C.c_void_p()
+    ok("create id", cm.rdma_create_id(C.c_void_p(ch), C.byref(i), None, ps))
+    if bind is not None:
+        ok("bind", cm.rdma_bind_addr(i, bind))
+    return i
+
+def field(i, off):
+    return C.c_void_p.from_address(i.value + off).value
+
+def event(ch, want_id, what):
+    ev = C.POINTER(Event)()
+    ok(what + ": get event", cm.rdma_get_cm_event(C.c_void_p(ch), C.byref(ev)))
+    e = ev.contents
+    if e.event != EV_JOIN or e.status != 0 or e.id != want_id.value:
+        sys.exit("FAIL %s: event %d status %d" % (what, e.event, e.status))
+    return ev
+
+G, G2, G3 = "239.99.0.8", "239.99.0.9", "239.99.0.10"
+ch = cm.rdma_create_event_channel()
+ch2 = cm.rdma_create_event_channel()
+
+# Errors: no device, a wildcard bind (no device either), not UD, not a group, the wrong
+# family for the id's source GID.
+i = new_id(ch, PS_UDP)
+err("join, id not bound", cm.rdma_join_multicast(i, sin(G), None), errno.EINVAL)
+ok("destroy", cm.rdma_destroy_id(i))
+i = new_id(ch, PS_UDP, sin("0.0.0.0"))
+err("join, bound to 0.0.0.0", cm.rdma_join_multicast(i, sin(G), None), errno.EINVAL)
+ok("destroy", cm.rdma_destroy_id(i))
+i = new_id(ch, PS_TCP, sin(IP))
+err("join, RC id", cm.rdma_join_multicast(i, sin(G), None), errno.EINVAL)
+ok("destroy", cm.rdma_destroy_id(i))
+i = new_id(ch, PS_UDP, sin(IP))
+err("join unicast", cm.rdma_join_multicast(i, sin("10.99.0.2"), None), errno.EINVAL)
+err("join 0.0.0.0", cm.rdma_join_multicast(i, sin("0.0.0.0"), None), errno.EINVAL)
+err("join IPv6 group from IPv4", cm.rdma_join_multicast(i, sin6("ff0e::99"), None),
+    errno.EINVAL)
+err("leave, nothing joined", cm.rdma_leave_multicast(i, sin(G)), errno.EADDRNOTAVAIL)
+
+# A join with a QP: the event (the context, the group's AH, QPN, Q_Key) and the QP attached.
+init = QpInit(cap=Cap(8, 8, 1, 1, 0), qp_type=4)
+ok("create UD QP", cm.rdma_create_qp(i, None, C.byref(init)))
+verbs, qp = field(i, 0), field(i, 24)
+ok("join " + G, cm.rdma_join_multicast(i, sin(G), C.c_void_p(0x1234)))
+ev = event(ch, i, "join")
+u = ev.contents.ud
+gid = Gid()
+ok("query sgid", ibv.ibv_query_gid(verbs, 1, u.ah_attr.grh.sgid_index, C.byref(gid)))
+got = (u.private_data, u.private_data_len, u.qp_num, u.qkey, u.ah_attr.is_global,
+       u.ah_attr.port_num, u.ah_attr.grh.hop_limit, bytes(u.ah_attr.grh.dgid.raw),
+       bytes(gid.raw))
+want = (0x1234, 0, 0xFFFFFF, QKEY, 1, 1, 64, bytes(mgid(G).raw), bytes(mgid(IP).raw))
+if got != want:
+    sys.exit("FAIL join event %s, want %s" % (got, want))
+print("ok join event", got)
+ok("ack", cm.rdma_ack_cm_event(ev))
+ok("attached (detach)", ibv.ibv_detach_mcast(qp, C.byref(mgid(G)), 0))
+ok("attach again", ibv.ibv_attach_mcast(qp, C.byref(mgid(G)), 0))
+# The same group again: a second join (Linux's answer), a second event; the QP leaves the
+# group with the last of the two.
+ok("join " + G + " again", cm.rdma_join_multicast(i, sin(G), None))
+ok("ack", cm.rdma_ack_cm_event(event(ch, i, "second join")))
+err("leave, another port", cm.rdma_leave_multicast(i, sin(G, 9)), errno.EADDRNOTAVAIL)
+ok("leave", cm.rdma_leave_multicast(i, sin(G)))
+ok("still attached (detach)", ibv.ibv_detach_mcast(qp, C.byref(mgid(G)), 0))
+ok("attach again", ibv.ibv_attach_mcast(qp, C.byref(mgid(G)), 0))
+ok("leave the second", cm.rdma_leave_multicast(i, sin(G)))
+verr("detached", ibv.ibv_detach_mcast(qp, C.byref(mgid(G)), 0), errno.EINVAL)
+err("leave a third time", cm.rdma_leave_multicast(i, sin(G)), errno.EADDRNOTAVAIL)
+# Send-only: the event, no attach.
+j = JoinEx(3, 1, sin(G2))
+ok("join_ex send-only " + G2, cm.rdma_join_multicast_ex(i, C.byref(j), None))
+ok("ack", cm.rdma_ack_cm_event(event(ch, i, "send-only join")))
+verr("send-only: not attached", ibv.ibv_detach_mcast(qp, C.byref(mgid(G2)), 0), errno.EINVAL)
+ok("leave " + G2, cm.rdma_leave_multicast(i, sin(G2)))
+# rdma_migrate_id before the event is read: it arrives on the new channel.
+ok("join " + G3, cm.rdma_join_multicast(i, sin(G3), None))
+ok("migrate", cm.rdma_migrate_id(i, C.c_void_p(ch2)))
+ok("ack", cm.rdma_ack_cm_event(event(ch2, i, "join after migrate")))
+# Destroyed with G3 still joined (the QP first, as programs do).
+cm.rdma_destroy_qp(i)
+ok("destroy id, still joined", cm.rdma_destroy_id(i))
+print("all ok")
+"""
+
+
+def t_mcast_errors():
+    """The multicast calls against droced: EINVAL for an id without a device, an RC id,
+    an address that is no group or not of the source's IP version; EADDRNOTAVAIL for a
+    leave of what is not joined; MULTICAST_JOIN's fields; the QP attached by a join (seen
+    by detaching it by hand), kept by a second join of the group until both leave, not
+    attached by a send-only join; the event following rdma_migrate_id; no id left."""
+    app = App([sys.executable, "-c", MCAST_CHECKS, pair.ip_a], pair.a, 60, "mcast", env=ENV)
+    rc = app.wait()
+    check(rc == 0 and app.output.rstrip().endswith("all ok"),
+          "exit %s:\n%s" % (rc, app.output))
+    st = ctl(BIN["droce_ctl"], pair.a)
+    check(st["cm_ids"] == "0" and st["cm_channels"] == "0", "droced A kept %s ids, %s "
+          "channels" % (st["cm_ids"], st["cm_channels"]))
+
+
 def t_rdma_server_client():
     srv, cli = both(["rdma_server", "-s", pair.ip_a, "-p", "7471"],
                     ["rdma_client", "-s", pair.ip_a, "-p", "7471"])
@@ -239,6 +475,8 @@ CASE_LIST = [
     ("ucmatose", t_ucmatose),
     ("ucmatose_migrate", t_ucmatose_migrate),
     ("udaddy", t_udaddy),
+    ("mckey", t_mckey),
+    ("mcast_errors", t_mcast_errors),
     ("rdma_server_client", t_rdma_server_client),
     ("cmtime", t_cmtime),
     ("send_bw_rdma_cm", t_send_bw_rdma_cm),
@@ -281,8 +519,8 @@ def t_device_removal():
 
 
 def t_ipv6():
-    """rping and ucmatose over IPv6 addresses (the ports' fd00:99::/64 GIDs): the RDMA CM
-    header carries IPv6 addresses, the packets IPv6 headers. Its own pair: fixed MACs and
+    """rping, ucmatose and mckey over IPv6 addresses (the ports' fd00:99::/64 GIDs): the
+    RDMA CM header carries IPv6 addresses, the packets IPv6 headers. Its own pair: fixed MACs and
     static neighbours, as droce resolves IPv6 GIDs only through those today."""
     global pair
     with MemifPair(BIN["droced"], tag="rdmacm-v6", ipv6=True) as p:
@@ -299,6 +537,9 @@ def t_ipv6():
                         ["ucmatose", "-s", p.IP6_A, "-c", "2", "-C", "10"])
         for side, out in (("server", srv), ("client", cli)):
             check("return status 0" in out, "ucmatose over IPv6, %s:\n%s" % (side, out))
+        # An IPv6 group (the MGID is the address itself; Linux refuses those on RoCEv2),
+        # the sender a send-only full member.
+        mckey("ff0e::99:7", "ff0e::99:7", p.IP6_A, p.IP6_B, count=20, sender_opts=["-o"])
 
 
 def run():

@@ -1737,19 +1737,128 @@ r_create_ah_unreachable(struct fx *f)
 	CALL_PTR(f, ibv_create_ah(f->pd, &a), ibv_destroy_ah);
 }
 
+/* ibv_attach_mcast(3): the UD QP joins ff0e::1; again: no change (0); then it leaves. */
 static long
 r_attach_mcast(struct fx *f)
 {
 	union ibv_gid mgid = { .raw = { 0xff, 0x0e, [15] = 1 } };
+	long rc = CALL(f, ibv_attach_mcast(f->ud, &mgid, 0));
 
-	return CALL(f, ibv_attach_mcast(f->ud, &mgid, 0));
+	if (rc != 0 || ibv_attach_mcast(f->ud, &mgid, 0) != 0 ||
+	    ibv_detach_mcast(f->ud, &mgid, 0) != 0)
+		return rc != 0 ? rc : -100;
+	return rc;
+}
+
+/*
+ * rdma-core 45's ibv_qp_ex: 44's with wr_flush appended, where a program built against 45
+ * or later calls it (Debian 12's headers end at wr_atomic_write).
+ */
+struct qp_ex_45 {
+	struct ibv_qp_ex x;
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr, size_t len,
+			 uint8_t type, uint8_t level);
+};
+
+/*
+ * A loopback RC pair made with ibv_create_qp_ex for ATOMIC WRITE and FLUSH: the 8 bytes
+ * land, a FLUSH of both placement types (IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT, range)
+ * completes after it, through the wr_flush slot a rdma-core 45 program calls.
+ */
+static long
+r_atomic_write_and_flush(struct fx *f)
+{
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp *q[2];
+	struct ibv_qp_ex *qx;
+	struct ibv_qp_attr at = { .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | (1u << 8) | (1u << 9) };
+	struct ibv_mr *mr;
+	struct ibv_wc wc[2];
+	uint64_t v = 0x1122334455667788ull;
+	struct timespec ts = { .tv_nsec = 1000000 };
+	int i, got = 0;
+	long rc = 0;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = f->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ia.pd = f->pd;
+	ia.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | (1ull << 11);
+	q[0] = ibv_create_qp_ex(f->ctx, &ia);
+	q[1] = ibv_create_qp_ex(f->ctx, &ia);
+	mr = ibv_reg_mr(f->pd, f->buf + 16384, 4096, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | (1u << 8) | (1u << 9));
+	if (q[0] == NULL || q[1] == NULL || mr == NULL ||
+	    rc_connect(f, q[0], q[1]->qp_num, PSN_B, PSN_A) != 0 ||
+	    rc_connect(f, q[1], q[0]->qp_num, PSN_A, PSN_B) != 0 ||
+	    ibv_modify_qp(q[1], &at, IBV_QP_ACCESS_FLAGS) != 0)
+		return -100;
+	memset(f->buf + 16384, 0, 64);
+	qx = ibv_qp_to_qp_ex(q[0]);
+	ibv_wr_start(qx);
+	qx->wr_id = 0xA1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, mr->rkey, (uintptr_t)f->buf + 16384 + 8, &v);
+	qx->wr_id = 0xF1;
+	((struct qp_ex_45 *)qx)->wr_flush(qx, mr->rkey, (uintptr_t)f->buf + 16384, 64, 3, 0);
+	rc = CALL(f, ibv_wr_complete(qx));
+	for (i = 0; rc == 0 && i < TIMEOUT_MS && got < 2; i++) {
+		int n = ibv_poll_cq(f->cq, 2 - got, wc + got);
+
+		got += n > 0 ? n : 0;
+		if (n == 0)
+			nanosleep(&ts, NULL);
+	}
+	/* IBV_WC_ATOMIC_WRITE (9), then rdma-core 45's IBV_WC_FLUSH (8) */
+	if (rc == 0 && (got != 2 || wc[0].status != IBV_WC_SUCCESS || wc[0].wr_id != 0xA1 ||
+			wc[0].opcode != IBV_WC_ATOMIC_WRITE || wc[1].status != IBV_WC_SUCCESS ||
+			wc[1].wr_id != 0xF1 || (int)wc[1].opcode != 8 ||
+			memcmp(f->buf + 16384 + 8, &v, 8) != 0))
+		rc = -101;
+	if (ibv_destroy_qp(q[0]) != 0 || ibv_destroy_qp(q[1]) != 0 || ibv_dereg_mr(mr) != 0)
+		rc = -102;
+	return rc;
+}
+
+static long
+r_attach_mcast_ipv4(struct fx *f)
+{
+	union ibv_gid mgid = { .raw = { [10] = 0xff, [11] = 0xff, 239, 1, 1, 1 } };
+	long rc = CALL(f, ibv_attach_mcast(f->ud, &mgid, 0));
+
+	if (rc == 0 && ibv_detach_mcast(f->ud, &mgid, 0) != 0)
+		return -100;
+	return rc;
+}
+
+static long
+r_attach_mcast_unicast_gid(struct fx *f)
+{
+	/* a unicast GID (the port's own): the kernel's rdma_is_multicast_addr() check */
+	return CALL(f, ibv_attach_mcast(f->ud, &f->gid0, 0));
+}
+
+static long
+r_attach_mcast_rc(struct fx *f)
+{
+	union ibv_gid mgid = { .raw = { 0xff, 0x0e, [15] = 1 } };
+
+	/* only UD QPs receive multicast */
+	return CALL(f, ibv_attach_mcast(f->qp_a, &mgid, 0));
 }
 
 static long
 r_detach_mcast(struct fx *f)
 {
-	union ibv_gid mgid = { .raw = { 0xff, 0x0e, [15] = 1 } };
+	union ibv_gid mgid = { .raw = { 0xff, 0x0e, [15] = 2 } };
 
+	/* not attached to that group */
 	return CALL(f, ibv_detach_mcast(f->ud, &mgid, 0));
 }
 
@@ -1919,8 +2028,12 @@ static const struct row rows[] = {
 	ROW(r_create_ah_port2, 0, EINVAL, 0),
 	ROW(r_create_ah_flow_label_32bit, 1, ERR_ANY, 0),
 	ROW(r_create_ah_unreachable, 0, EHOSTUNREACH, 0),
-	ROW(r_attach_mcast, EOPNOTSUPP, ERR_ANY, 0),
-	ROW(r_detach_mcast, EOPNOTSUPP, ERR_ANY, 0),
+	ROW(r_attach_mcast, 0, ERR_ANY, 0),
+	ROW(r_attach_mcast_ipv4, 0, ERR_ANY, 0),
+	ROW(r_atomic_write_and_flush, 0, ERR_ANY, 0),
+	ROW(r_attach_mcast_unicast_gid, EINVAL, ERR_ANY, 0),
+	ROW(r_attach_mcast_rc, EINVAL, ERR_ANY, 0),
+	ROW(r_detach_mcast, EINVAL, ERR_ANY, 0),
 	ROW(r_query_ece, EOPNOTSUPP, ERR_ANY, 0),
 	ROW(r_set_ece, EOPNOTSUPP, ERR_ANY, 0),
 };

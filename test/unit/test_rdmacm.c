@@ -2,9 +2,11 @@
 
 /*
  * librdmacm.so.1 (lib/rdmacm) without droced: the event strings, rdma_getaddrinfo, the
- * errno of a channel when no daemon answers, the calls droce does not support, and the
- * event pipe protocol against a fake CM written here on lib/shm's framing (CM_OPEN with a
- * pipe, CM_CREATE_ID, CM_GET_EVENT with a stale byte, CM_QUERY, end of file).
+ * errno of a channel when no daemon answers, the calls droce does not support, the event
+ * pipe protocol against a fake CM written here on lib/shm's framing (CM_OPEN with a
+ * pipe, CM_CREATE_ID, CM_GET_EVENT with a stale byte, CM_QUERY, end of file), and the
+ * library's side of multicast against it: rdma-core's argument checks, the join's
+ * MULTICAST_JOIN (context in private_data), leave by address, a left join's event dropped.
  */
 
 #include <arpa/inet.h>
@@ -195,15 +197,6 @@ DROCE_TEST(unsupported_enosys)
 	errno = 0;
 	CHECK_EQ_U64(riowrite(3, buf, sizeof(buf), 0, 0), (size_t)-1);
 	CHECK_EQ_I64(errno, ENOSYS);
-	errno = 0;
-	CHECK_EQ_I64(rdma_join_multicast(&id, NULL, NULL), -1);
-	CHECK_EQ_I64(errno, ENOSYS);
-	errno = 0;
-	CHECK_EQ_I64(rdma_join_multicast_ex(&id, NULL, NULL), -1);
-	CHECK_EQ_I64(errno, ENOSYS);
-	errno = 0;
-	CHECK_EQ_I64(rdma_leave_multicast(&id, NULL), -1);
-	CHECK_EQ_I64(errno, ENOSYS);
 	/* RDMA_OPTION_IB_PATH: droced resolves routes itself. */
 	errno = 0;
 	CHECK_EQ_I64(rdma_set_option(&id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, buf, 1), -1);
@@ -232,14 +225,25 @@ DROCE_TEST(unsupported_enosys)
 
 /* ---- A fake CM: one channel connection, events by hand ---- */
 
+#define FAKE_MAX_MC	8
+
 struct fake_cm {
 	char path[108];
 	int lsock;
 	int pipe_w;		/* the event pipe's write end (droced's) */
 	int stale;		/* GET_EVENTs to answer -EAGAIN first */
 	unsigned int gets;	/* GET_EVENTs answered with an event */
+	/* Multicast: joins' events still queued (their uids), what the last requests said. */
+	uint32_t mc_queue[FAKE_MAX_MC];
+	unsigned int mc_queued;
+	unsigned int joins, leaves;
+	uint32_t last_uid, last_flags;
+	struct droce_proto_cm_addr last_addr;
 	pthread_t thread;
 };
+
+/* The group the fake CM joins: anything else in 224.0.0.0/4 it refuses (EINVAL). */
+#define FAKE_GROUP	0xEF630007u	/* 239.99.0.7 */
 
 static void
 fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
@@ -280,9 +284,49 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 			break;
 		}
 		f->gets++;
-		resp.cm_event.event = RDMA_CM_EVENT_ADDR_RESOLVED;
 		resp.cm_event.id = FAKE_ID;
 		resp.cm_event.listen_id = DROCE_PROTO_NO_HANDLE;
+		if (f->mc_queued > 0) {
+			struct droce_proto_cm_qp_attr *ud = &resp.cm_event.ud;
+
+			/* droced's MULTICAST_JOIN (op_join in app/droced/droced_cm.c). */
+			resp.cm_event.event = RDMA_CM_EVENT_MULTICAST_JOIN;
+			resp.cm_event.mc = f->mc_queue[0];
+			memmove(f->mc_queue, f->mc_queue + 1, --f->mc_queued * sizeof(uint32_t));
+			ud->ah.is_global = 1;
+			ud->ah.dgid[10] = ud->ah.dgid[11] = 0xff;
+			ud->ah.dgid[12] = 239;
+			ud->ah.dgid[13] = 99;
+			ud->ah.dgid[15] = 7;
+			ud->ah.sgid_index = 3;
+			ud->ah.hop_limit = 64;
+			ud->ah.port_num = 1;
+			ud->dest_qp_num = DROCE_PROTO_CM_MC_QPN;
+			ud->qkey = RDMA_UDP_QKEY;
+			break;
+		}
+		resp.cm_event.event = RDMA_CM_EVENT_ADDR_RESOLVED;
+		break;
+	case DROCE_PROTO_OP_CM_JOIN_MCAST: {
+		uint32_t group;
+
+		f->joins++;
+		f->last_uid = req->cm_mcast.uid;
+		f->last_flags = req->cm_mcast.flags;
+		f->last_addr = req->cm_mcast.addr;
+		memcpy(&group, req->cm_mcast.addr.addr + 12, 4);
+		if (req->cm_mcast.id != FAKE_ID || ntohl(group) != FAKE_GROUP ||
+		    f->mc_queued == FAKE_MAX_MC) {
+			resp.status = -EINVAL;
+			break;
+		}
+		f->mc_queue[f->mc_queued++] = req->cm_mcast.uid;
+		CHECK_EQ_I64(write(f->pipe_w, "j", 1), 1);
+		break;
+	}
+	case DROCE_PROTO_OP_CM_LEAVE_MCAST:
+		f->leaves++;
+		f->last_uid = req->cm_mcast.uid;
 		break;
 	case DROCE_PROTO_OP_CM_DESTROY_ID:
 		break;
@@ -329,6 +373,17 @@ fake_start(struct fake_cm *f)
 	setenv(DROCE_PROTO_SOCKET_ENV, f->path, 1);
 }
 
+/* After the channel is destroyed: its connection ends, and so does the fake's thread. */
+static void
+fake_stop(struct fake_cm *f)
+{
+	pthread_join(f->thread, NULL);
+	if (f->pipe_w >= 0)
+		close(f->pipe_w);
+	close(f->lsock);
+	unlink(f->path);
+}
+
 DROCE_TEST(channel_pipe_protocol)
 {
 	struct rdma_event_channel *ch;
@@ -373,12 +428,190 @@ DROCE_TEST(channel_pipe_protocol)
 	/* droced gone: end of file; no id has a device, so ENODEV at once, never a hang. */
 	CHECK_EQ_I64(fcntl(ch->fd, F_SETFL, flags), 0);
 	close(f.pipe_w);
+	f.pipe_w = -1;
 	errno = 0;
 	CHECK_EQ_I64(rdma_get_cm_event(ch, &ev), -1);
 	CHECK_EQ_I64(errno, ENODEV);
 	CHECK_EQ_I64(rdma_destroy_id(id), 0);
 	rdma_destroy_event_channel(ch);
-	pthread_join(f.thread, NULL);
-	close(f.lsock);
-	unlink(f.path);
+	fake_stop(&f);
+}
+
+static struct sockaddr_in
+group_addr(uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in sin;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(ip);
+	return sin;
+}
+
+DROCE_TEST(multicast_args)
+{
+	struct sockaddr_in sin = group_addr(FAKE_GROUP, 0);
+	struct rdma_cm_join_mc_attr_ex attr;
+	struct rdma_event_channel *ch;
+	struct sockaddr_storage ib;
+	struct rdma_cm_id *id = NULL;
+	struct fake_cm f;
+
+	/* rdma-core's library checks, before anything reaches droced. */
+	memset(&attr, 0, sizeof(attr));
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(NULL, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ_I64(rdma_leave_multicast(NULL, (struct sockaddr *)&sin), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+
+	/* A real id is needed past those: a fake CM's. */
+	fake_start(&f);
+	ch = rdma_create_event_channel();
+	CHECK(ch != NULL);
+	CHECK_EQ_I64(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	/* No address, or one of a family droce has no GIDs for (AF_IB): EINVAL. */
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast(id, NULL, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	memset(&ib, 0, sizeof(ib));
+	ib.ss_family = AF_IB;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast(id, (struct sockaddr *)&ib, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, NULL, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	/* _ex: an unknown comp_mask bit is ENOTSUP; no address or no flags, bad flags: EINVAL. */
+	memset(&attr, 0, sizeof(attr));
+	attr.addr = (struct sockaddr *)&sin;
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, ENOTSUP);
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	attr.join_flags = RDMA_MC_JOIN_FLAG_RESERVED;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	attr.addr = (struct sockaddr *)&ib;
+	attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	CHECK_EQ_U64(f.joins, 0);
+	/* Leave of nothing joined: EADDRNOTAVAIL, rdma-core's own answer; none sent. */
+	errno = 0;
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&sin), -1);
+	CHECK_EQ_I64(errno, EADDRNOTAVAIL);
+	CHECK_EQ_U64(f.leaves, 0);
+	CHECK_EQ_I64(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+	fake_stop(&f);
+}
+
+DROCE_TEST(multicast_join_leave)
+{
+	struct sockaddr_in sin = group_addr(FAKE_GROUP, 0), other = group_addr(FAKE_GROUP, 9);
+	struct sockaddr_in refused = group_addr(0xEF630008u, 0);
+	struct rdma_cm_join_mc_attr_ex attr;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	struct fake_cm f;
+	int ctx1, ctx2, flags;
+	uint32_t uid1;
+
+	fake_start(&f);
+	ch = rdma_create_event_channel();
+	CHECK(ch != NULL);
+	CHECK_EQ_I64(rdma_create_id(ch, &id, &f, RDMA_PS_UDP), 0);
+	flags = fcntl(ch->fd, F_GETFL);
+	CHECK_EQ_I64(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+
+	/* A join droced refuses: its errno, and nothing left joined. */
+	errno = 0;
+	CHECK_EQ_I64(rdma_join_multicast(id, (struct sockaddr *)&refused, &ctx1), -1);
+	CHECK_EQ_I64(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&refused), -1);
+	CHECK_EQ_I64(errno, EADDRNOTAVAIL);
+
+	/* A join: the group IPv4-mapped, full member; its event names the join's context. */
+	CHECK_EQ_I64(rdma_join_multicast(id, (struct sockaddr *)&sin, &ctx1), 0);
+	CHECK_EQ_U64(f.last_addr.family, AF_INET);
+	CHECK_EQ_U64(f.last_addr.addr[10], 0xff);
+	CHECK_EQ_U64(f.last_addr.addr[12], 239);
+	CHECK_EQ_U64(f.last_flags, RDMA_MC_JOIN_FLAG_FULLMEMBER);
+	uid1 = f.last_uid;
+	CHECK_EQ_I64(rdma_get_cm_event(ch, &ev), 0);
+	CHECK_EQ_I64(ev->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	CHECK_EQ_I64(ev->status, 0);
+	CHECK(ev->id == id && ev->listen_id == NULL);
+	CHECK(ev->param.ud.private_data == &ctx1);
+	CHECK_EQ_U64(ev->param.ud.private_data_len, 0);
+	CHECK_EQ_U64(ev->param.ud.qp_num, 0xFFFFFF);
+	CHECK_EQ_U64(ev->param.ud.qkey, RDMA_UDP_QKEY);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.is_global, 1);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.port_num, 1);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.dlid, 0);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.grh.sgid_index, 3);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.grh.hop_limit, 64);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.grh.dgid.raw[11], 0xff);
+	CHECK_EQ_U64(ev->param.ud.ah_attr.grh.dgid.raw[15], 7);
+	CHECK_EQ_I64(rdma_ack_cm_event(ev), 0);
+
+	/* The same group again, send-only (rdma_join_multicast_ex): a second join. */
+	memset(&attr, 0, sizeof(attr));
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	attr.addr = (struct sockaddr *)&sin;
+	CHECK_EQ_I64(rdma_join_multicast_ex(id, &attr, &ctx2), 0);
+	CHECK_EQ_U64(f.last_flags, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER);
+	CHECK(f.last_uid != uid1);
+	CHECK_EQ_I64(rdma_get_cm_event(ch, &ev), 0);
+	CHECK_EQ_I64(ev->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	CHECK(ev->param.ud.private_data == &ctx2);
+	CHECK_EQ_I64(rdma_ack_cm_event(ev), 0);
+
+	/* Leave: by the address, byte for byte (another port is another address). */
+	errno = 0;
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&other), -1);
+	CHECK_EQ_I64(errno, EADDRNOTAVAIL);
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&sin), 0);
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&sin), 0);
+	CHECK_EQ_U64(f.leaves, 2);
+	CHECK_EQ_U64(f.last_uid, uid1);		/* newest first, as rdma-core's list */
+	errno = 0;
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&sin), -1);
+	CHECK_EQ_I64(errno, EADDRNOTAVAIL);
+
+	/* A join left before its event was fetched: the event is dropped (its join is gone). */
+	CHECK_EQ_I64(rdma_join_multicast(id, (struct sockaddr *)&sin, &ctx1), 0);
+	CHECK_EQ_I64(rdma_leave_multicast(id, (struct sockaddr *)&sin), 0);
+	errno = 0;
+	CHECK_EQ_I64(rdma_get_cm_event(ch, &ev), -1);
+	CHECK_EQ_I64(errno, EAGAIN);
+	CHECK_EQ_U64(f.joins, 4);
+
+	/* A join still in place goes with its id. */
+	CHECK_EQ_I64(rdma_join_multicast(id, (struct sockaddr *)&sin, &ctx1), 0);
+	CHECK_EQ_I64(rdma_get_cm_event(ch, &ev), 0);
+	CHECK_EQ_I64(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ_I64(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+	fake_stop(&f);
 }
