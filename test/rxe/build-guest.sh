@@ -12,11 +12,11 @@
 #
 # PROGRAMs are programs of our own for the guest's /usr/bin, built on this machine (the
 # guest is Debian 12 too), with the shared libraries they need from the packages; without
-# any, test/rxe/mw_peer of the build directory beside OUTDIR (OUTDIR less its "-rxe") when
-# it exists: devtools/setup.sh builds that directory first. --refresh rebuilds the guest
-# from the packages it was last built from (OUTDIR/manifest, OUTDIR/debs) without asking
-# apt anything, and does nothing when OUTDIR holds no guest yet: ninja runs it when a
-# program changes (test/rxe/meson.build).
+# any, test/rxe/mw_peer and test/rxe/mcast_peer of the build directory beside OUTDIR
+# (OUTDIR less its "-rxe") where they exist: devtools/setup.sh builds that directory
+# first. --refresh rebuilds the guest from the packages it was last built from
+# (OUTDIR/manifest, OUTDIR/debs) without asking apt anything, and does nothing when OUTDIR
+# holds no guest yet: ninja runs it when a program changes (test/rxe/meson.build).
 #
 # Writes OUTDIR/vmlinux (the kernel as an uncompressed ELF: QEMU boots it through PVH,
 # which under TCG saves the seconds the kernel would spend un-xz-ing itself),
@@ -58,12 +58,13 @@ say() { printf 'build-guest: %s\n' "$*"; }
 die() { printf 'build-guest: ERROR: %s\n' "$*" >&2; exit 1; }
 
 if ((${#programs[@]} == 0)) && [[ $out == *-rxe ]]; then
-	beside=${out%-rxe}/test/rxe/mw_peer
-	if [[ -f $beside ]]; then
-		programs=("$beside")
-	else
-		say "no $beside: the guest gets no mw_peer (build ${out%-rxe} first)"
-	fi
+	for beside in "${out%-rxe}"/test/rxe/{mw_peer,mcast_peer}; do
+		if [[ -f $beside ]]; then
+			programs+=("$beside")
+		else
+			say "no $beside: the guest gets no ${beside##*/} (build ${out%-rxe} first)"
+		fi
+	done
 fi
 for f in "${programs[@]}"; do
 	[[ -f $f && -x $f ]] || die "no program $f"

@@ -14,6 +14,14 @@ unbind (type 1), then WRITEs through the dead key, which must come back a remote
 error; each side checks its own half (the receive's IBV_WC_WITH_INV and invalidated_rkey,
 the bytes inside and around the window).
 
+UD multicast has no packaged program that checks what a group delivers either: mcast_peer
+(test/rxe/mcast_peer.c, ours) runs on both sides, a receiver attached to an IPv4 group
+(239.1.2.3, the GID ::ffff:239.1.2.3) and then an IPv6 one (ff0e::1:2), and a sender with
+an AH to the group: every message is checked (payload, src_qp, the GRH area's addresses),
+then the receiver detaches and nothing more may come. In the capture: the SENDs to the
+group's IP address and MAC with DestQP 0xFFFFFF, and the IGMPv2 report and leave (MLDv1
+report and done) of droce's port around its receiver's attach and detach.
+
 Then droced is restarted on the net_fault vdev wrapping the same port, losing 5% of what
 it receives and 5% of what it sends, and the RC ping-pongs must still complete: both
 stacks' retransmissions against each other. (UC and UD have no retransmission: a
@@ -23,15 +31,16 @@ Finally the capture of the guest's NIC (every frame both ways) is verified by dr
 --verify (every RoCEv2 packet well formed, every ICRC right) and by tshark's InfiniBand
 dissector (it decodes as many BTHs, and no frame as malformed), and must hold the opcodes
 each stack sent: SEND, WRITE, READ request and response, atomics, ACKs, UC and UD, SEND
-with Invalidate; and for each run of mw_peer, the window's key in the writer's RETHs and
-IETH and the target's remote access NAK.
+with Invalidate; for each run of mw_peer, the window's key in the writer's RETHs and IETH
+and the target's remote access NAK; for each run of mcast_peer, what is said above.
 
 usage: test_rxe_interop.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR FAULT_PMD RXE_DIR MW_PEER
-           [CASE...]
+           MCAST_PEER [CASE...]
 """
 
 import collections
 import hashlib
+import ipaddress
 import os
 import re
 import shutil
@@ -47,7 +56,7 @@ from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, chec
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
-                         "rxe_dir", "mw_peer"])
+                         "rxe_dir", "mw_peer", "mcast_peer"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
 # The largest IB MTU both take: the guest's eth0 has MTU 4200, droced's port 4096.
 MTU = 4096
@@ -374,24 +383,25 @@ def t_send_lat():
 # and QPN.
 MwRun = collections.namedtuple("MwRun", "type key writer writer_qpn target target_qpn")
 MW_RUNS = []
-_mw_peer_checked = []
+_guest_programs_checked = set()
 
 
-def check_guest_mw_peer():
-    """The guest's mw_peer must be this build's: build-guest.sh puts it in the initramfs, and
-    ninja rebuilds the guest when it changes (test/rxe/meson.build)."""
-    if _mw_peer_checked:
+def check_guest_program(name):
+    """The guest's program name (mw_peer, mcast_peer) must be this build's: build-guest.sh
+    puts it in the initramfs, and ninja rebuilds the guest when it changes
+    (test/rxe/meson.build)."""
+    if name in _guest_programs_checked:
         return
-    with open(BIN["mw_peer"], "rb") as f:
+    with open(BIN[name], "rb") as f:
         want = hashlib.sha256(f.read()).hexdigest()
-    rc, out = bench.guest.run("sha256sum /usr/bin/mw_peer", timeout=30)
+    rc, out = bench.guest.run("sha256sum /usr/bin/%s" % name, timeout=30)
     got = out.split()[0] if rc == 0 and out.split() else None
-    check(got == want, "the guest's /usr/bin/mw_peer (sha256 %s) is not %s (sha256 %s): the "
-          "guest is stale; ninja in mw_peer's build directory rebuilds it, as does "
-          "test/rxe/build-guest.sh --refresh %s %s" % (
-              got[:16] if got else out.strip(), BIN["mw_peer"], want[:16], BIN["rxe_dir"],
-              BIN["mw_peer"]))
-    _mw_peer_checked.append(True)
+    check(got == want, "the guest's /usr/bin/%s (sha256 %s) is not %s (sha256 %s): the "
+          "guest is stale; ninja in %s's build directory rebuilds it, as does "
+          "test/rxe/build-guest.sh --refresh %s %s %s" % (
+              name, got[:16] if got else out.strip(), BIN[name], want[:16], name,
+              BIN["rxe_dir"], BIN["mw_peer"], BIN["mcast_peer"]))
+    _guest_programs_checked.add(name)
 
 
 def check_mw_side(out, side, role, peer_ip):
@@ -408,7 +418,7 @@ def check_mw_side(out, side, role, peer_ip):
 def mw(mw_type):
     """mw_peer -t mw_type both ways: droce the target and the guest the writer, then the
     other way round."""
-    check_guest_mw_peer()
+    check_guest_program("mw_peer")
     for droce_target in (True, False):
         port = bench.next_port()
         opts = ["-p", str(port), "-t", str(mw_type)]
@@ -454,6 +464,139 @@ def t_mw_type2():
 
 def t_mw_type1():
     mw(1)
+
+
+# ---- UD multicast: mcast_peer (test/rxe/mcast_peer.c), our own program, on both sides ----
+
+# The groups (an IPv4 one, as its IPv4-mapped GID on RoCEv2, and an IPv6 one of global
+# scope), the sender's hop limit (multicast keeps the caller's: doc/interop.md) and what
+# each run sends: MCAST_N messages to the group, MCAST_AFTER more once the receiver has
+# detached, then a unicast marker to the receiver.
+MCAST_GROUP4 = "239.1.2.3"
+MCAST_GROUP6 = "ff0e::1:2"
+MCAST_HOP_LIMIT = 5
+MCAST_N = 20
+MCAST_AFTER = 4
+MCAST_SIZE = 1024
+MCAST_QKEY = 0x1e1d1c1b
+# Linux 6.1's rxe as the receiver: its ibv_attach_mcast puts the IPv6 mapping of the GID
+# on the netdev (33:33:ef:01:02:03 for 239.1.2.3) and joins no IP group, so the guest's
+# IP layer drops the group's packets; the guest's receiver joins at the IP level itself
+# (mcast_peer --ip-join, which says so). DROCE_RXE_MCAST_IP_JOIN=0 shows rxe alone.
+RXE_IP_JOIN = os.environ.get("DROCE_RXE_MCAST_IP_JOIN", "1") == "1"
+# droced's GID table (doc/net.md): 0 the IPv4-mapped address, 1 the link-local IPv6.
+DROCE_GID4, DROCE_GID6 = 0, 1
+
+# Each run that passed, for check_mcast: the group; the sender's QPN and the source
+# address of its packets to the group (IPv4, or its IPv6 GID); the receiver's IPv4
+# address (the marker's destination) and QPN; the receiver's own source address for its
+# IGMP or MLD; whether droce received.
+McastRun = collections.namedtuple("McastRun", "group sender sender_qpn sender_ip receiver_ip "
+                                  "receiver_qpn receiver_src droce_receives")
+MCAST_RUNS = []
+
+
+def check_mcast_side(out, side, role):
+    """mcast_peer's report of one side: every check passed. Returns (its QPN, its GID, the
+    peer's QPN, the peer's GID)."""
+    check("mcast_peer: FAIL" not in out and
+          re.search(r"^mcast_peer: %s: all \d+ checks passed$" % role, out, re.M),
+          "mcast_peer on %s (%s) did not pass:\n%s" % (side, role, out))
+    m = re.search(r"^mcast_peer: %s: local QPN 0x([0-9a-f]+), GID (\S+); the \w+: QPN "
+                  r"0x([0-9a-f]+),.* GID (\S+)$" % role, out, re.M)
+    check(m is not None, "mcast_peer on %s: no QPNs:\n%s" % (side, out))
+    return int(m.group(1), 16), m.group(2), int(m.group(3), 16), m.group(4)
+
+
+def guest_gid_index(prefix):
+    """The index of the guest's first RoCEv2 GID whose text (sysfs) starts with prefix."""
+    rc, out = bench.guest.run(
+        "p=/sys/class/infiniband/rxe0/ports/1; for n in 0 1 2 3 4 5 6 7; do "
+        "echo $n $(cat $p/gids/$n) $(cat $p/gid_attrs/types/$n 2>/dev/null); done",
+        timeout=30)
+    for line in out.splitlines():
+        f = line.split(None, 2)
+        if len(f) == 3 and f[1].startswith(prefix) and f[2] == "RoCE v2":
+            return int(f[0])
+    raise TestFailure("rxe0 has no RoCEv2 GID %s...:\n%s" % (prefix, out))
+
+
+def guest_ipv6(on):
+    """IPv6 on the guest's eth0, off in the rest of the suite (guest-init): on, it takes its
+    link-local address at once (no DAD, no router solicitation); rxe's link-local GID is
+    there either way (made from the MAC)."""
+    conf = "/proc/sys/net/ipv6/conf/eth0"
+    if on:
+        # The address comes a moment after the switch.
+        cmd = ("echo 0 >%s/accept_dad && echo 0 >%s/router_solicitations && "
+               "echo 0 >%s/disable_ipv6 && i=0 && "
+               "while ! ip -6 addr show dev eth0 | grep -q 'inet6 fe80::'; do "
+               "[ $i -lt 200 ] || break; usleep 25000; i=$((i + 1)); done; "
+               "ip -6 addr show dev eth0" % (conf, conf, conf))
+    else:
+        cmd = "echo 1 >%s/disable_ipv6" % conf
+    rc, out = bench.guest.run(cmd, timeout=30)
+    check(rc == 0 and (not on or "inet6 fe80::" in out),
+          "turning IPv6 %s on the guest's eth0: exit %d\n%s" % ("on" if on else "off", rc,
+                                                                out))
+
+
+def mcast(group, ipv6=False):
+    """mcast_peer -m group both ways: droce the receiver and the guest the sender, then the
+    other way round. ipv6: the group's packets go between the IPv6 link-local GIDs, the
+    marker between the IPv4 ones."""
+    check_guest_program("mcast_peer")
+    g4 = bench.guest.info["gid_index"]
+    if ipv6:
+        d_gids = ["-g", str(DROCE_GID6), "-G", str(DROCE_GID4)]
+        g_gids = ["-g", str(guest_gid_index("fe80:")), "-G", str(g4)]
+    else:
+        d_gids, g_gids = ["-g", str(DROCE_GID4)], ["-g", str(g4)]
+    for droce_receives in (True, False):
+        port = bench.next_port()
+        opts = ["-p", str(port), "-m", group, "-n", str(MCAST_N), "-a", str(MCAST_AFTER),
+                "-s", str(MCAST_SIZE), "-q", "0x%x" % MCAST_QKEY, "-l", str(MCAST_HOP_LIMIT)]
+        droce_argv = [BIN["mcast_peer"], "-d", "droce0"] + d_gids + opts
+        guest_opts = ["-d", "rxe0"] + g_gids + opts
+        if not droce_receives and RXE_IP_JOIN:
+            guest_opts += ["--ip-join", "eth0"]
+        out_d, out_g = run_both(droce_argv, " ".join(["mcast_peer"] + guest_opts),
+                                droce_receives, port)
+        d_role, g_role = ("receiver", "sender") if droce_receives else ("sender", "receiver")
+        d_qpn, d_gid, d_peer, _ = check_mcast_side(out_d, "droce", d_role)
+        g_qpn, g_gid, g_peer, _ = check_mcast_side(out_g, "guest", g_role)
+        check(d_peer == g_qpn and g_peer == d_qpn, "the QPNs the sides report differ: droce "
+              "0x%x (peer 0x%x), guest 0x%x (peer 0x%x)" % (d_qpn, d_peer, g_qpn, g_peer))
+        d_ip, g_ip = bench.link.DROCE_IP, bench.link.GUEST_IP
+        if not ipv6:
+            check(d_gid == gid_of(d_ip) and g_gid == gid_of(g_ip),
+                  "GIDs %s (droce), %s (guest), want %s and %s" % (
+                      d_gid, g_gid, gid_of(d_ip), gid_of(g_ip)))
+            d_src, g_src = d_ip, g_ip
+        else:
+            check(d_gid.startswith("fe80:") and g_gid.startswith("fe80:"),
+                  "GIDs %s (droce), %s (guest), want link-local IPv6" % (d_gid, g_gid))
+            d_src, g_src = d_gid, g_gid
+        if "NOTE --ip-join" in out_g:
+            log("     rxe's receiver joined %s at the IP level itself (--ip-join)" % group)
+        if droce_receives:
+            MCAST_RUNS.append(McastRun(group, g_src, g_qpn, g_ip, d_ip, d_qpn, d_src, True))
+        else:
+            MCAST_RUNS.append(McastRun(group, d_src, d_qpn, d_ip, g_ip, g_qpn, g_src, False))
+        log("     mcast_peer -m %s: ok, droce %s (%d messages, %d after the detach)" % (
+            group, d_role, MCAST_N, MCAST_AFTER))
+
+
+def t_mcast_ipv4():
+    mcast(MCAST_GROUP4)
+
+
+def t_mcast_ipv6():
+    guest_ipv6(True)
+    try:
+        mcast(MCAST_GROUP6, ipv6=True)
+    finally:
+        guest_ipv6(False)
 
 
 def t_loss():
@@ -502,29 +645,49 @@ def verify_capture(pcap):
     check(n_bth == summary["roce"], "tshark decodes %d BTHs, droce-pcap %d RoCEv2 packets" %
           (n_bth, summary["roce"]))
     r = subprocess.run(tshark + ["-Y", "_ws.malformed || _ws.expert.severity == error",
-                                 "-T", "fields", "-e", "frame.number"],
+                                 "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
+                                 "-e", "frame.number", "-e", "ipv6.dst", "-e", "udp.dstport",
+                                 "-e", "_ws.malformed", "-e", "_ws.expert.message"],
                        capture_output=True, text=True, timeout=600)
-    check(r.returncode == 0 and r.stdout.split() == [],
-          "tshark finds malformed or erroneous frames: %s %s" % (r.stdout.split()[:20],
-                                                                  r.stderr))
-    log("     capture: %d RoCEv2 packets, droce-pcap and tshark agree, all ICRCs right" %
-        summary["roce"])
+    check(r.returncode == 0, "tshark: %s" % r.stderr)
+    # RoCEv2 over IPv6 (the multicast cases) sends UDP checksum 0 as over IPv4 (A17.4.2:
+    # receivers ignore it; both stacks do it, and check_mcast sees that they agree), which
+    # tshark calls an error after RFC 8200 (as in test/interop/test_tshark_fields.py). That
+    # note alone on such a packet is no error here; anything else is.
+    bad, v6_zero = [], 0
+    for line in r.stdout.splitlines():
+        frame, v6dst, dport, malformed, notes = (line.split("\t") + [""] * 5)[:5]
+        if (v6dst and dport == str(ROCE_PORT) and not malformed and
+                set(notes.split("|")) == {IPV6_ZERO_CSUM_NOTE}):
+            v6_zero += 1
+        else:
+            bad.append(line)
+    check(not bad, "tshark finds malformed or erroneous frames: %s" % bad[:20])
+    log("     capture: %d RoCEv2 packets, droce-pcap and tshark agree, all ICRCs right%s" %
+        (summary["roce"], "" if not v6_zero else
+         " (%d over IPv6 with UDP checksum 0: tshark's RFC 8200 note)" % v6_zero))
     return [Pkt(l["src"], l["dst"], l["opcode_name"], l["dqpn"], l["psn"], l)
             for l in lines[:-1]]
+
+
+ROCE_PORT = 4791
+IPV6_ZERO_CSUM_NOTE = "Illegal checksum value (0)"
 
 
 # Header fields both stacks must fill alike, whatever the program asked for: the IPv4
 # TTL is the route's (64) however small the application's hop_limit (ibv_*_pingpong ask
 # for 1; Linux's RDMA core replaces it, and so must droced: doc/interop.md); the DSCP,
 # DF, the UDP checksum (0), the P_Key and the BTH version. The ECN field apart
-# (check_ecn): droce's reaction point is off by default, so both send Not-ECT.
+# (check_ecn): droce's reaction point is off by default, so both send Not-ECT. Packets to a
+# multicast group apart too: they keep the caller's hop limit, and check_mcast checks them.
 HEADER_FIELDS = ["ip.ttl", "ip.dsfield.dscp", "ip.flags.df", "udp.checksum",
                  "infiniband.bth.p_key", "infiniband.bth.tver"]
 
 
 def check_headers(pcap):
     r = subprocess.run(["tshark", "--disable-protocol", "rpcordma", "-r", pcap, "-Y",
-                        "infiniband.bth", "-T", "fields", "-e", "ip.src"] +
+                        "infiniband.bth && !(ip.dst == 224.0.0.0/4) && "
+                        "!(ipv6.dst == ff00::/8)", "-T", "fields", "-e", "ip.src"] +
                        [a for f in HEADER_FIELDS for a in ("-e", f)],
                        capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, "tshark: %s" % r.stderr)
@@ -544,16 +707,19 @@ def check_ecn(pcap):
     """doc/congestion.md's ECN rule on droce's side of the capture: with its defaults (the
     reaction point off) droce sends Not-ECT everywhere, as Linux's soft-RoCE does (a
     soft-RoCE peer sends no CNP: doc/congestion.md, "Why the reaction point starts off")."""
+    # Whose a packet is, by its Ethernet source: the IPv6 ones come from link-local
+    # addresses.
     r = subprocess.run(["tshark", "--disable-protocol", "rpcordma", "-r", pcap, "-Y",
-                        "infiniband.bth", "-T", "fields", "-e", "ip.src", "-e",
-                        "ip.dsfield.ecn", "-e", "infiniband.bth.opcode", "-e",
-                        "infiniband.bth.destqp"], capture_output=True, text=True, timeout=600)
+                        "infiniband.bth", "-T", "fields", "-e", "eth.src", "-e",
+                        "ip.dsfield.ecn", "-e", "ipv6.tclass.ecn", "-e",
+                        "infiniband.bth.opcode", "-e", "infiniband.bth.destqp"],
+                       capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, "tshark: %s" % r.stderr)
     ect = collections.Counter()
     for line in r.stdout.splitlines():
-        src, ecn, opcode, dqp = line.split("\t")
-        ecn, opcode, dqp = int(ecn, 0), int(opcode, 0), int(dqp, 0)
-        if src == bench.link.GUEST_IP:
+        src, ecn4, ecn6, opcode, dqp = line.split("\t")
+        ecn, opcode, dqp = int(ecn4 or ecn6, 0), int(opcode, 0), int(dqp, 0)
+        if src == bench.guest.info["mac"]:
             check(ecn == 0, "Linux sent ECN %d (opcode 0x%02x)" % (ecn, opcode))
             continue
         check(ecn == 0, "droce sent ECN %d on opcode 0x%02x to QP 0x%x" % (ecn, opcode, dqp))
@@ -610,6 +776,158 @@ def check_mw(pkts):
             what, run.target, collections.Counter(p.opcode for p in to_w)))
     log("     memory windows: %d runs of mw_peer on the wire (keys in RETH and IETH, the "
         "remote access NAKs)" % len(MW_RUNS))
+
+
+def mcast_mac(group):
+    """The Ethernet address of an IP multicast group: 01:00:5e and the low 23 bits of an
+    IPv4 group (RFC 1112 6.4), 33:33 and the low 32 bits of an IPv6 one (RFC 2464 7)."""
+    b = ipaddress.ip_address(group).packed
+    if len(b) == 4:
+        return "01:00:5e:%02x:%02x:%02x" % (b[1] & 0x7f, b[2], b[3])
+    return "33:33:%02x:%02x:%02x:%02x" % tuple(b[12:])
+
+
+def addr(text):
+    """An IPv4 or IPv6 address in one spelling (tshark's and inet_ntop's may differ)."""
+    return ipaddress.ip_address(text) if text else None
+
+
+# One pass of tshark over the capture for check_mcast: RoCEv2 UD packets, IGMP and MLD.
+MCAST_FIELDS = [
+    "frame.number", "eth.src", "eth.dst", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
+    "ip.ttl", "ipv6.hlim", "ip.dsfield.dscp", "ipv6.tclass.dscp", "ip.flags.df",
+    "udp.dstport", "udp.checksum", "infiniband.bth.opcode", "infiniband.bth.destqp",
+    "infiniband.bth.p_key", "infiniband.bth.tver", "infiniband.deth.q_key",
+    "infiniband.deth.srcqp", "ip.opt.ra", "igmp.version", "igmp.type", "igmp.maddr",
+    "igmp.checksum.status", "ipv6.opt.router_alert", "icmpv6.type",
+    "icmpv6.mld.multicast_address", "icmpv6.checksum.status"]
+McastPkt = collections.namedtuple("McastPkt", [f.replace(".", "_") for f in MCAST_FIELDS])
+UD_SEND_ONLY = 0x64
+IGMP_V2_REPORT, IGMP_LEAVE = 0x16, 0x17
+MLD_REPORT, MLD_DONE = 131, 132
+ALL_ROUTERS = {4: addr("224.0.0.2"), 6: addr("ff02::2")}
+TSHARK_CHECKSUM_GOOD = "1"
+
+
+def check_mcast(pcap):
+    """Each run of mcast_peer (MCAST_RUNS) on the wire. The sender's SENDs to the group: all
+    MCAST_N + MCAST_AFTER there, once each, UD SEND_ONLY to DestQP 0xFFFFFF with the Q_Key,
+    to the group's IP address and multicast MAC, with the caller's hop limit; then the
+    marker to the receiver. Where droce received: its port's IGMPv2 Membership Report
+    (MLDv1 Report for IPv6) for the group before the first SEND, its Leave Group (Done)
+    between the last message before the detach and the first after it, no report after
+    the leave; each to the right address and MAC, TTL 1, Router Alert, checksum right.
+    Both stacks' SENDs to groups carry the same header fields."""
+    r = subprocess.run(["tshark", "--disable-protocol", "rpcordma", "-r", pcap, "-Y",
+                        "infiniband.deth || igmp || icmpv6.type == 131 || "
+                        "icmpv6.type == 132 || icmpv6.type == 143", "-T", "fields"] +
+                       [a for f in MCAST_FIELDS for a in ("-e", f)],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, "tshark: %s" % r.stderr)
+    pkts = [McastPkt(*(line.split("\t") + [""] * len(MCAST_FIELDS))[:len(MCAST_FIELDS)])
+            for line in r.stdout.splitlines()]
+    frame = lambda p: int(p.frame_number)  # noqa: E731
+    src = lambda p: addr(p.ip_src or p.ipv6_src)  # noqa: E731
+    dst = lambda p: addr(p.ip_dst or p.ipv6_dst)  # noqa: E731
+    hops = lambda p: int(p.ip_ttl or p.ipv6_hlim)  # noqa: E731
+    ud = [p for p in pkts if p.infiniband_deth_srcqp]
+    # Header fields of the SENDs to groups, by IP version and stack (Ethernet source).
+    fields = collections.defaultdict(set)
+    start = 0
+    for run in MCAST_RUNS:
+        group, ver = addr(run.group), addr(run.group).version
+        what = "%s, %s sending to %s" % (run.group, run.sender, run.receiver_ip)
+        sends = [p for p in ud if frame(p) > start and dst(p) == group and
+                 src(p) == addr(run.sender) and
+                 int(p.infiniband_deth_srcqp, 0) == run.sender_qpn]
+        check(len(sends) == MCAST_N + MCAST_AFTER, "%s: %d SENDs to the group in the capture, "
+              "want %d" % (what, len(sends), MCAST_N + MCAST_AFTER))
+        for p in sends:
+            got = (p.eth_dst, int(p.infiniband_bth_opcode, 0),
+                   int(p.infiniband_bth_destqp, 0), int(p.infiniband_deth_q_key, 0), hops(p),
+                   p.udp_dstport)
+            want = (mcast_mac(run.group), UD_SEND_ONLY, 0xFFFFFF, MCAST_QKEY, MCAST_HOP_LIMIT,
+                    str(ROCE_PORT))
+            check(got == want, "%s: frame %s (MAC, opcode, DestQP, Q_Key, hop limit, UDP "
+                  "port) %s, want %s" % (what, p.frame_number, got, want))
+            fields[ver, p.eth_src].add((p.ip_dsfield_dscp or p.ipv6_tclass_dscp,
+                                        p.ip_flags_df, p.udp_checksum, p.infiniband_bth_p_key,
+                                        p.infiniband_bth_tver))
+        markers = [p for p in ud if frame(p) > frame(sends[-1]) and
+                   src(p) == addr(run.sender_ip) and dst(p) == addr(run.receiver_ip) and
+                   int(p.infiniband_bth_destqp, 0) == run.receiver_qpn and
+                   int(p.infiniband_deth_srcqp, 0) == run.sender_qpn]
+        check(len(markers) == 1, "%s: %d markers after the SENDs to the group, want 1" %
+              (what, len(markers)))
+        end = frame(markers[0])
+        before, after = sends[MCAST_N - 1], sends[MCAST_N] if MCAST_AFTER else markers[0]
+        if run.droce_receives:
+            if ver == 4:
+                mine = [p for p in pkts if p.igmp_type and start < frame(p) <= end and
+                        src(p) == addr(run.receiver_src)]
+                kind = lambda p: int(p.igmp_type, 0)  # noqa: E731
+                about = lambda p: addr(p.igmp_maddr)  # noqa: E731
+                report, leave, name = IGMP_V2_REPORT, IGMP_LEAVE, ("IGMPv2 Membership Report",
+                                                                   "Leave Group")
+            else:
+                mine = [p for p in pkts if p.icmpv6_type and start < frame(p) <= end and
+                        src(p) == addr(run.receiver_src)]
+                kind = lambda p: int(p.icmpv6_type, 0)  # noqa: E731
+                about = lambda p: addr(p.icmpv6_mld_multicast_address)  # noqa: E731
+                report, leave, name = MLD_REPORT, MLD_DONE, ("MLDv1 Report", "MLDv1 Done")
+            for p in mine:
+                k = kind(p)
+                to = {report: group, leave: ALL_ROUTERS[ver]}.get(k)
+                got = (k, about(p), dst(p), p.eth_dst, hops(p), bool(p.ip_opt_ra or
+                                                                     p.ipv6_opt_router_alert),
+                       p.igmp_checksum_status or p.icmpv6_checksum_status)
+                want = (k if to else "%d or %d" % (report, leave), group, to,
+                        mcast_mac(str(to)) if to else None, 1, True, TSHARK_CHECKSUM_GOOD)
+                check(got == want, "%s: droce's frame %s (type, group, IP and MAC "
+                      "destination, TTL, Router Alert, checksum) %s, want %s" % (
+                          what, p.frame_number, got, want))
+            reports = [frame(p) for p in mine if kind(p) == report]
+            leaves = [frame(p) for p in mine if kind(p) == leave]
+            check(reports and reports[0] < frame(sends[0]), "%s: droce's port sent no %s "
+                  "before the first SEND (frame %d): reports %s" % (
+                      what, name[0], frame(sends[0]), reports))
+            check([f for f in leaves if frame(before) < f < frame(after)],
+                  "%s: droce's port sent no %s between the last message before the detach "
+                  "(frame %d) and the first after (frame %d): %s" % (
+                      what, name[1], frame(before), frame(after), leaves))
+            check(not [f for f in reports if leaves and f > leaves[0]],
+                  "%s: droce's port reported the group after it left it (reports %s, leaves "
+                  "%s)" % (what, reports, leaves))
+            log("     %s, rxe sending: %d SENDs to %s, DestQP 0xFFFFFF; droce's port: %d %s "
+                "(the first at frame %d, the first SEND at %d), %s at %d (between %d and %d)"
+                % (run.group, len(sends), mcast_mac(run.group), len(reports), name[0],
+                   reports[0], frame(sends[0]), name[1], leaves[0], frame(before),
+                   frame(after)))
+        else:
+            # What the guest's kernel sent for the group: none from rxe itself, whatever the
+            # IP join of mcast_peer --ip-join makes (IGMPv3, MLDv2 reports).
+            theirs = [p for p in pkts if start < frame(p) <= end and
+                      p.eth_src == bench.guest.info["mac"] and
+                      (p.igmp_type if ver == 4 else p.icmpv6_type)]
+            log("     %s, droce sending: %d SENDs to %s, DestQP 0xFFFFFF; the guest's kernel "
+                "sent %d %s (the IP join of --ip-join)" % (
+                    run.group, len(sends), mcast_mac(run.group), len(theirs),
+                    "/".join(sorted({"IGMPv%s type %s" % (p.igmp_version, p.igmp_type)
+                                     if ver == 4 else "ICMPv6 type %s" % p.icmpv6_type
+                                     for p in theirs})) or "membership messages"))
+        start = end
+    guest_mac = bench.guest.info["mac"]
+    for ver in sorted({v for v, _ in fields}):
+        rxe = fields[ver, guest_mac]
+        droce = set().union(*(f for (v, m), f in fields.items() if v == ver and m != guest_mac))
+        check(not (rxe and droce) or rxe == droce, "IPv%d SENDs to groups: header fields "
+              "(DSCP, DF, UDP checksum, P_Key, TVer) differ: droce %s, Linux %s" % (
+                  ver, sorted(droce), sorted(rxe)))
+    log("     multicast: %d runs of mcast_peer on the wire; both stacks' SENDs to groups "
+        "carry the same (DSCP, DF, UDP checksum, P_Key, TVer): %s" % (
+            len(MCAST_RUNS), "; ".join("IPv%d %s" % (v, sorted(f))
+                                       for (v, m), f in sorted(fields.items())
+                                       if m == guest_mac)))
 
 
 # The CM MADs each stack must have sent (rping and ib_send_bw -R, both ways): the
@@ -770,6 +1088,8 @@ CASE_LIST = [
     ("send_bw_rdma_cm", t_send_bw_rdma_cm),
     ("mw_type2", t_mw_type2),
     ("mw_type1", t_mw_type1),
+    ("mcast_ipv4", t_mcast_ipv4),
+    ("mcast_ipv6", t_mcast_ipv6),
     ("loss", t_loss),
 ]
 
@@ -804,6 +1124,8 @@ def main():
             check_headers(pcap)
             if MW_RUNS:
                 check_mw(pkts)
+            if MCAST_RUNS:
+                check_mcast(pcap)
             if not only:
                 check_opcodes(pkts)
                 check_cm(pcap)
