@@ -53,10 +53,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <net/if.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,19 +65,21 @@
 
 #include <infiniband/verbs.h>
 
+#include "peer_util.h"
+
 #define MCAST_QPN	0xFFFFFFu	/* IB 10.5.2: a UD SEND to a multicast group */
 #define GRH_LEN		40		/* the GRH area in front of every UD receive */
 /* In the GRH area of a RoCEv2 packet over IPv4: the IPv4 header in its last 20 bytes. */
 #define IP4_OFF		20
 #define IP4_HLEN	20
 
-/* TCP messages: fixed size, NUL-padded text. */
+/* TCP messages: fixed size, NUL-padded text (peer_util.c). */
 #define MSG_LEN		160
 #define MAGIC		"MCPEER1"
+_Static_assert(MSG_LEN <= PEER_MSG_MAX, "MSG_LEN over PEER_MSG_MAX");
 
-/* Seconds: a completion (the guest runs under TCG), a TCP message. */
+/* Seconds: a completion (the guest runs under TCG). */
 #define WC_TIMEOUT	60
-#define MSG_TIMEOUT	120
 /* After the marker, how long the receiver still watches for the group's messages (ms). */
 #define GRACE_MS	1000
 
@@ -107,11 +106,8 @@ struct opts {
 };
 
 struct peer {
+	struct peer_link link;		/* role, TCP, device, PD, CQ, checks */
 	const struct opts *o;
-	const char *role;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;		/* the sender's, to the group */
@@ -119,75 +115,11 @@ struct peer {
 	uint8_t *buf;
 	size_t slot;			/* one receive (GRH area + payload) or one send */
 	int nslots;
-	int sock;
 	int join_fd;
 	bool attached;
 	union ibv_gid gid;		/* at -g: of the group's IP version */
 	union ibv_gid ugid;		/* at -G: the marker's */
-	int checks;
-	int failures;
 };
-
-static void
-vreport(struct peer *p, const char *what, const char *fmt, va_list ap)
-{
-	printf("mcast_peer: %s%s: ", what, p->role);
-	vprintf(fmt, ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void
-fail(struct peer *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport(p, "FAIL ", fmt, ap);
-	va_end(ap);
-	p->failures++;
-}
-
-/* One check: counted, and a FAIL line when it fails. Returns cond. */
-static bool
-check(struct peer *p, bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	p->checks++;
-	if (cond)
-		return true;
-	va_start(ap, fmt);
-	vreport(p, "FAIL ", fmt, ap);
-	va_end(ap);
-	p->failures++;
-	return false;
-}
-
-static void
-say(struct peer *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport(p, "", fmt, ap);
-	va_end(ap);
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void
-gid_str(const union ibv_gid *gid, char *s, size_t len)
-{
-	inet_ntop(AF_INET6, gid->raw, s, (socklen_t)len);
-}
 
 static bool
 gid_is_v4mapped(const union ibv_gid *gid)
@@ -215,170 +147,7 @@ parse_group(const char *s, union ibv_gid *gid)
 	return gid->raw[0] == 0xff ? 0 : -1;
 }
 
-static void
-gid_to_hex(const union ibv_gid *gid, char *hex)
-{
-	int i;
-
-	for (i = 0; i < 16; i++)
-		sprintf(hex + 2 * i, "%02x", gid->raw[i]);
-}
-
-static int
-hex_to_gid(const char *hex, union ibv_gid *gid)
-{
-	unsigned int b;
-	int i;
-
-	if (strlen(hex) != 32)
-		return -1;
-	for (i = 0; i < 16; i++) {
-		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
-			return -1;
-		gid->raw[i] = (uint8_t)b;
-	}
-	return 0;
-}
-
-/* ---- TCP ---- */
-
-static int
-send_msg(struct peer *p, const char *fmt, ...)
-{
-	char m[MSG_LEN] = { 0 };
-	va_list ap;
-	size_t off = 0;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	while (off < sizeof(m)) {
-		ssize_t n = send(p->sock, m + off, sizeof(m) - off, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fail(p, "cannot send \"%s\" to the peer: %s", m, strerror(errno));
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	return 0;
-}
-
-/* The peer's next message into m (MSG_LEN bytes, NUL-terminated). */
-static int
-recv_msg(struct peer *p, char *m, const char *what)
-{
-	size_t off = 0;
-
-	while (off < MSG_LEN) {
-		ssize_t n = recv(p->sock, m + off, MSG_LEN - off, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fail(p, "no %s from the peer: %s", what,
-			     n == 0 ? "connection closed" : strerror(errno));
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	m[MSG_LEN - 1] = '\0';
-	if (strncmp(m, "ABORT", 5) == 0) {
-		fail(p, "the peer gave up waiting for %s: \"%s\"", what, m);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-tcp_connect(struct peer *p)
-{
-	const struct opts *o = p->o;
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	struct timeval tv = { .tv_sec = MSG_TIMEOUT };
-	char port[16];
-	int fd = -1, rc, one = 1;
-
-	snprintf(port, sizeof(port), "%d", o->tcp_port);
-	if (o->host == NULL)
-		hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(o->host, port, &hints, &res);
-	if (rc != 0) {
-		fail(p, "getaddrinfo %s:%s: %s", o->host ? o->host : "*", port, gai_strerror(rc));
-		return -1;
-	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (o->host != NULL) {
-			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-		} else {
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0)
-				break;
-		}
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		fail(p, "cannot %s port %s: %s", o->host ? "connect to" : "listen on", port,
-		     strerror(errno));
-		return -1;
-	}
-	if (o->host == NULL) {
-		int lfd = fd;
-
-		fd = accept(lfd, NULL, NULL);
-		close(lfd);
-		if (fd < 0) {
-			fail(p, "accept: %s", strerror(errno));
-			return -1;
-		}
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	p->sock = fd;
-	return 0;
-}
-
 /* ---- Verbs ---- */
-
-static int
-open_device(struct peer *p)
-{
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
-	int n, i;
-
-	list = ibv_get_device_list(&n);
-	if (list == NULL || n == 0) {
-		fail(p, "no RDMA device");
-		if (list != NULL)
-			ibv_free_device_list(list);
-		return -1;
-	}
-	for (i = 0; i < n; i++)
-		if (p->o->dev == NULL || strcmp(ibv_get_device_name(list[i]), p->o->dev) == 0) {
-			dev = list[i];
-			break;
-		}
-	if (dev == NULL) {
-		fail(p, "no device %s", p->o->dev);
-		ibv_free_device_list(list);
-		return -1;
-	}
-	p->ctx = ibv_open_device(dev);
-	if (p->ctx == NULL)
-		fail(p, "ibv_open_device %s: %s", ibv_get_device_name(dev), strerror(errno));
-	ibv_free_device_list(list);
-	return p->ctx != NULL ? 0 : -1;
-}
 
 /* Device, PD, CQ, buffer and a UD QP in RTS. */
 static int
@@ -399,68 +168,47 @@ setup(struct peer *p)
 	};
 	char s[INET6_ADDRSTRLEN];
 
-	if (open_device(p) != 0)
+	if (peer_open_device(&p->link, o->dev, &dattr) != 0)
 		return -1;
-	if (ibv_query_device(p->ctx, &dattr) != 0) {
-		fail(p, "ibv_query_device: %s", strerror(errno));
-		return -1;
-	}
 	if (o->host == NULL)
-		check(p, dattr.max_mcast_grp > 0 && dattr.max_mcast_qp_attach > 0,
-		      "the device offers no multicast: max_mcast_grp %d, max_mcast_qp_attach %d",
-		      dattr.max_mcast_grp, dattr.max_mcast_qp_attach);
-	if (ibv_query_gid(p->ctx, (uint8_t)o->ib_port, o->gid_index, &p->gid) != 0) {
-		fail(p, "ibv_query_gid %d: %s", o->gid_index, strerror(errno));
+		peer_check(&p->link, dattr.max_mcast_grp > 0 && dattr.max_mcast_qp_attach > 0,
+			   "the device offers no multicast: max_mcast_grp %d, "
+			   "max_mcast_qp_attach %d", dattr.max_mcast_grp,
+			   dattr.max_mcast_qp_attach);
+	if (peer_query_gid(&p->link, o->ib_port, o->gid_index, &p->gid) != 0)
 		return -1;
-	}
-	gid_str(&p->gid, s, sizeof(s));
-	if (!check(p, gid_is_v4mapped(&p->gid) == gid_is_v4mapped(&o->group),
-		   "GID %d (%s) and the group are not of one IP version", o->gid_index, s))
+	peer_gid_str(&p->gid, s, sizeof(s));
+	if (!peer_check(&p->link, gid_is_v4mapped(&p->gid) == gid_is_v4mapped(&o->group),
+			"GID %d (%s) and the group are not of one IP version", o->gid_index, s))
 		return -1;
-	if (ibv_query_gid(p->ctx, (uint8_t)o->ib_port, o->marker_gid_index, &p->ugid) != 0) {
-		fail(p, "ibv_query_gid %d: %s", o->marker_gid_index, strerror(errno));
+	if (peer_query_gid(&p->link, o->ib_port, o->marker_gid_index, &p->ugid) != 0 ||
+	    peer_alloc_pd_cq(&p->link, 2 * depth) != 0)
 		return -1;
-	}
-	p->pd = ibv_alloc_pd(p->ctx);
-	p->cq = p->pd ? ibv_create_cq(p->ctx, 2 * depth, NULL, NULL, 0) : NULL;
-	if (p->cq == NULL) {
-		fail(p, "ibv_alloc_pd / ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
 	p->slot = GRH_LEN + (size_t)o->size;
 	p->nslots = depth;
 	p->buf = aligned_alloc(4096, (p->slot * (size_t)depth + 4095) & ~(size_t)4095);
 	if (p->buf == NULL) {
-		fail(p, "out of memory");
+		peer_fail(&p->link, "out of memory");
 		return -1;
 	}
 	memset(p->buf, 0, p->slot * (size_t)depth);
-	p->mr = ibv_reg_mr(p->pd, p->buf, p->slot * (size_t)depth, IBV_ACCESS_LOCAL_WRITE);
+	p->mr = ibv_reg_mr(p->link.pd, p->buf, p->slot * (size_t)depth, IBV_ACCESS_LOCAL_WRITE);
 	if (p->mr == NULL) {
-		fail(p, "ibv_reg_mr: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
-	init.send_cq = init.recv_cq = p->cq;
-	p->qp = ibv_create_qp(p->pd, &init);
-	if (p->qp == NULL) {
-		fail(p, "ibv_create_qp UD: %s", strerror(errno));
+	if (peer_create_qp(&p->link, &init, &attr, IBV_QP_QKEY, &p->qp) != 0)
 		return -1;
-	}
-	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_QKEY) != 0) {
-		fail(p, "ibv_modify_qp INIT: %s", strerror(errno));
-		return -1;
-	}
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
 	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE) != 0) {
-		fail(p, "ibv_modify_qp RTR: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_modify_qp RTR: %s", strerror(errno));
 		return -1;
 	}
 	attr.qp_state = IBV_QPS_RTS;
 	attr.sq_psn = (uint32_t)getpid() & 0xffffff;
 	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) {
-		fail(p, "ibv_modify_qp RTS: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_modify_qp RTS: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -473,15 +221,15 @@ poll_until(struct peer *p, struct ibv_wc *wc, double deadline)
 	struct timespec pause = { .tv_nsec = 20000 };
 
 	for (;;) {
-		int n = ibv_poll_cq(p->cq, 1, wc);
+		int n = ibv_poll_cq(p->link.cq, 1, wc);
 
 		if (n < 0) {
-			fail(p, "ibv_poll_cq: %d", n);
+			peer_fail(&p->link, "ibv_poll_cq: %d", n);
 			return -1;
 		}
 		if (n == 1)
 			return 1;
-		if (now_s() > deadline)
+		if (peer_now_s() > deadline)
 			return 0;
 		nanosleep(&pause, NULL);
 	}
@@ -523,9 +271,9 @@ ip_join(struct peer *p)
 	char s[INET6_ADDRSTRLEN];
 	int rc;
 
-	gid_str(g, s, sizeof(s));
+	peer_gid_str(g, s, sizeof(s));
 	if (ifindex == 0) {
-		fail(p, "--ip-join: no interface %s", p->o->ip_join);
+		peer_fail(&p->link, "--ip-join: no interface %s", p->o->ip_join);
 		return -1;
 	}
 	if (gid_is_v4mapped(g)) {
@@ -544,11 +292,12 @@ ip_join(struct peer *p)
 						      &mr, sizeof(mr));
 	}
 	if (rc != 0) {
-		fail(p, "--ip-join: cannot join %s on %s: %s", s, p->o->ip_join, strerror(errno));
+		peer_fail(&p->link, "--ip-join: cannot join %s on %s: %s", s, p->o->ip_join,
+			  strerror(errno));
 		return -1;
 	}
-	say(p, "NOTE --ip-join: the kernel's IP layer joined %s on %s (a socket of ours) "
-	    "besides ibv_attach_mcast", s, p->o->ip_join);
+	peer_say(&p->link, "NOTE --ip-join: the kernel's IP layer joined %s on %s (a socket of "
+		 "ours) besides ibv_attach_mcast", s, p->o->ip_join);
 	return 0;
 }
 
@@ -567,7 +316,8 @@ post_recvs(struct peer *p)
 
 		rc = ibv_post_recv(p->qp, &wr, &bad);
 		if (rc != 0) {
-			fail(p, "ibv_post_recv %d of %d: %s", i, p->nslots, strerror(rc));
+			peer_fail(&p->link, "ibv_post_recv %d of %d: %s", i, p->nslots,
+				  strerror(rc));
 			return -1;
 		}
 	}
@@ -626,53 +376,55 @@ check_recv(struct peer *p, const struct ibv_wc *wc, uint32_t sender_qpn,
 	uint32_t seq;
 	int ver;
 
-	if (!check(p, wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV,
-		   "receive wr_id %" PRIu64 ": status %s (%d), opcode %d", wc->wr_id,
-		   ibv_wc_status_str(wc->status), wc->status, wc->opcode))
+	if (!peer_check(&p->link, wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV,
+			"receive wr_id %" PRIu64 ": status %s (%d), opcode %d", wc->wr_id,
+			ibv_wc_status_str(wc->status), wc->status, wc->opcode))
 		return -1;
-	if (!check(p, wc->wr_id < (uint64_t)p->nslots, "receive of unknown wr_id %" PRIu64,
-		   wc->wr_id))
+	if (!peer_check(&p->link, wc->wr_id < (uint64_t)p->nslots,
+			"receive of unknown wr_id %" PRIu64, wc->wr_id))
 		return -1;
 	grh = p->buf + p->slot * wc->wr_id;
 	pl = grh + GRH_LEN;
-	check(p, (wc->wc_flags & IBV_WC_GRH) != 0, "receive wr_id %" PRIu64 ": no IBV_WC_GRH "
-	      "(wc_flags 0x%x)", wc->wr_id, wc->wc_flags);
-	check(p, wc->src_qp == sender_qpn, "receive wr_id %" PRIu64 ": src_qp 0x%06x, want the "
-	      "sender's QPN 0x%06x", wc->wr_id, wc->src_qp, sender_qpn);
-	if (!check(p, wc->byte_len == GRH_LEN + (uint32_t)o->size, "receive wr_id %" PRIu64
-		   ": byte_len %u, want %d (the GRH area and %d bytes)", wc->wr_id, wc->byte_len,
-		   GRH_LEN + o->size, o->size))
+	peer_check(&p->link, (wc->wc_flags & IBV_WC_GRH) != 0, "receive wr_id %" PRIu64
+		   ": no IBV_WC_GRH (wc_flags 0x%x)", wc->wr_id, wc->wc_flags);
+	peer_check(&p->link, wc->src_qp == sender_qpn, "receive wr_id %" PRIu64 ": src_qp "
+		   "0x%06x, want the sender's QPN 0x%06x", wc->wr_id, wc->src_qp, sender_qpn);
+	if (!peer_check(&p->link, wc->byte_len == GRH_LEN + (uint32_t)o->size,
+			"receive wr_id %" PRIu64 ": byte_len %u, want %d (the GRH area and %d "
+			"bytes)", wc->wr_id, wc->byte_len, GRH_LEN + o->size, o->size))
 		return -1;
 	ver = grh_addrs(grh, &dst, &src, ttl);
-	if (!check(p, ver != 0, "receive wr_id %" PRIu64 ": the GRH area holds neither an IPv4 "
-		   "header (at byte 20, checksum valid) nor an IPv6 one (first byte 0x%02x, byte 20 "
-		   "0x%02x)", wc->wr_id, grh[0], grh[IP4_OFF]))
+	if (!peer_check(&p->link, ver != 0, "receive wr_id %" PRIu64 ": the GRH area holds "
+			"neither an IPv4 header (at byte 20, checksum valid) nor an IPv6 one "
+			"(first byte 0x%02x, byte 20 0x%02x)", wc->wr_id, grh[0], grh[IP4_OFF]))
 		return -1;
 	seq = (uint32_t)pl[0] << 24 | (uint32_t)pl[1] << 16 | (uint32_t)pl[2] << 8 | pl[3];
 	*to_group = memcmp(&dst, &o->group, 16) == 0;
 	if (seq == MARKER_SEQ)
 		sender_gid = sender_ugid;
-	gid_str(&src, s1, sizeof(s1));
-	gid_str(sender_gid, s2, sizeof(s2));
-	check(p, memcmp(&src, sender_gid, 16) == 0, "message %u: the GRH area's source %s, "
-	      "want the sender's GID %s", seq, s1, s2);
-	gid_str(&dst, s1, sizeof(s1));
+	peer_gid_str(&src, s1, sizeof(s1));
+	peer_gid_str(sender_gid, s2, sizeof(s2));
+	peer_check(&p->link, memcmp(&src, sender_gid, 16) == 0, "message %u: the GRH area's "
+		   "source %s, want the sender's GID %s", seq, s1, s2);
+	peer_gid_str(&dst, s1, sizeof(s1));
 	if (seq == MARKER_SEQ) {
-		gid_str(&p->ugid, s2, sizeof(s2));
-		check(p, memcmp(&dst, &p->ugid, 16) == 0, "the marker: the GRH area's destination "
-		      "%s, want this side's GID %s", s1, s2);
-		check(p, memcmp(pl + 4, MARKER_TEXT, sizeof(MARKER_TEXT)) == 0,
-		      "the marker: payload \"%.*s\"", (int)sizeof(MARKER_TEXT), (const char *)pl + 4);
+		peer_gid_str(&p->ugid, s2, sizeof(s2));
+		peer_check(&p->link, memcmp(&dst, &p->ugid, 16) == 0, "the marker: the GRH area's "
+			   "destination %s, want this side's GID %s", s1, s2);
+		peer_check(&p->link, memcmp(pl + 4, MARKER_TEXT, sizeof(MARKER_TEXT)) == 0,
+			   "the marker: payload \"%.*s\"", (int)sizeof(MARKER_TEXT),
+			   (const char *)pl + 4);
 		return MARKER_SEQ;
 	}
-	gid_str(&o->group, s2, sizeof(s2));
-	check(p, *to_group, "message %u: the GRH area's destination %s (IPv%d), want the "
-	      "group %s", seq, s1, ver, s2);
+	peer_gid_str(&o->group, s2, sizeof(s2));
+	peer_check(&p->link, *to_group, "message %u: the GRH area's destination %s (IPv%d), want "
+		   "the group %s", seq, s1, ver, s2);
 	for (j = 4; j < (size_t)o->size; j++)
 		if (pl[j] != pattern(seq, j) && bad++ == 0)
 			first = j;
-	check(p, bad == 0, "message %u: %zu of %d payload bytes wrong, the first at %zu: "
-	      "0x%02x, want 0x%02x", seq, bad, o->size, first, pl[first], pattern(seq, first));
+	peer_check(&p->link, bad == 0, "message %u: %zu of %d payload bytes wrong, the first at "
+		   "%zu: 0x%02x, want 0x%02x", seq, bad, o->size, first, pl[first],
+		   pattern(seq, first));
 	return seq;
 }
 
@@ -689,41 +441,45 @@ run_receiver(struct peer *p)
 	struct ibv_wc wc;
 	double deadline;
 
-	gid_str(&o->group, s, sizeof(s));
+	peer_gid_str(&o->group, s, sizeof(s));
 	rc = ibv_attach_mcast(p->qp, &o->group, 0);
-	if (!check(p, rc == 0, "ibv_attach_mcast %s: %s", s, strerror(rc)))
+	if (!peer_check(&p->link, rc == 0, "ibv_attach_mcast %s: %s", s, strerror(rc)))
 		return -1;
 	p->attached = true;
-	say(p, "UD QPN 0x%06x attached to %s, Q_Key 0x%08x", p->qp->qp_num, s, o->qkey);
+	peer_say(&p->link, "UD QPN 0x%06x attached to %s, Q_Key 0x%08x", p->qp->qp_num, s,
+		 o->qkey);
 	if (o->ip_join != NULL && ip_join(p) != 0)
 		return -1;
 	if (post_recvs(p) != 0)
 		return -1;
 
-	if (tcp_connect(p) != 0)
+	if (peer_tcp_connect(&p->link, o->host, o->tcp_port) != 0)
 		return -1;
-	if (recv_msg(p, m, "the sender's address") != 0)
+	if (peer_recv_msg(&p->link, m, "the sender's address") != 0)
 		return -1;
 	if (sscanf(m, MAGIC " %x %39s %39s %39s %d %d %d", &sender_qpn, peer_hex, peer_uhex,
-		   group_hex, &n, &size, &hops) != 7 || hex_to_gid(peer_hex, &sender_gid) != 0 ||
-	    hex_to_gid(peer_uhex, &sender_ugid) != 0 || hex_to_gid(group_hex, &group) != 0) {
-		fail(p, "the peer is no mcast_peer sender of this version: \"%s\"", m);
+		   group_hex, &n, &size, &hops) != 7 ||
+	    peer_hex_to_gid(peer_hex, &sender_gid) != 0 ||
+	    peer_hex_to_gid(peer_uhex, &sender_ugid) != 0 ||
+	    peer_hex_to_gid(group_hex, &group) != 0) {
+		peer_fail(&p->link, "the peer is no mcast_peer sender of this version: \"%s\"", m);
 		return -1;
 	}
-	if (!check(p, memcmp(&group, &o->group, 16) == 0 && n == o->n && size == o->size,
-		   "the sender sends %d x %d bytes to %s, this side expects %d x %d to %s", n, size,
-		   group_hex, o->n, o->size, s))
+	if (!peer_check(&p->link,
+			memcmp(&group, &o->group, 16) == 0 && n == o->n && size == o->size,
+			"the sender sends %d x %d bytes to %s, this side expects %d x %d to %s", n,
+			size, group_hex, o->n, o->size, s))
 		goto abort;
-	gid_to_hex(&p->ugid, hex);
-	if (send_msg(p, "READY %06x %08x %s", p->qp->qp_num, o->qkey, hex) != 0)
+	peer_gid_to_hex(&p->ugid, hex);
+	if (peer_send_msg(&p->link, "READY %06x %08x %s", p->qp->qp_num, o->qkey, hex) != 0)
 		return -1;
-	gid_str(&p->gid, s, sizeof(s));
-	gid_str(&sender_gid, s2, sizeof(s2));
-	say(p, "local QPN 0x%06x, GID %s; the sender: QPN 0x%06x, GID %s", p->qp->qp_num, s,
-	    sender_qpn, s2);
+	peer_gid_str(&p->gid, s, sizeof(s));
+	peer_gid_str(&sender_gid, s2, sizeof(s2));
+	peer_say(&p->link, "local QPN 0x%06x, GID %s; the sender: QPN 0x%06x, GID %s",
+		 p->qp->qp_num, s, sender_qpn, s2);
 
 	/* The N messages to the group. */
-	deadline = now_s() + WC_TIMEOUT;
+	deadline = peer_now_s() + WC_TIMEOUT;
 	while (got + other < o->n) {
 		int64_t seq;
 
@@ -731,44 +487,45 @@ run_receiver(struct peer *p)
 		if (rc < 0)
 			goto abort;
 		if (rc == 0) {
-			fail(p, "%d of %d messages to the group received after %d s", got, o->n,
-			     WC_TIMEOUT);
+			peer_fail(&p->link, "%d of %d messages to the group received after %d s",
+				  got, o->n, WC_TIMEOUT);
 			goto abort;
 		}
 		seq = check_recv(p, &wc, sender_qpn, &sender_gid, &sender_ugid, &to_group,
 				 &ttl);
 		/* A receive that failed its checks, or a message out of place, or again. */
 		if (seq < 0 ||
-		    !check(p, seq < o->n, "message %" PRId64 " before the detach, want 0..%d",
-			   seq, o->n - 1) ||
-		    !check(p, !seen[seq], "message %" PRId64 " received twice", seq)) {
+		    !peer_check(&p->link, seq < o->n, "message %" PRId64 " before the detach, "
+				"want 0..%d", seq, o->n - 1) ||
+		    !peer_check(&p->link, !seen[seq], "message %" PRId64 " received twice",
+				seq)) {
 			other++;
 			continue;
 		}
 		/* Multicast keeps the sender's hop limit (no route replaces it). */
-		check(p, ttl == hops, "message %" PRId64 ": TTL / hop limit %d in the GRH area, "
-		      "want the sender's %d", seq, ttl, hops);
+		peer_check(&p->link, ttl == hops, "message %" PRId64 ": TTL / hop limit %d in the "
+			   "GRH area, want the sender's %d", seq, ttl, hops);
 		seen[seq] = true;
 		got++;
 	}
-	gid_str(&o->group, s, sizeof(s));
-	say(p, "%d messages of %d bytes received from the group %s, every one checked (GRH "
-	    "area: destination the group, source the sender, TTL/hop limit %d; src_qp "
-	    "0x%06x)", got, o->size, s, hops, sender_qpn);
-	if (recv_msg(p, m, "the end of the sends") != 0)
+	peer_gid_str(&o->group, s, sizeof(s));
+	peer_say(&p->link, "%d messages of %d bytes received from the group %s, every one "
+		 "checked (GRH area: destination the group, source the sender, TTL/hop limit %d; "
+		 "src_qp 0x%06x)", got, o->size, s, hops, sender_qpn);
+	if (peer_recv_msg(&p->link, m, "the end of the sends") != 0)
 		return -1;
-	check(p, sscanf(m, "SENT %d", &n) == 1 && n == o->n, "the sender reports \"%s\", want "
-	      "SENT %d", m, o->n);
+	peer_check(&p->link, sscanf(m, "SENT %d", &n) == 1 && n == o->n,
+		   "the sender reports \"%s\", want SENT %d", m, o->n);
 
 	/* Detached, nothing more from the group. */
 	rc = ibv_detach_mcast(p->qp, &o->group, 0);
-	if (!check(p, rc == 0, "ibv_detach_mcast %s: %s", s, strerror(rc)))
+	if (!peer_check(&p->link, rc == 0, "ibv_detach_mcast %s: %s", s, strerror(rc)))
 		goto abort;
 	p->attached = false;
-	say(p, "detached from %s", s);
-	if (send_msg(p, "DETACHED") != 0)
+	peer_say(&p->link, "detached from %s", s);
+	if (peer_send_msg(&p->link, "DETACHED") != 0)
 		return -1;
-	deadline = now_s() + WC_TIMEOUT;
+	deadline = peer_now_s() + WC_TIMEOUT;
 	for (;;) {
 		int64_t seq;
 
@@ -784,30 +541,31 @@ run_receiver(struct peer *p)
 			continue;
 		}
 		if (seq == MARKER_SEQ) {
-			check(p, !marker, "the marker received twice");
+			peer_check(&p->link, !marker, "the marker received twice");
 			if (!marker)
-				say(p, "the marker is in; watching %d ms more", GRACE_MS);
+				peer_say(&p->link, "the marker is in; watching %d ms more",
+					 GRACE_MS);
 			marker = true;
-			deadline = now_s() + GRACE_MS / 1e3;
+			deadline = peer_now_s() + GRACE_MS / 1e3;
 			continue;
 		}
 		late++;
-		check(p, !to_group, "message %" PRId64 " to the group received after the detach "
-		      "(%s the marker)", seq, marker ? "after" : "before");
+		peer_check(&p->link, !to_group, "message %" PRId64 " to the group received after "
+			   "the detach (%s the marker)", seq, marker ? "after" : "before");
 	}
-	check(p, marker, "the marker (a SEND to this QP's own address after the %d to the "
-	      "group) did not come in %d s", o->after, WC_TIMEOUT);
+	peer_check(&p->link, marker, "the marker (a SEND to this QP's own address after the %d "
+		   "to the group) did not come in %d s", o->after, WC_TIMEOUT);
 	if (marker && late == 0)
-		say(p, "none of the %d messages sent to the group after the detach came",
-		    o->after);
-	if (recv_msg(p, m, "the end of the sends after the detach") != 0)
+		peer_say(&p->link, "none of the %d messages sent to the group after the detach "
+			 "came", o->after);
+	if (peer_recv_msg(&p->link, m, "the end of the sends after the detach") != 0)
 		return -1;
-	check(p, sscanf(m, "AFTER %d", &n) == 1 && n == o->after, "the sender reports \"%s\", "
-	      "want AFTER %d", m, o->after);
+	peer_check(&p->link, sscanf(m, "AFTER %d", &n) == 1 && n == o->after,
+		   "the sender reports \"%s\", want AFTER %d", m, o->after);
 	return 0;
 
 abort:
-	send_msg(p, "ABORT the receiver failed");
+	peer_send_msg(&p->link, "ABORT the receiver failed");
 	return -1;
 }
 
@@ -836,22 +594,23 @@ post_sends(struct peer *p, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, uint3
 		fill(b, (size_t)p->o->size, seq);
 		rc = ibv_post_send(p->qp, &wr, &bad);
 		if (rc != 0) {
-			fail(p, "%s: ibv_post_send %d of %d: %s", what, i, count, strerror(rc));
+			peer_fail(&p->link, "%s: ibv_post_send %d of %d: %s", what, i, count,
+				  strerror(rc));
 			return -1;
 		}
 	}
-	deadline = now_s() + WC_TIMEOUT;
+	deadline = peer_now_s() + WC_TIMEOUT;
 	while (done < count) {
 		rc = poll_until(p, &wc, deadline);
 		if (rc <= 0) {
 			if (rc == 0)
-				fail(p, "%s: %d of %d send completions after %d s", what, done, count,
-				     WC_TIMEOUT);
+				peer_fail(&p->link, "%s: %d of %d send completions after %d s",
+					  what, done, count, WC_TIMEOUT);
 			return -1;
 		}
-		check(p, wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND,
-		      "%s: send wr_id %" PRIu64 ": status %s (%d), opcode %d", what, wc.wr_id,
-		      ibv_wc_status_str(wc.status), wc.status, wc.opcode);
+		peer_check(&p->link, wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND,
+			   "%s: send wr_id %" PRIu64 ": status %s (%d), opcode %d", what, wc.wr_id,
+			   ibv_wc_status_str(wc.status), wc.status, wc.opcode);
 		done++;
 	}
 	return 0;
@@ -869,10 +628,10 @@ make_ah(struct peer *p, const union ibv_gid *dgid, int sgid_index, const char *w
 		},
 		.port_num = (uint8_t)p->o->ib_port,
 	};
-	struct ibv_ah *ah = ibv_create_ah(p->pd, &attr);
+	struct ibv_ah *ah = ibv_create_ah(p->link.pd, &attr);
 
 	if (ah == NULL)
-		fail(p, "ibv_create_ah to %s: %s", what, strerror(errno));
+		peer_fail(&p->link, "ibv_create_ah to %s: %s", what, strerror(errno));
 	return ah;
 }
 
@@ -885,39 +644,41 @@ run_sender(struct peer *p)
 	unsigned int rqpn, qkey;
 	union ibv_gid rgid;
 
-	if (tcp_connect(p) != 0)
+	if (peer_tcp_connect(&p->link, o->host, o->tcp_port) != 0)
 		return -1;
-	gid_to_hex(&p->gid, hex);
-	gid_to_hex(&p->ugid, uhex);
-	gid_to_hex(&o->group, group_hex);
-	if (send_msg(p, "%s %06x %s %s %s %d %d %d", MAGIC, p->qp->qp_num, hex, uhex, group_hex,
-		     o->n, o->size, o->hop_limit) != 0 || recv_msg(p, m, "word that the receiver is ready") != 0)
+	peer_gid_to_hex(&p->gid, hex);
+	peer_gid_to_hex(&p->ugid, uhex);
+	peer_gid_to_hex(&o->group, group_hex);
+	if (peer_send_msg(&p->link, "%s %06x %s %s %s %d %d %d", MAGIC, p->qp->qp_num, hex, uhex,
+			  group_hex, o->n, o->size, o->hop_limit) != 0 ||
+	    peer_recv_msg(&p->link, m, "word that the receiver is ready") != 0)
 		return -1;
 	if (sscanf(m, "READY %x %x %39s", &rqpn, &qkey, peer_hex) != 3 ||
-	    hex_to_gid(peer_hex, &rgid) != 0) {
-		fail(p, "the receiver is not ready: \"%s\"", m);
+	    peer_hex_to_gid(peer_hex, &rgid) != 0) {
+		peer_fail(&p->link, "the receiver is not ready: \"%s\"", m);
 		return -1;
 	}
-	gid_str(&p->gid, s, sizeof(s));
-	gid_str(&rgid, s2, sizeof(s2));
-	say(p, "local QPN 0x%06x, GID %s; the receiver: QPN 0x%06x, Q_Key 0x%08x, GID %s",
-	    p->qp->qp_num, s, rqpn, qkey, s2);
-	gid_str(&o->group, s, sizeof(s));
+	peer_gid_str(&p->gid, s, sizeof(s));
+	peer_gid_str(&rgid, s2, sizeof(s2));
+	peer_say(&p->link, "local QPN 0x%06x, GID %s; the receiver: QPN 0x%06x, Q_Key 0x%08x, "
+		 "GID %s", p->qp->qp_num, s, rqpn, qkey, s2);
+	peer_gid_str(&o->group, s, sizeof(s));
 	p->ah = make_ah(p, &o->group, o->gid_index, s);
 	if (p->ah == NULL)
 		goto abort;
 	if (post_sends(p, p->ah, MCAST_QPN, qkey, 0, o->n, "to the group") != 0)
 		goto abort;
-	say(p, "%d SENDs of %d bytes to %s (QPN 0x%06x, Q_Key 0x%08x, hop limit %d): ok", o->n,
-	    o->size, s, MCAST_QPN, qkey, o->hop_limit);
-	if (send_msg(p, "SENT %d", o->n) != 0 || recv_msg(p, m, "word of the detach") != 0)
+	peer_say(&p->link, "%d SENDs of %d bytes to %s (QPN 0x%06x, Q_Key 0x%08x, hop limit %d): "
+		 "ok", o->n, o->size, s, MCAST_QPN, qkey, o->hop_limit);
+	if (peer_send_msg(&p->link, "SENT %d", o->n) != 0 ||
+	    peer_recv_msg(&p->link, m, "word of the detach") != 0)
 		return -1;
 	if (strcmp(m, "DETACHED") != 0) {
-		fail(p, "the receiver did not detach: \"%s\"", m);
+		peer_fail(&p->link, "the receiver did not detach: \"%s\"", m);
 		return -1;
 	}
 	/* The group's messages after the detach, then the marker to the receiver itself. */
-	gid_str(&rgid, s, sizeof(s));
+	peer_gid_str(&rgid, s, sizeof(s));
 	p->marker_ah = make_ah(p, &rgid, o->marker_gid_index, s);
 	if (p->marker_ah == NULL)
 		goto abort;
@@ -925,16 +686,16 @@ run_sender(struct peer *p)
 		       "to the group after the detach") != 0 ||
 	    post_sends(p, p->marker_ah, rqpn, qkey, MARKER_SEQ, 1, "the marker") != 0)
 		goto abort;
-	say(p, "after the detach: %d SENDs to the group and the marker to QPN 0x%06x at %s: "
-	    "ok", o->after, rqpn, s);
-	if (send_msg(p, "AFTER %d", o->after) != 0 ||
-	    recv_msg(p, m, "the receiver's verdict") != 0)
+	peer_say(&p->link, "after the detach: %d SENDs to the group and the marker to QPN 0x%06x "
+		 "at %s: ok", o->after, rqpn, s);
+	if (peer_send_msg(&p->link, "AFTER %d", o->after) != 0 ||
+	    peer_recv_msg(&p->link, m, "the receiver's verdict") != 0)
 		return -1;
-	check(p, strcmp(m, "BYE 0") == 0, "the receiver's checks failed: \"%s\"", m);
+	peer_check(&p->link, strcmp(m, "BYE 0") == 0, "the receiver's checks failed: \"%s\"", m);
 	return 0;
 
 abort:
-	send_msg(p, "ABORT the sender failed");
+	peer_send_msg(&p->link, "ABORT the sender failed");
 	return -1;
 }
 
@@ -944,21 +705,16 @@ teardown(struct peer *p)
 	int rc;
 
 	if (p->attached && (rc = ibv_detach_mcast(p->qp, &p->o->group, 0)) != 0)
-		fail(p, "ibv_detach_mcast: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_detach_mcast: %s", strerror(rc));
 	if (p->marker_ah != NULL && (rc = ibv_destroy_ah(p->marker_ah)) != 0)
-		fail(p, "ibv_destroy_ah: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_destroy_ah: %s", strerror(rc));
 	if (p->ah != NULL && (rc = ibv_destroy_ah(p->ah)) != 0)
-		fail(p, "ibv_destroy_ah: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_destroy_ah: %s", strerror(rc));
 	if (p->qp != NULL && (rc = ibv_destroy_qp(p->qp)) != 0)
-		fail(p, "ibv_destroy_qp: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_destroy_qp: %s", strerror(rc));
 	if (p->mr != NULL && (rc = ibv_dereg_mr(p->mr)) != 0)
-		fail(p, "ibv_dereg_mr: %s", strerror(rc));
-	if (p->cq != NULL && (rc = ibv_destroy_cq(p->cq)) != 0)
-		fail(p, "ibv_destroy_cq: %s", strerror(rc));
-	if (p->pd != NULL && (rc = ibv_dealloc_pd(p->pd)) != 0)
-		fail(p, "ibv_dealloc_pd: %s", strerror(rc));
-	if (p->ctx != NULL && ibv_close_device(p->ctx) != 0)
-		fail(p, "ibv_close_device");
+		peer_fail(&p->link, "ibv_dereg_mr: %s", strerror(rc));
+	peer_close(&p->link);
 	if (p->join_fd >= 0)
 		close(p->join_fd);
 	free(p->buf);
@@ -991,7 +747,12 @@ main(int argc, char **argv)
 {
 	struct opts o = { .ib_port = 1, .tcp_port = 18515, .n = 20, .after = 4, .size = 1024,
 			  .hop_limit = 5, .qkey = 0x1e1d1c1b, .marker_gid_index = -1 };
-	struct peer p = { .o = &o, .sock = -1, .join_fd = -1 };
+	struct peer p = {
+		.link = { .name = "mcast_peer", .msg_len = MSG_LEN, .abort_fails = true,
+			  .sock = -1 },
+		.o = &o,
+		.join_fd = -1,
+	};
 	static const struct option longopts[] = {
 		{ "ip-join", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1032,18 +793,13 @@ main(int argc, char **argv)
 	o.host = optind < argc ? argv[optind] : NULL;
 	if (o.marker_gid_index < 0)
 		o.marker_gid_index = o.gid_index;
-	p.role = o.host == NULL ? "receiver" : "sender";
+	p.link.role = o.host == NULL ? "receiver" : "sender";
 
 	rc = setup(&p);
 	if (rc == 0)
 		rc = o.host == NULL ? run_receiver(&p) : run_sender(&p);
-	if (o.host == NULL && p.sock >= 0)
-		send_msg(&p, "BYE %d", p.failures);
+	if (o.host == NULL && p.link.sock >= 0)
+		peer_send_msg(&p.link, "BYE %d", p.link.failures);
 	teardown(&p);
-	if (p.failures == 0 && rc == 0) {
-		printf("mcast_peer: %s: all %d checks passed\n", p.role, p.checks);
-		return 0;
-	}
-	printf("mcast_peer: %s: %d of %d checks failed\n", p.role, p.failures, p.checks);
-	return 1;
+	return peer_verdict(&p.link, rc);
 }

@@ -45,24 +45,22 @@
  * passed".
  */
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "peer_util.h"
 
 /* The target's buffer and the window in it: the window starts and ends inside pages and
  * spans several packets at the path MTU (1024), so the WRITE and the READ response are
@@ -96,14 +94,14 @@ _Static_assert(WIN_OFF + WIN_LEN <= BUF_LEN && READ_OFF >= WIN_LEN &&
  */
 #define KERNEL_WC_WITH_INV	(1 << 2)
 
-/* TCP messages: fixed size, NUL-padded text. */
+/* TCP messages: fixed size, NUL-padded text (peer_util.c). */
 #define MSG_LEN		96
 #define MAGIC		"MWPEER1"
+_Static_assert(MSG_LEN <= PEER_MSG_MAX, "MSG_LEN over PEER_MSG_MAX");
 
-/* Seconds: a completion (the guest runs under TCG), a TCP message. After the peer spoke
- * or went away, how long a completion may still come. */
+/* Seconds: a completion (the guest runs under TCG). After the peer spoke or went away,
+ * how long a completion may still come. */
 #define WC_TIMEOUT	60
-#define MSG_TIMEOUT	120
 #define GRACE		3
 
 enum wrid {
@@ -127,225 +125,30 @@ struct opts {
 };
 
 struct peer {
+	struct peer_link link;		/* role, TCP, device, PD, CQ, checks */
 	const struct opts *o;
-	const char *role;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;		/* the target's buffer, or the writer's */
 	struct ibv_mr *msg_mr;		/* the target's receive buffer */
 	struct ibv_mw *mw;
 	uint8_t *buf;
 	uint8_t *msg;
-	int sock;
 	uint32_t psn;
 	union ibv_gid gid;
-	int checks;
-	int failures;
 };
 
-static void
-fail(struct peer *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("mw_peer: FAIL %s: ", p->role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	p->failures++;
-}
-
-/* One check: counted, and a line when it fails. Returns cond. */
-static bool
-check(struct peer *p, bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	p->checks++;
-	if (cond)
-		return true;
-	printf("mw_peer: FAIL %s: ", p->role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	p->failures++;
-	return false;
-}
-
-static void
-say(const struct peer *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("mw_peer: %s: ", p->role);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- TCP ---- */
-
-static int
-send_msg(struct peer *p, const char *fmt, ...)
-{
-	char m[MSG_LEN] = { 0 };
-	va_list ap;
-	size_t off = 0;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	while (off < sizeof(m)) {
-		ssize_t n = send(p->sock, m + off, sizeof(m) - off, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fail(p, "cannot send \"%s\" to the peer: %s", m, strerror(errno));
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	return 0;
-}
-
-/* The peer's next message into m (MSG_LEN bytes, NUL-terminated); what names it in
- * failures. */
-static int
-recv_msg(struct peer *p, char *m, const char *what)
-{
-	size_t off = 0;
-
-	while (off < MSG_LEN) {
-		ssize_t n = recv(p->sock, m + off, MSG_LEN - off, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fail(p, "no %s from the peer: %s", what,
-			     n == 0 ? "connection closed" : strerror(errno));
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	m[MSG_LEN - 1] = '\0';
-	return 0;
-}
 
 /* Whether the peer has sent something or gone (without reading it). */
 static bool
 peer_spoke(const struct peer *p)
 {
-	struct pollfd pfd = { .fd = p->sock, .events = POLLIN };
+	struct pollfd pfd = { .fd = p->link.sock, .events = POLLIN };
 
 	return poll(&pfd, 1, 0) > 0;
 }
 
-static int
-tcp_connect(struct peer *p)
-{
-	const struct opts *o = p->o;
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	struct timeval tv = { .tv_sec = MSG_TIMEOUT };
-	char port[16];
-	int fd = -1, rc, one = 1;
-
-	snprintf(port, sizeof(port), "%d", o->tcp_port);
-	if (o->host == NULL)
-		hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(o->host, port, &hints, &res);
-	if (rc != 0) {
-		fail(p, "getaddrinfo %s:%s: %s", o->host ? o->host : "*", port,
-		     gai_strerror(rc));
-		return -1;
-	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (o->host != NULL) {
-			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-		} else {
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0)
-				break;
-		}
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		fail(p, "cannot %s port %s: %s", o->host ? "connect to" : "listen on", port,
-		     strerror(errno));
-		return -1;
-	}
-	if (o->host == NULL) {
-		int lfd = fd;
-
-		fd = accept(lfd, NULL, NULL);
-		close(lfd);
-		if (fd < 0) {
-			fail(p, "accept: %s", strerror(errno));
-			return -1;
-		}
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	p->sock = fd;
-	return 0;
-}
-
 /* ---- Verbs ---- */
-
-static int
-open_device(struct peer *p)
-{
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
-	int n, i;
-
-	list = ibv_get_device_list(&n);
-	if (list == NULL || n == 0) {
-		fail(p, "no RDMA device");
-		if (list != NULL)
-			ibv_free_device_list(list);
-		return -1;
-	}
-	for (i = 0; i < n; i++)
-		if (p->o->dev == NULL || strcmp(ibv_get_device_name(list[i]), p->o->dev) == 0) {
-			dev = list[i];
-			break;
-		}
-	if (dev == NULL) {
-		fail(p, "no device %s", p->o->dev);
-		ibv_free_device_list(list);
-		return -1;
-	}
-	p->ctx = ibv_open_device(dev);
-	if (p->ctx == NULL)
-		fail(p, "ibv_open_device %s: %s", ibv_get_device_name(dev), strerror(errno));
-	ibv_free_device_list(list);
-	return p->ctx != NULL ? 0 : -1;
-}
 
 static int
 setup(struct peer *p)
@@ -364,77 +167,32 @@ setup(struct peer *p)
 	uint64_t cap = p->o->type == 2 ? IBV_DEVICE_MEM_WINDOW_TYPE_2B : IBV_DEVICE_MEM_WINDOW;
 	int access;
 
-	if (open_device(p) != 0)
+	if (peer_open_device(&p->link, p->o->dev, &dattr) != 0)
 		return -1;
-	if (ibv_query_device(p->ctx, &dattr) != 0) {
-		fail(p, "ibv_query_device: %s", strerror(errno));
+	peer_check(&p->link, (dattr.device_cap_flags & cap) != 0 && dattr.max_mw > 0,
+		   "the device does not offer type %d windows: device_cap_flags 0x%x, "
+		   "max_mw %d", p->o->type, dattr.device_cap_flags, dattr.max_mw);
+	if (peer_query_gid(&p->link, p->o->ib_port, p->o->gid_index, &p->gid) != 0 ||
+	    peer_alloc_pd_cq(&p->link, 16) != 0)
 		return -1;
-	}
-	check(p, (dattr.device_cap_flags & cap) != 0 && dattr.max_mw > 0,
-	      "the device does not offer type %d windows: device_cap_flags 0x%x, max_mw %d",
-	      p->o->type, dattr.device_cap_flags, dattr.max_mw);
-	if (ibv_query_gid(p->ctx, (uint8_t)p->o->ib_port, p->o->gid_index, &p->gid) != 0) {
-		fail(p, "ibv_query_gid %d: %s", p->o->gid_index, strerror(errno));
-		return -1;
-	}
-	p->pd = ibv_alloc_pd(p->ctx);
-	p->cq = p->pd ? ibv_create_cq(p->ctx, 16, NULL, NULL, 0) : NULL;
-	if (p->cq == NULL) {
-		fail(p, "ibv_alloc_pd / ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
 	/* The target's buffer: no remote access but through the window. */
 	p->buf = aligned_alloc(4096, BUF_LEN);
 	p->msg = aligned_alloc(4096, 4096);
 	if (p->buf == NULL || p->msg == NULL) {
-		fail(p, "out of memory");
+		peer_fail(&p->link, "out of memory");
 		return -1;
 	}
 	access = IBV_ACCESS_LOCAL_WRITE | (p->o->host == NULL ? IBV_ACCESS_MW_BIND : 0);
-	p->mr = ibv_reg_mr(p->pd, p->buf, BUF_LEN, access);
-	p->msg_mr = p->mr ? ibv_reg_mr(p->pd, p->msg, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	p->mr = ibv_reg_mr(p->link.pd, p->buf, BUF_LEN, access);
+	p->msg_mr = p->mr ? ibv_reg_mr(p->link.pd, p->msg, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (p->msg_mr == NULL) {
-		fail(p, "ibv_reg_mr: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
-	init.send_cq = init.recv_cq = p->cq;
-	p->qp = ibv_create_qp(p->pd, &init);
-	if (p->qp == NULL) {
-		fail(p, "ibv_create_qp: %s", strerror(errno));
+	if (peer_create_qp(&p->link, &init, &attr, IBV_QP_ACCESS_FLAGS, &p->qp) != 0)
 		return -1;
-	}
-	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS) != 0) {
-		fail(p, "ibv_modify_qp INIT: %s", strerror(errno));
-		return -1;
-	}
 	srand48(getpid() * time(NULL));
 	p->psn = (uint32_t)lrand48() & 0xffffff;
-	return 0;
-}
-
-static void
-gid_to_hex(const union ibv_gid *gid, char *hex)
-{
-	int i;
-
-	for (i = 0; i < 16; i++)
-		sprintf(hex + 2 * i, "%02x", gid->raw[i]);
-}
-
-static int
-hex_to_gid(const char *hex, union ibv_gid *gid)
-{
-	int i;
-	unsigned int b;
-
-	if (strlen(hex) != 32)
-		return -1;
-	for (i = 0; i < 16; i++) {
-		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
-			return -1;
-		gid->raw[i] = (uint8_t)b;
-	}
 	return 0;
 }
 
@@ -448,21 +206,22 @@ connect_qp(struct peer *p)
 	union ibv_gid pgid;
 	struct ibv_qp_attr attr;
 
-	gid_to_hex(&p->gid, hex);
-	if (send_msg(p, "%s %d %06x %06x %s", MAGIC, p->o->type, p->qp->qp_num, p->psn,
-		     hex) != 0 || recv_msg(p, m, "connection data") != 0)
+	peer_gid_to_hex(&p->gid, hex);
+	if (peer_send_msg(&p->link, "%s %d %06x %06x %s", MAGIC, p->o->type, p->qp->qp_num,
+			  p->psn, hex) != 0 ||
+	    peer_recv_msg(&p->link, m, "connection data") != 0)
 		return -1;
 	if (sscanf(m, MAGIC " %d %x %x %39s", &type, &qpn, &psn, peer_hex) != 4 ||
-	    hex_to_gid(peer_hex, &pgid) != 0) {
-		fail(p, "the peer is no mw_peer of this version: \"%s\"", m);
+	    peer_hex_to_gid(peer_hex, &pgid) != 0) {
+		peer_fail(&p->link, "the peer is no mw_peer of this version: \"%s\"", m);
 		return -1;
 	}
-	if (!check(p, type == p->o->type, "the peer runs type %d windows, this side %d", type,
-		   p->o->type))
+	if (!peer_check(&p->link, type == p->o->type,
+			"the peer runs type %d windows, this side %d", type, p->o->type))
 		return -1;
-	inet_ntop(AF_INET6, pgid.raw, ip, sizeof(ip));
-	say(p, "local QPN 0x%06x PSN 0x%06x; remote address: QPN 0x%06x, PSN 0x%06x, GID %s",
-	    p->qp->qp_num, p->psn, qpn, psn, ip);
+	peer_gid_str(&pgid, ip, sizeof(ip));
+	peer_say(&p->link, "local QPN 0x%06x PSN 0x%06x; remote address: QPN 0x%06x, PSN "
+		 "0x%06x, GID %s", p->qp->qp_num, p->psn, qpn, psn, ip);
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
@@ -479,7 +238,7 @@ connect_qp(struct peer *p)
 	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			  IBV_QP_MIN_RNR_TIMER) != 0) {
-		fail(p, "ibv_modify_qp RTR: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_modify_qp RTR: %s", strerror(errno));
 		return -1;
 	}
 	memset(&attr, 0, sizeof(attr));
@@ -491,14 +250,14 @@ connect_qp(struct peer *p)
 	attr.max_rd_atomic = 1;
 	if (ibv_modify_qp(p->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
-		fail(p, "ibv_modify_qp RTS: %s", strerror(errno));
+		peer_fail(&p->link, "ibv_modify_qp RTS: %s", strerror(errno));
 		return -1;
 	}
 	/* Both sides in RTS before either sends a request. */
-	if (send_msg(p, "RTS") != 0 || recv_msg(p, m, "RTS") != 0)
+	if (peer_send_msg(&p->link, "RTS") != 0 || peer_recv_msg(&p->link, m, "RTS") != 0)
 		return -1;
 	if (strcmp(m, "RTS") != 0) {
-		fail(p, "the peer did not reach RTS: \"%s\"", m);
+		peer_fail(&p->link, "the peer did not reach RTS: \"%s\"", m);
 		return -1;
 	}
 	return 0;
@@ -512,28 +271,28 @@ connect_qp(struct peer *p)
 static int
 wait_wc(struct peer *p, struct ibv_wc *wc, const char *what)
 {
-	double deadline = now_s() + WC_TIMEOUT;
+	double deadline = peer_now_s() + WC_TIMEOUT;
 	bool spoke = false;
 	struct timespec pause = { .tv_nsec = 20000 };
 
 	for (;;) {
-		int n = ibv_poll_cq(p->cq, 1, wc);
+		int n = ibv_poll_cq(p->link.cq, 1, wc);
 
 		if (n < 0) {
-			fail(p, "%s: ibv_poll_cq: %d", what, n);
+			peer_fail(&p->link, "%s: ibv_poll_cq: %d", what, n);
 			return -1;
 		}
 		if (n == 1)
 			return 0;
 		if (!spoke && peer_spoke(p)) {
 			spoke = true;
-			if (deadline > now_s() + GRACE)
-				deadline = now_s() + GRACE;
+			if (deadline > peer_now_s() + GRACE)
+				deadline = peer_now_s() + GRACE;
 		}
-		if (now_s() > deadline) {
-			fail(p, "%s: no completion after %d s%s", what,
-			     spoke ? GRACE : WC_TIMEOUT,
-			     spoke ? " (and the peer has spoken or gone)" : "");
+		if (peer_now_s() > deadline) {
+			peer_fail(&p->link, "%s: no completion after %d s%s", what,
+				  spoke ? GRACE : WC_TIMEOUT,
+				  spoke ? " (and the peer has spoken or gone)" : "");
 			return -1;
 		}
 		nanosleep(&pause, NULL);
@@ -564,15 +323,18 @@ expect_wc(struct peer *p, struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status 
 {
 	if (wait_wc(p, wc, what) != 0)
 		return false;
-	if (!check(p, wc->wr_id == wr_id, "%s: completion of wr_id %" PRIu64 ", want %" PRIu64
-		   " (status %s)", what, wc->wr_id, wr_id, ibv_wc_status_str(wc->status)))
+	if (!peer_check(&p->link, wc->wr_id == wr_id, "%s: completion of wr_id %" PRIu64
+			", want %" PRIu64 " (status %s)", what, wc->wr_id, wr_id,
+			ibv_wc_status_str(wc->status)))
 		return false;
-	if (!check(p, wc->status == status, "%s: completion status %s (%d), want %s", what,
-		   ibv_wc_status_str(wc->status), wc->status, ibv_wc_status_str(status)))
+	if (!peer_check(&p->link, wc->status == status, "%s: completion status %s (%d), want %s",
+			what, ibv_wc_status_str(wc->status), wc->status,
+			ibv_wc_status_str(status)))
 		return false;
 	if (status == IBV_WC_SUCCESS)
-		return check(p, wc->opcode == opcode, "%s: completion opcode %s (%d), want %s",
-			     what, opcode_str(wc->opcode), wc->opcode, opcode_str(opcode));
+		return peer_check(&p->link, wc->opcode == opcode,
+				  "%s: completion opcode %s (%d), want %s", what,
+				  opcode_str(wc->opcode), wc->opcode, opcode_str(opcode));
 	return true;
 }
 
@@ -594,12 +356,13 @@ check_buffer(struct peer *p, bool written, const char *when)
 			want = w;
 		}
 	}
-	if (check(p, bad == 0, "%s: %zu bytes of the buffer wrong, the first at offset %zu "
-		  "(%s the window [%d, %d)): 0x%02x, want 0x%02x", when, bad, first,
-		  first >= WIN_OFF && first < WIN_OFF + WIN_LEN ? "in" : "outside", WIN_OFF,
-		  WIN_OFF + WIN_LEN, p->buf[first], want))
-		say(p, "%s: the window holds %s and the %d bytes around it are untouched", when,
-		    written ? "the writer's pattern" : "what it held", BUF_LEN - WIN_LEN);
+	if (peer_check(&p->link, bad == 0, "%s: %zu bytes of the buffer wrong, the first at "
+		       "offset %zu (%s the window [%d, %d)): 0x%02x, want 0x%02x", when, bad,
+		       first, first >= WIN_OFF && first < WIN_OFF + WIN_LEN ? "in" : "outside",
+		       WIN_OFF, WIN_OFF + WIN_LEN, p->buf[first], want))
+		peer_say(&p->link, "%s: the window holds %s and the %d bytes around it are "
+			 "untouched", when, written ? "the writer's pattern" : "what it held",
+			 BUF_LEN - WIN_LEN);
 }
 
 /* Binds the window over [WIN_OFF, +WIN_LEN) (or unbinds a type 1 window); returns its
@@ -629,7 +392,7 @@ bind_window(struct peer *p, bool unbind, uint32_t *rkey)
 
 		rc = ibv_post_send(p->qp, &wr, &bad);
 		if (rc != 0) {
-			fail(p, "ibv_post_send IBV_WR_BIND_MW: %s", strerror(rc));
+			peer_fail(&p->link, "ibv_post_send IBV_WR_BIND_MW: %s", strerror(rc));
 			return -1;
 		}
 	} else {
@@ -641,12 +404,12 @@ bind_window(struct peer *p, bool unbind, uint32_t *rkey)
 
 		rc = ibv_bind_mw(p->qp, p->mw, &bind);
 		if (rc != 0) {
-			fail(p, "ibv_bind_mw%s: %s", unbind ? " (unbind, length 0)" : "",
-			     strerror(rc));
+			peer_fail(&p->link, "ibv_bind_mw%s: %s",
+				  unbind ? " (unbind, length 0)" : "", strerror(rc));
 			return -1;
 		}
-		check(p, p->mw->rkey == key, "ibv_bind_mw: mw->rkey 0x%08x after the bind, want "
-		      "ibv_inc_rkey(0x%08x) = 0x%08x", p->mw->rkey, old, key);
+		peer_check(&p->link, p->mw->rkey == key, "ibv_bind_mw: mw->rkey 0x%08x after the "
+			   "bind, want ibv_inc_rkey(0x%08x) = 0x%08x", p->mw->rkey, old, key);
 	}
 	if (!expect_wc(p, &wc, unbind ? WRID_UNBIND : WRID_BIND, IBV_WC_SUCCESS, IBV_WC_BIND_MW,
 		       unbind ? "unbind" : "bind"))
@@ -672,50 +435,54 @@ run_target(struct peer *p)
 	memset(p->msg, 0, RECV_LEN);
 	rc = ibv_post_recv(p->qp, &rwr, &bad);
 	if (rc != 0) {
-		fail(p, "ibv_post_recv: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_post_recv: %s", strerror(rc));
 		goto abort;
 	}
-	p->mw = ibv_alloc_mw(p->pd, type);
+	p->mw = ibv_alloc_mw(p->link.pd, type);
 	if (p->mw == NULL) {
-		fail(p, "ibv_alloc_mw type %d: %s", p->o->type, strerror(errno));
+		peer_fail(&p->link, "ibv_alloc_mw type %d: %s", p->o->type, strerror(errno));
 		goto abort;
 	}
-	check(p, p->mw->type == type && p->mw->pd == p->pd, "ibv_alloc_mw: type %d, want %d",
-	      p->mw->type, type);
+	peer_check(&p->link, p->mw->type == type && p->mw->pd == p->link.pd,
+		   "ibv_alloc_mw: type %d, want %d", p->mw->type, type);
 	if (bind_window(p, false, &rkey) != 0)
 		goto abort;
-	say(p, "type %d window bound: addr 0x%" PRIxPTR " length %d rkey 0x%08x (MR lkey "
-	    "0x%08x)", p->o->type, (uintptr_t)(p->buf + WIN_OFF), WIN_LEN, rkey, p->mr->lkey);
-	if (send_msg(p, "WIN %" PRIx64 " %x %x", (uint64_t)(uintptr_t)(p->buf + WIN_OFF),
-		     rkey, WIN_LEN) != 0)
+	peer_say(&p->link, "type %d window bound: addr 0x%" PRIxPTR " length %d rkey 0x%08x (MR "
+		 "lkey 0x%08x)", p->o->type, (uintptr_t)(p->buf + WIN_OFF), WIN_LEN, rkey,
+		 p->mr->lkey);
+	if (peer_send_msg(&p->link, "WIN %" PRIx64 " %x %x",
+			  (uint64_t)(uintptr_t)(p->buf + WIN_OFF), rkey, WIN_LEN) != 0)
 		return -1;
 
 	/* The writer's last message: a SEND with Invalidate (type 2) or a SEND. */
 	if (expect_wc(p, &wc, WRID_RECV, IBV_WC_SUCCESS, IBV_WC_RECV, "the writer's SEND")) {
-		check(p, wc.byte_len == END_LEN && memcmp(p->msg, END_MSG, END_LEN) == 0,
-		      "received %u bytes \"%.*s\", want %u \"%s\"", wc.byte_len,
-		      (int)(wc.byte_len < RECV_LEN ? wc.byte_len : RECV_LEN), p->msg, END_LEN,
-		      END_MSG);
+		peer_check(&p->link,
+			   wc.byte_len == END_LEN && memcmp(p->msg, END_MSG, END_LEN) == 0,
+			   "received %u bytes \"%.*s\", want %u \"%s\"", wc.byte_len,
+			   (int)(wc.byte_len < RECV_LEN ? wc.byte_len : RECV_LEN), p->msg,
+			   END_LEN, END_MSG);
 		if (p->o->type == 2) {
 			bool inv = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
 
 			if (!inv && p->o->rxe_inv_flag && (wc.wc_flags & KERNEL_WC_WITH_INV)) {
-				say(p, "NOTE wc_flags 0x%x: no IBV_WC_WITH_INV (0x%x) but the kernel's "
-				    "IB_WC_WITH_INVALIDATE (0x%x, IBV_WC_IP_CSUM_OK here), taken for it "
-				    "(--rxe-inv-flag)", wc.wc_flags, IBV_WC_WITH_INV,
-				    KERNEL_WC_WITH_INV);
+				peer_say(&p->link, "NOTE wc_flags 0x%x: no IBV_WC_WITH_INV (0x%x) "
+					 "but the kernel's IB_WC_WITH_INVALIDATE (0x%x, "
+					 "IBV_WC_IP_CSUM_OK here), taken for it (--rxe-inv-flag)",
+					 wc.wc_flags, IBV_WC_WITH_INV, KERNEL_WC_WITH_INV);
 				inv = true;
 			}
-			if (check(p, inv, "the receive has no IBV_WC_WITH_INV (wc_flags 0x%x)",
-				  wc.wc_flags) &&
-			    check(p, wc.invalidated_rkey == rkey, "invalidated_rkey 0x%08x, want the "
-				  "window's 0x%08x", wc.invalidated_rkey, rkey))
-				say(p, "receive: IBV_WC_WITH_INV, invalidated_rkey 0x%08x",
-				    wc.invalidated_rkey);
+			if (peer_check(&p->link, inv,
+				       "the receive has no IBV_WC_WITH_INV (wc_flags 0x%x)",
+				       wc.wc_flags) &&
+			    peer_check(&p->link, wc.invalidated_rkey == rkey, "invalidated_rkey "
+				       "0x%08x, want the window's 0x%08x", wc.invalidated_rkey,
+				       rkey))
+				peer_say(&p->link, "receive: IBV_WC_WITH_INV, invalidated_rkey "
+					 "0x%08x", wc.invalidated_rkey);
 		} else {
-			check(p, (wc.wc_flags & IBV_WC_WITH_INV) == 0,
-			      "a plain SEND completed with IBV_WC_WITH_INV (wc_flags 0x%x, rkey "
-			      "0x%08x)", wc.wc_flags, wc.invalidated_rkey);
+			peer_check(&p->link, (wc.wc_flags & IBV_WC_WITH_INV) == 0,
+				   "a plain SEND completed with IBV_WC_WITH_INV (wc_flags 0x%x, "
+				   "rkey 0x%08x)", wc.wc_flags, wc.invalidated_rkey);
 		}
 	}
 	check_buffer(p, true, "after the writer's WRITE");
@@ -724,25 +491,26 @@ run_target(struct peer *p)
 		/* A type 1 window is unbound by a bind of length 0 (with a new key). */
 		if (bind_window(p, true, &rkey) != 0)
 			goto abort;
-		say(p, "type 1 window unbound, its key now 0x%08x", rkey);
-		if (send_msg(p, "UNBOUND") != 0)
+		peer_say(&p->link, "type 1 window unbound, its key now 0x%08x", rkey);
+		if (peer_send_msg(&p->link, "UNBOUND") != 0)
 			return -1;
 	}
 	/* The writer's WRITE through the dead key has come back refused (or not). */
-	if (recv_msg(p, m, "report of the second WRITE") != 0)
+	if (peer_recv_msg(&p->link, m, "report of the second WRITE") != 0)
 		return -1;
-	if (!check(p, sscanf(m, "DONE %d", &status) == 1, "the writer ended with \"%s\"", m))
+	if (!peer_check(&p->link, sscanf(m, "DONE %d", &status) == 1,
+			"the writer ended with \"%s\"", m))
 		return -1;
-	check(p, status == IBV_WC_REM_ACCESS_ERR, "the writer's WRITE through key 0x%08x after "
-	      "%s completed with %s (%d), want %s", dead_key,
-	      p->o->type == 2 ? "the invalidation" : "the unbind",
-	      ibv_wc_status_str((enum ibv_wc_status)status), status,
-	      ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
+	peer_check(&p->link, status == IBV_WC_REM_ACCESS_ERR, "the writer's WRITE through key "
+		   "0x%08x after %s completed with %s (%d), want %s", dead_key,
+		   p->o->type == 2 ? "the invalidation" : "the unbind",
+		   ibv_wc_status_str((enum ibv_wc_status)status), status,
+		   ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
 	check_buffer(p, true, "after the refused WRITE");
-	return send_msg(p, "BYE %d", p->failures);
+	return peer_send_msg(&p->link, "BYE %d", p->link.failures);
 
 abort:
-	send_msg(p, "ABORT the target failed");
+	peer_send_msg(&p->link, "ABORT the target failed");
 	return -1;
 }
 
@@ -767,7 +535,7 @@ post_rdma(struct peer *p, enum wrid id, enum ibv_wr_opcode op, uint8_t *local, u
 	}
 	rc = ibv_post_send(p->qp, &wr, &bad);
 	if (rc != 0)
-		fail(p, "ibv_post_send (opcode %d): %s", op, strerror(rc));
+		peer_fail(&p->link, "ibv_post_send (opcode %d): %s", op, strerror(rc));
 	return rc != 0 ? -1 : 0;
 }
 
@@ -781,14 +549,15 @@ run_writer(struct peer *p)
 	char m[MSG_LEN];
 	int status = -1;
 
-	if (recv_msg(p, m, "window") != 0)
+	if (peer_recv_msg(&p->link, m, "window") != 0)
 		return -1;
 	if (sscanf(m, "WIN %" SCNx64 " %x %x", &addr, &rkey, &len) != 3) {
-		fail(p, "no window from the target: \"%s\"", m);
+		peer_fail(&p->link, "no window from the target: \"%s\"", m);
 		return -1;
 	}
-	say(p, "the target's window: addr 0x%" PRIx64 " length %u rkey 0x%08x", addr, len, rkey);
-	if (!check(p, len == WIN_LEN, "window length %u, want %d", len, WIN_LEN))
+	peer_say(&p->link, "the target's window: addr 0x%" PRIx64 " length %u rkey 0x%08x", addr,
+		 len, rkey);
+	if (!peer_check(&p->link, len == WIN_LEN, "window length %u, want %d", len, WIN_LEN))
 		goto abort;
 	/* The writer's buffer: the pattern at 0, the READ at READ_OFF, the SEND at END_OFF. */
 	for (i = 0; i < len; i++) {
@@ -801,18 +570,20 @@ run_writer(struct peer *p)
 	    !expect_wc(p, &wc, WRID_WRITE, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
 		       "RDMA WRITE into the window"))
 		goto abort;
-	say(p, "RDMA WRITE of %u bytes through 0x%08x: ok", len, rkey);
+	peer_say(&p->link, "RDMA WRITE of %u bytes through 0x%08x: ok", len, rkey);
 	if (post_rdma(p, WRID_READ, IBV_WR_RDMA_READ, dst, len, addr, rkey) != 0 ||
 	    !expect_wc(p, &wc, WRID_READ, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
 		       "RDMA READ from the window"))
 		goto abort;
-	check(p, wc.byte_len == len, "RDMA READ: byte_len %u, want %u", wc.byte_len, len);
+	peer_check(&p->link, wc.byte_len == len, "RDMA READ: byte_len %u, want %u", wc.byte_len,
+		   len);
 	for (i = 0; i < len; i++)
 		if (dst[i] != PAT1(i) && bad++ == 0)
 			first = i;
-	if (check(p, bad == 0, "RDMA READ: %u of %u bytes differ from what was written, the "
-		  "first at %u: 0x%02x, want 0x%02x", bad, len, first, dst[first], PAT1(first)))
-		say(p, "RDMA READ of %u bytes: what was written", len);
+	if (peer_check(&p->link, bad == 0, "RDMA READ: %u of %u bytes differ from what was "
+		       "written, the first at %u: 0x%02x, want 0x%02x", bad, len, first,
+		       dst[first], PAT1(first)))
+		peer_say(&p->link, "RDMA READ of %u bytes: what was written", len);
 
 	/* Type 2: SEND with Invalidate; type 1: a SEND (its window is not remotely
 	 * invalidated). */
@@ -822,12 +593,12 @@ run_writer(struct peer *p)
 		       p->o->type == 2 ? "SEND with Invalidate" : "SEND"))
 		goto abort;
 	if (p->o->type == 2) {
-		say(p, "SEND with Invalidate of 0x%08x: ok", rkey);
+		peer_say(&p->link, "SEND with Invalidate of 0x%08x: ok", rkey);
 	} else {
-		if (recv_msg(p, m, "word of the unbind") != 0)
+		if (peer_recv_msg(&p->link, m, "word of the unbind") != 0)
 			return -1;
 		if (strcmp(m, "UNBOUND") != 0) {
-			fail(p, "the target did not unbind its window: \"%s\"", m);
+			peer_fail(&p->link, "the target did not unbind its window: \"%s\"", m);
 			return -1;
 		}
 	}
@@ -838,22 +609,25 @@ run_writer(struct peer *p)
 	if (post_rdma(p, WRID_WRITE2, IBV_WR_RDMA_WRITE, src, len, addr, rkey) == 0 &&
 	    wait_wc(p, &wc, "the second RDMA WRITE") == 0) {
 		status = wc.status;
-		if (check(p, wc.wr_id == WRID_WRITE2 && wc.status == IBV_WC_REM_ACCESS_ERR,
-			  "the WRITE through 0x%08x after %s: wr_id %" PRIu64 " status %s (%d), want "
-			  "%s", rkey, p->o->type == 2 ? "its invalidation" : "its unbind", wc.wr_id,
-			  ibv_wc_status_str(wc.status), wc.status,
-			  ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)))
-			say(p, "RDMA WRITE through 0x%08x after %s: %s, as it must", rkey,
-			    p->o->type == 2 ? "the invalidation" : "the unbind",
-			    ibv_wc_status_str(wc.status));
+		if (peer_check(&p->link,
+			       wc.wr_id == WRID_WRITE2 && wc.status == IBV_WC_REM_ACCESS_ERR,
+			       "the WRITE through 0x%08x after %s: wr_id %" PRIu64 " status %s "
+			       "(%d), want %s", rkey,
+			       p->o->type == 2 ? "its invalidation" : "its unbind", wc.wr_id,
+			       ibv_wc_status_str(wc.status), wc.status,
+			       ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)))
+			peer_say(&p->link, "RDMA WRITE through 0x%08x after %s: %s, as it must",
+				 rkey, p->o->type == 2 ? "the invalidation" : "the unbind",
+				 ibv_wc_status_str(wc.status));
 	}
-	if (send_msg(p, "DONE %d", status) != 0 || recv_msg(p, m, "the target's verdict") != 0)
+	if (peer_send_msg(&p->link, "DONE %d", status) != 0 ||
+	    peer_recv_msg(&p->link, m, "the target's verdict") != 0)
 		return -1;
-	check(p, strcmp(m, "BYE 0") == 0, "the target's checks failed: \"%s\"", m);
+	peer_check(&p->link, strcmp(m, "BYE 0") == 0, "the target's checks failed: \"%s\"", m);
 	return 0;
 
 abort:
-	send_msg(p, "ABORT the writer failed");
+	peer_send_msg(&p->link, "ABORT the writer failed");
 	return -1;
 }
 
@@ -863,21 +637,14 @@ teardown(struct peer *p)
 	int rc;
 
 	if (p->mw != NULL && (rc = ibv_dealloc_mw(p->mw)) != 0)
-		fail(p, "ibv_dealloc_mw: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_dealloc_mw: %s", strerror(rc));
 	if (p->qp != NULL && (rc = ibv_destroy_qp(p->qp)) != 0)
-		fail(p, "ibv_destroy_qp: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_destroy_qp: %s", strerror(rc));
 	if (p->msg_mr != NULL && (rc = ibv_dereg_mr(p->msg_mr)) != 0)
-		fail(p, "ibv_dereg_mr: %s", strerror(rc));
+		peer_fail(&p->link, "ibv_dereg_mr: %s", strerror(rc));
 	if (p->mr != NULL && (rc = ibv_dereg_mr(p->mr)) != 0)
-		fail(p, "ibv_dereg_mr: %s", strerror(rc));
-	if (p->cq != NULL && (rc = ibv_destroy_cq(p->cq)) != 0)
-		fail(p, "ibv_destroy_cq: %s", strerror(rc));
-	if (p->pd != NULL && (rc = ibv_dealloc_pd(p->pd)) != 0)
-		fail(p, "ibv_dealloc_pd: %s", strerror(rc));
-	if (p->ctx != NULL && ibv_close_device(p->ctx) != 0)
-		fail(p, "ibv_close_device");
-	if (p->sock >= 0)
-		close(p->sock);
+		peer_fail(&p->link, "ibv_dereg_mr: %s", strerror(rc));
+	peer_close(&p->link);
 	free(p->buf);
 	free(p->msg);
 }
@@ -901,7 +668,10 @@ int
 main(int argc, char **argv)
 {
 	struct opts o = { .ib_port = 1, .tcp_port = 18515, .type = 2 };
-	struct peer p = { .o = &o, .sock = -1 };
+	struct peer p = {
+		.link = { .name = "mw_peer", .msg_len = MSG_LEN, .sock = -1 },
+		.o = &o,
+	};
 	static const struct option longopts[] = {
 		{ "rxe-inv-flag", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
@@ -926,20 +696,15 @@ main(int argc, char **argv)
 		return 2;
 	}
 	o.host = optind < argc ? argv[optind] : NULL;
-	p.role = o.host == NULL ? "target" : "writer";
+	p.link.role = o.host == NULL ? "target" : "writer";
 
 	rc = setup(&p);
 	if (rc == 0)
-		rc = tcp_connect(&p);
+		rc = peer_tcp_connect(&p.link, o.host, o.tcp_port);
 	if (rc == 0)
 		rc = connect_qp(&p);
 	if (rc == 0)
 		rc = o.host == NULL ? run_target(&p) : run_writer(&p);
 	teardown(&p);
-	if (p.failures == 0 && rc == 0) {
-		printf("mw_peer: %s: all %d checks passed\n", p.role, p.checks);
-		return 0;
-	}
-	printf("mw_peer: %s: %d of %d checks failed\n", p.role, p.failures, p.checks);
-	return 1;
+	return peer_verdict(&p.link, rc);
 }
