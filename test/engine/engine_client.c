@@ -355,6 +355,31 @@ tc_pair_open(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 	tc_pair_open_faults(a, b, nb_eng_a, nb_eng_b, NULL, NULL);
 }
 
+int64_t
+tc_first_not(const uint8_t *buf, uint64_t from, uint64_t to, uint8_t b)
+{
+	uint64_t i;
+
+	for (i = from; i < to; i++)
+		if (buf[i] != b)
+			return (int64_t)i;
+	return -1;
+}
+
+void
+tc_pair_open_seeded(struct tc_host *a, struct tc_host *b, const char *faults, unsigned int seed)
+{
+	char fa[128], fb[128];
+
+	if (faults == NULL) {
+		tc_pair_open(a, b, 1, 1);
+		return;
+	}
+	snprintf(fa, sizeof(fa), "seed=%u,%s", seed, faults);
+	snprintf(fb, sizeof(fb), "seed=%u,%s", seed + 1, faults);
+	tc_pair_open_faults(a, b, 1, 1, fa, fb);
+}
+
 void
 tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 		    unsigned int nb_eng_b, const char *fault_a, const char *fault_b)

@@ -142,6 +142,15 @@ void tc_hosts_cc(const struct droce_cc_params *p);
  */
 void tc_pair_open_faults(struct tc_host *a, struct tc_host *b, unsigned int nb_eng_a,
 			 unsigned int nb_eng_b, const char *fault_a, const char *fault_b);
+/* The first byte of buf[from, to) that is not b, or -1: what a WRITE touched that it must not. */
+int64_t tc_first_not(const uint8_t *buf, uint64_t from, uint64_t to, uint8_t b);
+/*
+ * One engine each, the same faults on both receive sides ("drop=10000") or none (NULL):
+ * a's fault driver seeded with seed, b's with seed + 1, so each test file's losses differ
+ * from another's and repeat run after run.
+ */
+void tc_pair_open_seeded(struct tc_host *a, struct tc_host *b, const char *faults,
+			 unsigned int seed);
 /*
  * One host on a new vdev port (net_memif, net_af_packet: vdev is its name, args its
  * devargs), its engines started; the peer host (peer_id) is its neighbour. For the

@@ -45,16 +45,9 @@ env_open(struct env *env, const char *faults, uint32_t qp_access, uint32_t mr_ac
 				.psn_b = 77 };
 	struct tc_qp_init in = { .type = DROCE_SHM_QPT_RC, .sq_size = 64, .rq_size = 128,
 				 .max_sge = 4, .max_inline = 64 };
-	char fa[128], fb[128];
 
 	memset(env, 0, sizeof(*env));
-	if (faults != NULL) {
-		snprintf(fa, sizeof(fa), "seed=21,%s", faults);
-		snprintf(fb, sizeof(fb), "seed=22,%s", faults);
-		tc_pair_open_faults(&env->a, &env->b, 1, 1, fa, fb);
-	} else {
-		tc_pair_open(&env->a, &env->b, 1, 1);
-	}
+	tc_pair_open_seeded(&env->a, &env->b, faults, 21);
 	env->ca = tc_cq_create(&env->a, 1024);
 	env->cb = tc_cq_create(&env->b, 1024);
 	in.scq = in.rcq = env->ca;
@@ -127,24 +120,12 @@ check_wc(const struct ibv_wc *wc, uint64_t wr_id, uint32_t qpn, enum ibv_wc_opco
 	CHECK_EQ_U64(wc->qp_num, qpn);
 }
 
-/* The first byte of buf[from, to) that is not FILL, or -1. */
-static int64_t
-first_not_fill(const uint8_t *buf, uint64_t from, uint64_t to)
-{
-	uint64_t i;
-
-	for (i = from; i < to; i++)
-		if (buf[i] != FILL)
-			return (int64_t)i;
-	return -1;
-}
-
 /* Only the word at TGT_OFF of b's target may differ from FILL. */
 static void
 check_tgt_rest(const struct env *env)
 {
-	CHECK_EQ_I64(first_not_fill(env->tgt->buf, 0, TGT_OFF), -1);
-	CHECK_EQ_I64(first_not_fill(env->tgt->buf, TGT_OFF + 8, TGT_LEN), -1);
+	CHECK_EQ_I64(tc_first_not(env->tgt->buf, 0, TGT_OFF, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env->tgt->buf, TGT_OFF + 8, TGT_LEN, FILL), -1);
 }
 
 DROCE_TEST(rc_cas_faa_values)
@@ -186,11 +167,11 @@ DROCE_TEST(rc_cas_faa_values)
 	CHECK_EQ_U64(word(t), 0x0100000000000003ull);
 	check_tgt_rest(&env);
 	/* Only the four 8-byte result buffers were written. */
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 0, 8), -1);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 16, 24), -1);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 32, 40), -1);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 48, 56), -1);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 64, RES_LEN), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 0, 8, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 16, 24, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 32, 40, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 48, 56, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 64, RES_LEN, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_exec"), 4);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_replay"), 0);
 	CHECK_EQ_U64(tc_counter(&env.a, "req_pkts"), 4);
@@ -409,7 +390,7 @@ rc_atomic_refused(enum atomic_fault kind, enum ibv_wr_opcode op)
 	}
 	/* Nothing else changed: not the target, not the result buffers. */
 	CHECK_MEM(env.tgt->buf, before, TGT_LEN);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, all_fail ? 0 : 8, RES_LEN), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, all_fail ? 0 : 8, RES_LEN, FILL), -1);
 	CHECK_EQ_I64(tc_wait(env.ca, 1, wc, QUIET_MS), 0);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_exec"), all_fail ? 0 : 1);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_ERR);
@@ -517,7 +498,7 @@ rc_atomic_faults(const char *faults, uint8_t depth)
 	CHECK_EQ_U64(word(env.tgt->buf + TGT_OFF), cur);
 	CHECK_EQ_U64(incs, cur);
 	check_tgt_rest(&env);
-	CHECK_EQ_I64(first_not_fill(env.res->buf, 8 * LOSS_OPS, RES_LEN), -1);
+	CHECK_EQ_I64(tc_first_not(env.res->buf, 8 * LOSS_OPS, RES_LEN, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_exec"), LOSS_OPS);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_RTS);
 	CHECK_EQ_U64(tc_qp_state(env.qb), DROCE_SHM_QPS_RTS);

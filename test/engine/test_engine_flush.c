@@ -43,17 +43,10 @@ env_open(struct env *env, const char *faults, uint32_t qp_access, uint32_t mr_ac
 				.psn_b = 77, .rd_atomic = depth };
 	struct tc_qp_init in = { .type = DROCE_SHM_QPT_RC, .sq_size = 256, .rq_size = 64,
 				 .max_sge = 2, .max_inline = 0 };
-	char fa[128], fb[128];
 	uint32_t i;
 
 	memset(env, 0, sizeof(*env));
-	if (faults != NULL) {
-		snprintf(fa, sizeof(fa), "seed=31,%s", faults);
-		snprintf(fb, sizeof(fb), "seed=32,%s", faults);
-		tc_pair_open_faults(&env->a, &env->b, 1, 1, fa, fb);
-	} else {
-		tc_pair_open(&env->a, &env->b, 1, 1);
-	}
+	tc_pair_open_seeded(&env->a, &env->b, faults, 31);
 	env->ca = tc_cq_create(&env->a, 1024);
 	env->cb = tc_cq_create(&env->b, 1024);
 	in.scq = in.rcq = env->ca;
@@ -124,17 +117,6 @@ expect_wc(struct tc_cq *cq, uint64_t wr_id, enum ibv_wc_status status, enum ibv_
 	}
 }
 
-static int64_t
-first_not(const uint8_t *buf, uint64_t from, uint64_t to, uint8_t b)
-{
-	uint64_t i;
-
-	for (i = from; i < to; i++)
-		if (buf[i] != b)
-			return (int64_t)i;
-	return -1;
-}
-
 /*
  * ATOMIC WRITEs from an SGE and inline land their 8 bytes exactly, nothing around them
  * moves, and each is answered by one READ response; FLUSHes of a range, of nothing, and
@@ -153,8 +135,8 @@ DROCE_TEST(atomic_write_and_flush)
 	expect_wc(env.ca, 2, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE, 8);
 	CHECK_MEM(env.tgt->buf + 64, env.src->buf + 8, 8);
 	CHECK_MEM(env.tgt->buf + TGT_LEN - 8, env.src->buf + 16, 8);
-	CHECK_EQ_I64(first_not(env.tgt->buf, 0, 64, FILL), -1);
-	CHECK_EQ_I64(first_not(env.tgt->buf, 72, TGT_LEN - 8, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.tgt->buf, 0, 64, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.tgt->buf, 72, TGT_LEN - 8, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_write_exec"), 2);
 	CHECK_EQ_U64(tc_counter(&env.b, "rd_resp_sent"), 2);
 
@@ -260,7 +242,7 @@ DROCE_TEST(responder_refusals)
 		CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_ERR);
 		CHECK_EQ_U64(tc_qp_state(env.qb), DROCE_SHM_QPS_ERR);
 		CHECK_EQ_U64(tc_counter(&env.b, refusals[k].counter), 1);
-		CHECK_EQ_I64(first_not(env.tgt->buf, 0, TGT_LEN, FILL), -1);
+		CHECK_EQ_I64(tc_first_not(env.tgt->buf, 0, TGT_LEN, FILL), -1);
 		tc_pair_close(&env.a, &env.b);
 	}
 }

@@ -157,17 +157,6 @@ bind_type2(struct env *env, unsigned int access)
 	return key;
 }
 
-static int64_t
-first_not(const uint8_t *buf, uint64_t from, uint64_t to, uint8_t b)
-{
-	uint64_t i;
-
-	for (i = from; i < to; i++)
-		if (buf[i] != b)
-			return (int64_t)i;
-	return -1;
-}
-
 DROCE_TEST(type2_window_grants_its_range)
 {
 	struct env env;
@@ -181,8 +170,8 @@ DROCE_TEST(type2_window_grants_its_range)
 				 dst_addr(&env, WIN_OFF + WIN_LEN - 3000), key), 0);
 	expect_wc(env.ca, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	CHECK_MEM(env.dst->buf + WIN_OFF + WIN_LEN - 3000, env.src->buf, 3000);
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, WIN_OFF + WIN_LEN - 3000, FILL), -1);
-	CHECK_EQ_I64(first_not(env.dst->buf, WIN_OFF + WIN_LEN, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, WIN_OFF + WIN_LEN - 3000, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, WIN_OFF + WIN_LEN, DST_LEN, FILL), -1);
 	/* READ from its first byte */
 	env.dst->buf[WIN_OFF] = 0x5A;
 	CHECK_EQ_I64(post_remote(&env, env.qa, 2, IBV_WR_RDMA_READ, 8192, 100,
@@ -302,7 +291,7 @@ refused(enum refusal r)
 	expect_wc(env.ca, 1, IBV_WC_REM_ACCESS_ERR,
 		  op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE);
 	CHECK_EQ_U64(tc_qp_state(via), DROCE_SHM_QPS_ERR);
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, DST_LEN, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, op == IBV_WR_RDMA_READ ? "resp_err_read_access" :
 								    "resp_err_write_access"), 1);
 	tc_pair_close(&env.a, &env.b);

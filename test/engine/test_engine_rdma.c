@@ -55,18 +55,11 @@ env_open_depth(struct env *env, uint8_t type, bool use_srq, const char *faults,
 				.psn_b = 77 };
 	struct tc_qp_init in = { .type = type, .sq_size = 64, .rq_size = 128, .max_sge = 4,
 				 .max_inline = 128 };
-	char fa[128], fb[128];
 	uint32_t i;
 
 	memset(env, 0, sizeof(*env));
 	env->type = type;
-	if (faults != NULL) {
-		snprintf(fa, sizeof(fa), "seed=11,%s", faults);
-		snprintf(fb, sizeof(fb), "seed=12,%s", faults);
-		tc_pair_open_faults(&env->a, &env->b, 1, 1, fa, fb);
-	} else {
-		tc_pair_open(&env->a, &env->b, 1, 1);
-	}
+	tc_pair_open_seeded(&env->a, &env->b, faults, 11);
 	env->ca = tc_cq_create(&env->a, 1024);
 	env->cb = tc_cq_create(&env->b, 1024);
 	in.scq = in.rcq = env->ca;
@@ -124,25 +117,13 @@ post_recv(struct env *env, uint64_t wr_id, uint64_t off, uint32_t len)
 	return tc_recv(env->qb, wr_id, env->rbuf, off, len);
 }
 
-/* The first byte of buf[from, to) that is not b, or -1. */
-static int64_t
-first_not(const uint8_t *buf, uint64_t from, uint64_t to, uint8_t b)
-{
-	uint64_t i;
-
-	for (i = from; i < to; i++)
-		if (buf[i] != b)
-			return (int64_t)i;
-	return -1;
-}
-
 /* The target holds src[soff, soff + len) at off and FILL everywhere else. */
 static void
 check_target(const struct env *env, uint64_t off, uint64_t soff, uint32_t len)
 {
 	CHECK_MEM(env->dst->buf + off, env->src->buf + soff, len);
-	CHECK_EQ_I64(first_not(env->dst->buf, 0, off, FILL), -1);
-	CHECK_EQ_I64(first_not(env->dst->buf, off + len, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env->dst->buf, 0, off, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env->dst->buf, off + len, DST_LEN, FILL), -1);
 }
 
 static void
@@ -274,8 +255,8 @@ DROCE_TEST(rc_write_sge_inline)
 	CHECK_EQ_I64(tc_poll(env.ca, 1, wc), 0);
 	env.src->buf[700] ^= 0xFF;
 	CHECK_MEM(env.dst->buf + GUARD + 1, expect, 2233);
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, GUARD + 1, FILL), -1);
-	CHECK_EQ_I64(first_not(env.dst->buf, GUARD + 1 + 2233, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, GUARD + 1, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, GUARD + 1 + 2233, DST_LEN, FILL), -1);
 	tc_pair_close(&env.a, &env.b);
 }
 
@@ -302,7 +283,7 @@ write_imm(uint8_t type, bool use_srq)
 	check_send_wc(&wc[0], 1, env.qa->qpn, IBV_WC_RDMA_WRITE, len);
 	check_send_wc(&wc[1], 2, env.qa->qpn, IBV_WC_RDMA_WRITE, 0);
 	check_target(&env, GUARD + 3, 11, len);
-	CHECK_EQ_I64(first_not(env.rbuf->buf, 0, RBUF_LEN, 0), -1);
+	CHECK_EQ_I64(tc_first_not(env.rbuf->buf, 0, RBUF_LEN, 0), -1);
 	fence_send(&env, 1002);
 	CHECK_EQ_I64(tc_wait(env.cb, 1, wc, QUIET_MS), 0);
 	CHECK_EQ_U64(tc_counter(&env.b, "uc_drop"), 0);
@@ -357,8 +338,8 @@ DROCE_TEST(rc_write_imm_rnr)
 	check_send_wc(&wc, 2, env.qa->qpn, IBV_WC_RDMA_WRITE, len);
 	CHECK_MEM(env.dst->buf + GUARD, env.src->buf, 100);
 	CHECK_MEM(env.dst->buf + GUARD + 100, env.src->buf + 200, len);
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, GUARD, FILL), -1);
-	CHECK_EQ_I64(first_not(env.dst->buf, GUARD + 100 + len, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, GUARD, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, GUARD + 100 + len, DST_LEN, FILL), -1);
 	CHECK_EQ_I64(tc_wait(env.cb, 1, &wc, QUIET_MS), 0);
 	tc_pair_close(&env.a, &env.b);
 }
@@ -444,8 +425,8 @@ rc_bad_write(enum bad_write kind)
 	CHECK_EQ_I64(tc_wait(env.cb, 1, wc, WAIT_MS), 1);
 	CHECK_EQ_U64(wc[0].wr_id, 500);
 	CHECK_EQ_U64(wc[0].status, IBV_WC_WR_FLUSH_ERR);
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, DST_LEN, FILL), -1);
-	CHECK_EQ_I64(first_not(ro->buf, 0, 1 << 16, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, DST_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(ro->buf, 0, 1 << 16, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "nak_err_sent"), 1);
 	/* Counted by the responder's reason and by the completer's state. */
 	CHECK_EQ_U64(tc_counter(&env.b, kind == BAD_QP_ACCESS ? "resp_err_write_invalid" :
@@ -520,7 +501,7 @@ DROCE_TEST(uc_write_refused_is_dropped)
 		CHECK_EQ_I64(tc_wait(env.cb, 2, wc, QUIET_MS), 1);
 		check_imm_wc(&env, &wc[0], 600 + i, 300, 0x600D);
 		check_target(&env, GUARD, 50, 300);
-		CHECK_EQ_I64(first_not(ro->buf, 0, 1 << 16, FILL), -1);
+		CHECK_EQ_I64(tc_first_not(ro->buf, 0, 1 << 16, FILL), -1);
 		CHECK(tc_counter(&env.b, "uc_drop") > drops);
 	}
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_RTS);
@@ -590,10 +571,10 @@ rc_write_faults(const char *faults, bool expect_dups)
 
 		droce_test_ctx("slot %u", i);
 		CHECK_MEM(env.dst->buf + off, env.src->buf + (i * 97) % 4096, len);
-		CHECK_EQ_I64(first_not(env.dst->buf, off + len, off + LOSS_SLOT, FILL), -1);
+		CHECK_EQ_I64(tc_first_not(env.dst->buf, off + len, off + LOSS_SLOT, FILL), -1);
 	}
 	droce_test_ctx("after the run");
-	CHECK_EQ_I64(first_not(env.dst->buf, 0, GUARD, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.dst->buf, 0, GUARD, FILL), -1);
 	/* The spare receives are next in line: no duplicate took one. */
 	fence_send(&env, 10000 + nb_imm);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_RTS);
@@ -654,8 +635,8 @@ static void
 check_read(const struct env *env, uint64_t loff, uint64_t roff, uint32_t len)
 {
 	CHECK_MEM(env->src->buf + loff, env->dst->buf + roff, len);
-	CHECK_EQ_I64(first_not(env->src->buf, 0, loff, FILL), -1);
-	CHECK_EQ_I64(first_not(env->src->buf, loff + len, SRC_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env->src->buf, 0, loff, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env->src->buf, loff + len, SRC_LEN, FILL), -1);
 }
 
 DROCE_TEST(rc_read_sizes)
@@ -725,10 +706,10 @@ DROCE_TEST(rc_read_sges)
 	CHECK_MEM(env.src->buf + 10, d, 100);
 	CHECK_MEM(env.src->buf + 5000, d + 100, 2000);
 	CHECK_MEM(env.src->buf + 200, d + 2100, 33);
-	CHECK_EQ_I64(first_not(env.src->buf, 0, 10, FILL), -1);
-	CHECK_EQ_I64(first_not(env.src->buf, 110, 200, FILL), -1);
-	CHECK_EQ_I64(first_not(env.src->buf, 233, 5000, FILL), -1);
-	CHECK_EQ_I64(first_not(env.src->buf, 7000, SRC_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.src->buf, 0, 10, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.src->buf, 110, 200, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.src->buf, 233, 5000, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.src->buf, 7000, SRC_LEN, FILL), -1);
 	/* The HCA writes a READ's local buffer: its MR needs local write (ibv_post_send). */
 	ro = tc_mr_reg(&env.a, 4096, 0);
 	sge[0] = (struct ibv_sge){ (uintptr_t)ro->buf, 64, ro->lkey };
@@ -895,7 +876,7 @@ rc_bad_read(enum bad_read kind)
 	CHECK_EQ_U64(wc[1].status, IBV_WC_WR_FLUSH_ERR);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_qp_state(env.qb), DROCE_SHM_QPS_ERR);
-	CHECK_EQ_I64(first_not(env.src->buf, 0, SRC_LEN, FILL), -1);
+	CHECK_EQ_I64(tc_first_not(env.src->buf, 0, SRC_LEN, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "rd_resp_sent"), 0);
 	tc_pair_close(&env.a, &env.b);
 }

@@ -41,17 +41,10 @@ env_open(struct env *env, const char *faults)
 				.psn_b = 300, .rd_atomic = 4, .access_b = REMOTE };
 	struct tc_qp_init in = { .type = DROCE_SHM_QPT_XRC_SEND, .sq_size = 256, .max_sge = 2,
 				 .max_inline = 64 };
-	char fa[128], fb[128];
 	uint32_t i;
 
 	memset(env, 0, sizeof(*env));
-	if (faults != NULL) {
-		snprintf(fa, sizeof(fa), "seed=41,%s", faults);
-		snprintf(fb, sizeof(fb), "seed=42,%s", faults);
-		tc_pair_open_faults(&env->a, &env->b, 1, 1, fa, fb);
-	} else {
-		tc_pair_open(&env->a, &env->b, 1, 1);
-	}
+	tc_pair_open_seeded(&env->a, &env->b, faults, 41);
 	env->ca = tc_cq_create(&env->a, 1024);
 	env->cb = tc_cq_create(&env->b, 1024);
 	env->cb2 = tc_cq_create(&env->b, 1024);
