@@ -248,48 +248,73 @@ droce_engine_domain_event_get(struct droce_engine_domain *dom, struct droce_engi
 
 /* ---- Memory regions ---- */
 
+/*
+ * Control thread: a free entry of the key table for an MR or a window of kind, its key
+ * made; the caller fills it and sets valid. Index 0 stays unused so that key 0 never
+ * resolves; the low byte changes at every registration, so a stale key misses.
+ */
+static struct engine_mr *
+key_take(struct droce_engine_domain *dom, uint8_t kind)
+{
+	uint32_t i;
+
+	for (i = 1; i < dom->max_mrs; i++) {
+		struct engine_mr *e = &dom->mrs[i];
+
+		if (atomic_load_explicit(&e->valid, memory_order_relaxed))
+			continue;
+		e->kind = kind;
+		e->key = (i << 8) | (dom->mr_next++ & 0xFF);
+		return e;
+	}
+	return NULL;
+}
+
+/* Control thread: the valid entry of key, an MR's (mr) or a window's (!mr); else NULL. */
+static struct engine_mr *
+key_find(struct droce_engine_domain *dom, uint32_t key, bool mr)
+{
+	uint32_t idx = key >> 8;
+	struct engine_mr *e;
+
+	if (idx == 0 || idx >= dom->max_mrs)
+		return NULL;
+	e = &dom->mrs[idx];
+	if (!atomic_load_explicit(&e->valid, memory_order_relaxed) ||
+	    (e->kind == KEY_MR) != mr || e->key != key)
+		return NULL;
+	return e;
+}
+
 int
 droce_engine_mr_reg(struct droce_engine_domain *dom, uint32_t pd, void *base, uint64_t iova,
 	     uint64_t length, uint32_t access, uint32_t *lkey, uint32_t *rkey)
 {
-	uint32_t i;
+	struct engine_mr *mr;
 
 	if (base == NULL || length == 0 || iova + length < iova)
 		return -EINVAL;
-	/* Index 0 stays unused so that key 0 never resolves. */
-	for (i = 1; i < dom->max_mrs; i++) {
-		struct engine_mr *mr = &dom->mrs[i];
-
-		if (atomic_load_explicit(&mr->valid, memory_order_relaxed))
-			continue;
-		mr->base = base;
-		mr->iova = iova;
-		mr->length = length;
-		mr->access = access;
-		mr->pd = pd;
-		mr->kind = KEY_MR;
-		/* The low byte changes at every registration, so a stale key misses. */
-		mr->key = (i << 8) | (dom->mr_next++ & 0xFF);
-		atomic_store_explicit(&mr->valid, 1, memory_order_release);
-		*lkey = *rkey = mr->key;
-		dom->nb_mrs++;
-		dom->dev->objs.mrs++;
-		return 0;
-	}
-	return -ENOMEM;
+	mr = key_take(dom, KEY_MR);
+	if (mr == NULL)
+		return -ENOMEM;
+	mr->base = base;
+	mr->iova = iova;
+	mr->length = length;
+	mr->access = access;
+	mr->pd = pd;
+	atomic_store_explicit(&mr->valid, 1, memory_order_release);
+	*lkey = *rkey = mr->key;
+	dom->nb_mrs++;
+	dom->dev->objs.mrs++;
+	return 0;
 }
 
 int
 droce_engine_mr_dereg(struct droce_engine_domain *dom, uint32_t lkey)
 {
-	uint32_t idx = lkey >> 8;
-	struct engine_mr *mr;
+	struct engine_mr *mr = key_find(dom, lkey, true);
 
-	if (idx == 0 || idx >= dom->max_mrs)
-		return -EINVAL;
-	mr = &dom->mrs[idx];
-	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->kind != KEY_MR ||
-	    mr->key != lkey)
+	if (mr == NULL)
 		return -EINVAL;
 	atomic_store_explicit(&mr->valid, 0, memory_order_release);
 	dom->nb_mrs--;
@@ -303,15 +328,12 @@ int
 droce_engine_mr_rereg(struct droce_engine_domain *dom, uint32_t lkey, uint32_t pd,
 		      void *base, uint64_t iova, uint64_t length, uint32_t access)
 {
-	uint32_t idx = lkey >> 8;
 	struct engine_mr *mr;
 
-	if (idx == 0 || idx >= dom->max_mrs || base == NULL || length == 0 ||
-	    iova + length < iova)
+	if (base == NULL || length == 0 || iova + length < iova)
 		return -EINVAL;
-	mr = &dom->mrs[idx];
-	if (!atomic_load_explicit(&mr->valid, memory_order_relaxed) || mr->kind != KEY_MR ||
-	    mr->key != lkey)
+	mr = key_find(dom, lkey, true);
+	if (mr == NULL)
 		return -EINVAL;
 	atomic_store_explicit(&mr->valid, 0, memory_order_release);
 	/* Nobody reads the old fields any more once every engine passed a quiescent point. */
@@ -329,44 +351,33 @@ int
 droce_engine_mw_alloc(struct droce_engine_domain *dom, uint32_t pd, uint32_t type,
 		      uint32_t *rkey)
 {
-	uint32_t i;
+	struct engine_mr *mw;
 
 	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
 		return -EINVAL;
-	for (i = 1; i < dom->max_mrs; i++) {
-		struct engine_mr *mw = &dom->mrs[i];
-
-		if (atomic_load_explicit(&mw->valid, memory_order_relaxed))
-			continue;
-		mw->base = NULL;
-		mw->iova = mw->length = 0;
-		mw->access = 0;
-		mw->pd = pd;
-		mw->kind = type == IBV_MW_TYPE_1 ? KEY_MW1 : KEY_MW2;
-		mw->key = (i << 8) | (dom->mr_next++ & 0xFF);
-		/* No engine reads an invalid entry's binding: no lock needed to start it. */
-		memset(&mw->mw, 0, sizeof(mw->mw));
-		mw->mw.key = mw->key;
-		atomic_store_explicit(&mw->valid, 1, memory_order_release);
-		*rkey = mw->key;
-		dom->nb_mws++;
-		dom->dev->objs.mws++;
-		return 0;
-	}
-	return -ENOMEM;
+	mw = key_take(dom, type == IBV_MW_TYPE_1 ? KEY_MW1 : KEY_MW2);
+	if (mw == NULL)
+		return -ENOMEM;
+	mw->base = NULL;
+	mw->iova = mw->length = 0;
+	mw->access = 0;
+	mw->pd = pd;
+	/* No engine reads an invalid entry's binding: no lock needed to start it. */
+	memset(&mw->mw, 0, sizeof(mw->mw));
+	mw->mw.key = mw->key;
+	atomic_store_explicit(&mw->valid, 1, memory_order_release);
+	*rkey = mw->key;
+	dom->nb_mws++;
+	dom->dev->objs.mws++;
+	return 0;
 }
 
 int
 droce_engine_mw_dealloc(struct droce_engine_domain *dom, uint32_t rkey)
 {
-	uint32_t idx = rkey >> 8;
-	struct engine_mr *mw;
+	struct engine_mr *mw = key_find(dom, rkey, false);
 
-	if (idx == 0 || idx >= dom->max_mrs)
-		return -EINVAL;
-	mw = &dom->mrs[idx];
-	if (!atomic_load_explicit(&mw->valid, memory_order_relaxed) || mw->kind == KEY_MR ||
-	    mw->key != rkey)
+	if (mw == NULL)
 		return -EINVAL;
 	/* Unbound first, so an engine that still finds it valid grants nothing. */
 	mw_unbind_all(mw);
