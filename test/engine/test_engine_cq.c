@@ -4,7 +4,8 @@
  * to the new ring in order, none lost, none repeated, whether it grows or shrinks; fewer
  * entries than waiting completions is refused and changes nothing; and a CQ resized again
  * and again while both engines write to it (the receiver's completions of SENDs in flight
- * on two QPs of two engines) loses and repeats nothing.
+ * on two QPs of two engines) loses and repeats nothing. Sends posted before the call
+ * count among the waiting completions.
  */
 #include <string.h>
 #include <unistd.h>
@@ -128,6 +129,41 @@ DROCE_TEST(resize_with_completions_waiting)
 		poll_in_order(&p, 100, next);
 	}
 	CHECK_EQ_U64(tc_counter(&p.b, "cq_overrun"), 0);
+	tc_pair_close(&p.a, &p.b);
+}
+
+/*
+ * Sends posted just before the resize count among the completions waiting, as on a NIC
+ * that fetched them long before: 100 signaled SENDs, then at once a shrink of their CQ to
+ * 64 is refused; 128 takes all 100, in order.
+ */
+DROCE_TEST(resize_counts_sends_posted)
+{
+	struct ibv_wc wc[16];
+	struct pair p;
+	unsigned int i, got = 0;
+	int k;
+
+	pair_open(&p, 256);
+	for (i = 0; i < 100; i++)
+		CHECK_EQ_I64(tc_recv(p.qb[0], i, p.mb, i * MSG, MSG), 0);
+	for (i = 0; i < 100; i++)
+		CHECK_EQ_I64(tc_send(p.qa[0], i, p.ma, 0, MSG, IBV_SEND_SIGNALED), 0);
+	CHECK_EQ_I64(tc_cq_resize(p.ca, 64), -EINVAL);
+	CHECK_EQ_U64(p.ca->view.size, 2048);
+	CHECK_EQ_I64(tc_cq_resize(p.ca, 128), 0);
+	while (got < 100) {
+		k = tc_wait(p.ca, 16, wc, 5000);
+		CHECK(k > 0);
+		for (i = 0; i < (unsigned int)k; i++) {
+			CHECK_EQ_U64(wc[i].status, IBV_WC_SUCCESS);
+			CHECK_EQ_U64(wc[i].opcode, IBV_WC_SEND);
+			CHECK_EQ_U64(wc[i].wr_id, got + i);
+		}
+		got += (unsigned int)k;
+	}
+	CHECK_EQ_I64(tc_poll(p.ca, 16, wc), 0);
+	CHECK_EQ_U64(tc_counter(&p.a, "cq_overrun"), 0);
 	tc_pair_close(&p.a, &p.b);
 }
 
