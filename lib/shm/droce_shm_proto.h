@@ -38,13 +38,13 @@
 #include "droce_shm.h"
 #include "droce_shm_qp_attr.h"
 
-#define DROCE_PROTO_VERSION		4u
+#define DROCE_PROTO_VERSION		5u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8
 #define DROCE_PROTO_MAX_GIDS		16
 #define DROCE_PROTO_MAX_FDS		64	/* per message */
-#define DROCE_PROTO_MR_MAX_PIECES	DROCE_PROTO_MAX_FDS
+#define DROCE_PROTO_MR_MAX_PIECES	32	/* a registration spans this many mappings at most */
 #define DROCE_PROTO_NO_HANDLE		UINT32_MAX
 
 enum droce_proto_op {
@@ -53,7 +53,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_HELLO,		/* -> fds: region memfd, async notification fd */
 	DROCE_PROTO_OP_ALLOC_PD,
 	DROCE_PROTO_OP_DEALLOC_PD,
-	DROCE_PROTO_OP_REG_MR,		/* <- fds: one sealed memfd per piece */
+	DROCE_PROTO_OP_REG_MR,		/* <- fds: one sealed memfd per piece not MAPPING */
 	DROCE_PROTO_OP_DEREG_MR,
 	DROCE_PROTO_OP_CREATE_CQ,	/* -> fd: the CQ's notification fd when asked for */
 	DROCE_PROTO_OP_DESTROY_CQ,
@@ -343,13 +343,27 @@ struct droce_proto_cap {
 };
 
 /*
- * One piece of a memory region: len bytes at offset off of the memfd passed at the same
- * position in SCM_RIGHTS. droced maps the pieces one after another into one contiguous
- * range, so the region's bytes are contiguous there as they are in the application.
+ * A piece the application maps MAP_SHARED from a file of its own (POSIX or SysV shared
+ * memory, a regular, tmpfs or hugetlbfs file, anonymous shared memory): registered in
+ * place. No fd travels for it: droced opens the file the client maps at addr
+ * (/proc/<pid>/map_files), after checking in the client's /proc/<pid>/maps that the
+ * mapping is shared, covers [addr, addr + len) at file offset off, and allows the access
+ * asked for (writable when any write access is).
+ */
+#define DROCE_PROTO_PIECE_MAPPING	1u
+
+/*
+ * One piece of a memory region: len bytes at offset off of a file. Without flags the file
+ * is the memfd passed next in SCM_RIGHTS (the fds go in piece order, one per piece that is
+ * not MAPPING). droced maps the pieces one after another into one contiguous range, so
+ * the region's bytes are contiguous there as they are in the application.
  */
 struct droce_proto_mr_piece {
-	uint64_t off;		/* page aligned */
+	uint64_t off;		/* page aligned (huge page aligned in a hugetlb file) */
 	uint64_t len;		/* page multiple */
+	uint64_t addr;		/* MAPPING: where the client maps the piece's first byte */
+	uint32_t flags;		/* DROCE_PROTO_PIECE_* */
+	uint32_t rsvd;
 };
 
 struct droce_proto_req {
@@ -372,7 +386,7 @@ struct droce_proto_req {
 			uint64_t iova;		/* what remote and local addresses are relative to */
 			uint64_t length;
 			uint64_t first_off;	/* the MR's first byte in the mapped pieces */
-			uint32_t nb_pieces;	/* memfds passed, 1..DROCE_PROTO_MR_MAX_PIECES */
+			uint32_t nb_pieces;	/* 1..DROCE_PROTO_MR_MAX_PIECES */
 			uint32_t rsvd;
 			struct droce_proto_mr_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 		} reg_mr;

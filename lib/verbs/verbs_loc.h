@@ -255,8 +255,13 @@ _Static_assert(offsetof(struct verbs_dqp, wr_flush) == sizeof(struct ibv_qp_ex),
 /* rdma-core 45's IBV_ACCESS_FLUSH_GLOBAL and IBV_ACCESS_FLUSH_PERSISTENT. */
 #define VERBS_ACCESS_FLUSH			((1u << 8) | (1u << 9))
 
+struct verbs_piece;
+
 struct verbs_dmr {
 	struct ibv_mr ibmr;
+	/* What it holds of the application's pages (verbs_pages.h), released at dereg. */
+	struct verbs_piece *pieces;
+	unsigned int nb_pieces;
 };
 
 static inline struct verbs_ddev *

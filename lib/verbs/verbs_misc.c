@@ -18,6 +18,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "verbs_loc.h"
+#include "verbs_pages.h"
 
 #define SYSFS_PATH_ENV		"SYSFS_PATH"
 #define SYSFS_PATH_DEFAULT	"/sys"
@@ -100,20 +101,23 @@ mbps_to_ibv_rate(int mbps)
 }
 
 /*
- * Registered pages are MAP_SHARED memfd pages: fork never copies them on write, so the
- * parent's registrations stay valid with nothing to set up (the child shares those pages,
- * see doc/verbs-coverage.md). Hence "unneeded" and no-op range calls.
+ * fork() (verbs_pages_fork.c): by default a child gets a private copy of the registered
+ * pages that moved, made at the fork, as Linux 5.13+ copies pinned pages, so rdma-core
+ * would answer "unneeded"; after ibv_fork_init (or with RDMAV_FORK_SAFE / IBV_FORK_SAFE)
+ * the child has nothing there instead, as with rdma-core's MADV_DONTFORK, and fork copies
+ * nothing: "enabled".
  */
 VERBS_EXPORT int
 ibv_fork_init(void)
 {
+	verbs_pages_set_fork_safe();
 	return 0;
 }
 
 VERBS_EXPORT enum ibv_fork_status
 ibv_is_fork_initialized(void)
 {
-	return IBV_FORK_UNNEEDED;
+	return verbs_pages_fork_safe() ? IBV_FORK_ENABLED : IBV_FORK_UNNEEDED;
 }
 
 int ibv_dontfork_range(void *base, size_t size);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 
 /*
- * Memory regions. ibv_reg_mr moves the pages under the range into memfds in place
- * (verbs_pages.c) and passes the pieces to droced, which maps them one after another and
+ * Memory regions. ibv_reg_mr makes the pages under the range reachable by droced
+ * (verbs_pages.c: shared file mappings in place, private memory moved into memfds under
+ * write protection) and passes the pieces to droced, which maps them one after another and
  * registers the bytes with the engine. The context keeps (lkey -> range, access) so that
  * ibv_post_send/recv can refuse a bad SGE before it reaches the ring (verbs_lkey_check,
  * read under key_lock by the posting thread).
  *
- * After ibv_dereg_mr the pages stay shared (and in our memfd): harmless for the
- * application, and a later registration of the same memory reuses them.
+ * Every MR keeps its pieces: ibv_dereg_mr (and a re-registration's new translation)
+ * releases them once droced has let go, and pages no MR holds any more become private
+ * memory again.
  */
 
 #include <errno.h>
@@ -32,7 +34,58 @@
 #define MR_ACCESS_UNSUPPORTED	(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND)
 
 /* Every page this process moved for an MR, over all contexts. */
-static struct verbs_pages mr_pages = VERBS_PAGES_INITIALIZER;
+static struct verbs_pages mr_pages;
+static pthread_once_t mr_pages_once = PTHREAD_ONCE_INIT;
+
+static void
+mr_pages_init(void)
+{
+	verbs_pages_init(&mr_pages);
+}
+
+/* Closes the fds of n pieces and gives their pages back. */
+static void
+hold_drop(struct verbs_piece *pieces, unsigned int n)
+{
+	verbs_pieces_close(pieces, n);
+	verbs_pages_release(&mr_pages, pieces, n);
+}
+
+/* Gives back what mr holds of the application's pages. */
+static void
+hold_release(struct verbs_dmr *mr)
+{
+	if (mr->nb_pieces > 0)
+		verbs_pages_release(&mr_pages, mr->pieces, mr->nb_pieces);
+	free(mr->pieces);
+	mr->pieces = NULL;
+	mr->nb_pieces = 0;
+}
+
+/*
+ * Shares [addr, addr + length) into pieces (up to DROCE_PROTO_MR_MAX_PIECES, their fds
+ * for the request); *first_off as verbs_pages_share's; *keep: room for the MR to keep them
+ * once the request is done. An errno, and nothing held.
+ */
+static int
+hold_take(void *addr, size_t length, struct verbs_piece *pieces, unsigned int *n,
+	  uint64_t *first_off, struct verbs_piece **keep)
+{
+	int ret;
+
+	pthread_once(&mr_pages_once, mr_pages_init);
+	ret = verbs_pages_share(&mr_pages, addr, length, pieces, DROCE_PROTO_MR_MAX_PIECES, n,
+				first_off);
+	if (ret != 0)
+		return ret == -E2BIG ? ENOMEM : -ret;
+	*keep = malloc(*n * sizeof(**keep));
+	if (*keep == NULL) {
+		hold_drop(pieces, *n);
+		return ENOMEM;
+	}
+	return 0;
+}
+
 
 bool
 verbs_lkey_check(void *arg, uint32_t lkey, uint64_t addr, uint64_t len, unsigned int access)
@@ -115,54 +168,61 @@ access_check(unsigned int access, uint32_t *out)
 	return 0;
 }
 
-/* A share's pieces as a request carries them: offset and length, the memfds beside. */
-static void
+/*
+ * A share's pieces as a request carries them: our memfds beside the message, the
+ * application's shared mappings named by address (DROCE_PROTO_PIECE_MAPPING). The number
+ * of fds.
+ */
+static unsigned int
 pieces_out(const struct verbs_piece *pieces, unsigned int n, struct droce_proto_mr_piece *out,
 	   int *fds)
 {
-	unsigned int i;
+	unsigned int i, nfds = 0;
 
 	for (i = 0; i < n; i++) {
 		out[i].off = pieces[i].off;
 		out[i].len = pieces[i].len;
-		fds[i] = pieces[i].fd;
+		out[i].addr = pieces[i].addr;
+		out[i].flags = pieces[i].fd < 0 ? DROCE_PROTO_PIECE_MAPPING : 0;
+		if (pieces[i].fd >= 0)
+			fds[nfds++] = pieces[i].fd;
 	}
+	return nfds;
 }
 
 /*
  * Registers [addr, addr + length) at iova with access acc (access_check's) in pd: droced
- * makes the MR, the context learns its lkey; mr's handle, keys, pd, addr and length are
- * set. 0 or an errno, and nothing changed.
+ * makes the MR, the context learns its lkey; mr's handle, keys, pd, addr, length and what
+ * it holds of the pages are set. 0 or an errno, and nothing changed.
  */
 static int
 mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, uint32_t acc,
-	    struct ibv_mr *mr)
+	    struct verbs_dmr *mr)
 {
 	struct verbs_piece pieces[DROCE_PROTO_MR_MAX_PIECES];
 	int fds[DROCE_PROTO_MR_MAX_PIECES];
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REG_MR };
 	struct droce_proto_resp resp;
 	struct verbs_dctx *c = to_dctx(pd->context);
-	unsigned int n = 0;
+	struct verbs_piece *keep = NULL;
+	unsigned int n = 0, nfds;
 	uint64_t first_off = 0;
 	int ret;
 
 	/* A zero-length MR maps no page: droce has nothing to share (kernel umem: EINVAL). */
 	if (length == 0 || length > c->limits.max_mr_size || iova + length < iova)
 		return EINVAL;
-	ret = verbs_pages_share(&mr_pages, addr, length, pieces, DROCE_PROTO_MR_MAX_PIECES, &n,
-				&first_off);
-	if (ret < 0)
-		return ret == -E2BIG ? ENOMEM : -ret;
+	ret = hold_take(addr, length, pieces, &n, &first_off, &keep);
+	if (ret != 0)
+		return ret;
 	req.reg_mr.pd = pd->handle;
 	req.reg_mr.access = acc;
 	req.reg_mr.iova = iova;
 	req.reg_mr.length = length;
 	req.reg_mr.first_off = first_off;
 	req.reg_mr.nb_pieces = n;
-	pieces_out(pieces, n, req.reg_mr.pieces, fds);
-	ret = verbs_request(c, &req, fds, n, &resp);
-	verbs_pieces_close(pieces, n);
+	nfds = pieces_out(pieces, n, req.reg_mr.pieces, fds);
+	ret = verbs_request(c, &req, fds, nfds, &resp);
 	if (ret == 0) {
 		ret = key_insert(c, resp.obj.lkey, iova, length, acc);
 		if (ret != 0) {
@@ -172,31 +232,41 @@ mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, uint32_
 			verbs_request(c, &d, NULL, 0, &resp);
 		}
 	}
-	if (ret != 0)
+	if (ret != 0) {
+		hold_drop(pieces, n);
+		free(keep);
 		return ret;
-	mr->context = pd->context;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->handle = resp.obj.handle;
-	mr->lkey = resp.obj.lkey;
-	mr->rkey = resp.obj.rkey;
+	}
+	verbs_pieces_close(pieces, n);
+	memcpy(keep, pieces, n * sizeof(*keep));
+	mr->pieces = keep;
+	mr->nb_pieces = n;
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = resp.obj.handle;
+	mr->ibmr.lkey = resp.obj.lkey;
+	mr->ibmr.rkey = resp.obj.rkey;
 	return 0;
 }
 
-/* droced's MR handle gone, and the context's lkey with it: 0 or an errno. */
+/* droced's MR handle gone, the context's lkey with it, then the pages: 0 or an errno. */
 static int
-mr_deregister(struct verbs_dctx *c, const struct ibv_mr *mr)
+mr_deregister(struct verbs_dctx *c, struct verbs_dmr *mr)
 {
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_DEREG_MR };
 	struct droce_proto_resp resp;
 	int ret;
 
-	req.obj.handle = mr->handle;
+	req.obj.handle = mr->ibmr.handle;
 	ret = verbs_request(c, &req, NULL, 0, &resp);
-	if (ret == 0)
-		key_remove(c, mr->lkey);
-	return ret;
+	if (ret != 0)
+		return ret;
+	key_remove(c, mr->ibmr.lkey);
+	/* droced has unmapped them: the pages can become private again. */
+	hold_release(mr);
+	return 0;
 }
 
 VERBS_EXPORT struct ibv_mr *
@@ -215,7 +285,7 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return verbs_err_null(ENOMEM);
-	ret = mr_register(pd, addr, length, iova, acc, &mr->ibmr);
+	ret = mr_register(pd, addr, length, iova, acc, mr);
 	if (ret != 0) {
 		free(mr);
 		return verbs_err_null(ret);
@@ -282,8 +352,9 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 	int fds[DROCE_PROTO_MR_MAX_PIECES];
 	struct droce_proto_req req = { .op = DROCE_PROTO_OP_REREG_MR };
 	struct droce_proto_resp resp;
+	struct verbs_piece *keep = NULL;
 	struct verbs_dctx *c;
-	unsigned int n = 0;
+	unsigned int n = 0, nfds = 0;
 	uint64_t iova, first_off = 0;
 	uint32_t acc;
 	int ret;
@@ -317,10 +388,9 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 			errno = EINVAL;
 			return IBV_REREG_MR_ERR_INPUT;
 		}
-		ret = verbs_pages_share(&mr_pages, addr, length, pieces,
-					DROCE_PROTO_MR_MAX_PIECES, &n, &first_off);
-		if (ret < 0) {
-			errno = ret == -E2BIG ? ENOMEM : -ret;
+		ret = hold_take(addr, length, pieces, &n, &first_off, &keep);
+		if (ret != 0) {
+			errno = ret;
 			return IBV_REREG_MR_ERR_INPUT;
 		}
 		iova = (uintptr_t)addr;
@@ -328,16 +398,27 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t
 		req.rereg_mr.length = length;
 		req.rereg_mr.first_off = first_off;
 		req.rereg_mr.nb_pieces = n;
-		pieces_out(pieces, n, req.rereg_mr.pieces, fds);
+		nfds = pieces_out(pieces, n, req.rereg_mr.pieces, fds);
 	} else {
 		addr = mr->addr;
 		length = mr->length;
 	}
-	ret = verbs_request(c, &req, fds, n, &resp);
-	verbs_pieces_close(pieces, n);
+	ret = verbs_request(c, &req, fds, nfds, &resp);
 	if (ret != 0) {
+		hold_drop(pieces, n);
+		free(keep);
 		errno = ret;
 		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		struct verbs_dmr *dmr = verbs_container_of(mr, struct verbs_dmr, ibmr);
+
+		/* droced maps the new pieces only now: the old pages can go. */
+		hold_release(dmr);
+		verbs_pieces_close(pieces, n);
+		memcpy(keep, pieces, n * sizeof(*keep));
+		dmr->pieces = keep;
+		dmr->nb_pieces = n;
 	}
 	/* the same lkey: its entry rewritten with what the MR is now */
 	ret = key_insert(c, mr->lkey, iova, length, acc);
@@ -359,7 +440,7 @@ ibv_dereg_mr(struct ibv_mr *mr)
 
 	if (mr == NULL)
 		return verbs_err(EINVAL);
-	ret = mr_deregister(to_dctx(mr->context), mr);
+	ret = mr_deregister(to_dctx(mr->context), verbs_container_of(mr, struct verbs_dmr, ibmr));
 	if (ret != 0)
 		return verbs_err(ret);
 	free(verbs_container_of(mr, struct verbs_dmr, ibmr));

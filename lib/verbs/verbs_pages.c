@@ -1,39 +1,43 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 
 /*
- * ibv_reg_mr's page moving (verbs_pages.h). What is mapped where is read from
+ * ibv_reg_mr's pages (verbs_pages.h): which are registered in place, which move, and the
+ * count of registrations over every moved page. What is mapped where is read from
  * /proc/self/maps, not remembered: memory the application freed and mapped again at the
- * same address is ordinary private memory again, and must be moved again. A range is
- * walked mapping by mapping: a part backed by one of our memfds (shared mapping, same
- * device and inode) becomes a piece as it is; runs of other pages are copied into a new
- * memfd each, which is then mapped over them with MAP_FIXED, keeping their protection.
- * Control path only: called under the table's lock, never while posting.
+ * same address is something else now. A range is walked mapping by mapping ("clips"):
  *
- * Hugetlb mappings (mmap MAP_HUGETLB, private or shared) are moved whole huge pages at a
- * time (a hugetlb mapping cannot be split inside a page) into a hugetlb memfd of the same
- * page size, read from /proc/self/smaps, so the application keeps its huge pages. When
- * the pool has no free huge pages for the copy, they go into an ordinary memfd instead:
- * the contents and addresses are kept, the TLB reach is not.
+ *   ours     a shared mapping of one of our memfds (pages moved before): a piece as it is;
+ *   shared   any other shared mapping with a file behind it: a piece droced maps in place;
+ *   private  private memory: runs of it are moved into a new memfd each (verbs_pages_move.c).
+ *
+ * Hugetlb mappings are taken whole huge pages at a time (a hugetlb mapping cannot be split
+ * inside a page); their page size is read from /proc/self/smaps. Private hugetlb pages
+ * move into a hugetlb memfd of the same page size, or an ordinary one when the pool has no
+ * free pages (contents and addresses kept, TLB reach not).
  */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/memfd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "verbs_pages.h"
 
-#define MEMFD_NAME	"droce-mr"
 /* Initial room for the mappings that overlap a range; grows as needed. */
 #define MAPS_INIT	16
+
+enum clip_kind {
+	CLIP_OURS,
+	CLIP_SHARED,
+	CLIP_PRIVATE,
+	CLIP_NO,		/* cannot be registered: -EINVAL, or -EFAULT when unreadable */
+};
 
 /* One line of /proc/self/maps, clipped to the range being registered. */
 struct clip {
@@ -42,8 +46,11 @@ struct clip {
 	uint64_t pgoff;		/* file offset of lo */
 	int prot;
 	uint64_t pgsize;	/* page size of the mapping: > the base page for hugetlb */
-	int table;		/* index in the table when backed by one of our memfds, else -1 */
-	bool movable;		/* private memory we may copy: readable, not special */
+	enum clip_kind kind;
+	int table;		/* CLIP_OURS: index in the table */
+	bool uffd_ok;		/* CLIP_PRIVATE: userfaultfd can write-protect it */
+	dev_t dev;
+	ino_t ino;
 };
 
 struct clips {
@@ -57,19 +64,29 @@ verbs_pages_init(struct verbs_pages *p)
 {
 	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
+	verbs_pages_fork_track(p);
+}
+
+static void
+table_close(struct verbs_pages *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nb; i++) {
+		close(p->fds[i].fd);
+		free(p->fds[i].runs);
+	}
+	free(p->fds);
+	p->fds = NULL;
+	p->nb = 0;
+	p->cap = 0;
 }
 
 void
 verbs_pages_fini(struct verbs_pages *p)
 {
-	uint32_t i;
-
-	for (i = 0; i < p->nb; i++)
-		close(p->fds[i].fd);
-	free(p->fds);
-	p->fds = NULL;
-	p->nb = 0;
-	p->cap = 0;
+	verbs_pages_fork_untrack(p);
+	table_close(p);
 	pthread_mutex_destroy(&p->lock);
 }
 
@@ -79,7 +96,10 @@ verbs_pieces_close(struct verbs_piece *pieces, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		close(pieces[i].fd);
+		if (pieces[i].fd >= 0) {
+			close(pieces[i].fd);
+			pieces[i].fd = -1;
+		}
 }
 
 static int
@@ -93,6 +113,7 @@ table_find(const struct verbs_pages *p, dev_t dev, ino_t ino)
 	return -1;
 }
 
+/* Adds memfd fd, whose pages are its block size (hugetlb's, or the base page). */
 static int
 table_add(struct verbs_pages *p, int fd)
 {
@@ -109,14 +130,83 @@ table_add(struct verbs_pages *p, int fd)
 		p->fds = v;
 		p->cap = cap;
 	}
-	p->fds[p->nb].fd = fd;
-	p->fds[p->nb].dev = st.st_dev;
-	p->fds[p->nb].ino = st.st_ino;
-	/* hugetlbfs reports its page size as the block size. */
-	p->fds[p->nb].pgsize = (uint64_t)st.st_blksize;
+	p->fds[p->nb] = (struct verbs_pages_fd){ .fd = fd, .dev = st.st_dev, .ino = st.st_ino,
+						  .pgsize = (uint64_t)st.st_blksize };
 	p->nb++;
+	return (int)p->nb - 1;
+}
+
+static void
+table_del(struct verbs_pages *p, uint32_t t)
+{
+	close(p->fds[t].fd);
+	free(p->fds[t].runs);
+	p->fds[t] = p->fds[--p->nb];
+}
+
+/* ---- registrations per memfd page range ---- */
+
+/*
+ * Adds delta (+1 or -1) to the count of [lo, hi) of f, pages not held counting 0. Ranges
+ * that fall to 0 are appended to zero[] (at most max_zero, merged when adjacent) and the
+ * count of them to *nb_zero. 0 or -ENOMEM (f unchanged).
+ */
+static int
+runs_add(struct verbs_pages_fd *f, uint64_t lo, uint64_t hi, int delta,
+	 struct verbs_pages_run *zero, unsigned int max_zero, unsigned int *nb_zero)
+{
+	uint32_t cap = 3 * f->nb_runs + 3, n = 0, i;
+	struct verbs_pages_run *v = malloc(cap * sizeof(*v));
+	uint64_t cur = lo;
+
+#define EMIT(a, b, r) do {							\
+		if ((a) < (b) && (r) > 0) {					\
+			if (n > 0 && v[n - 1].hi == (a) && v[n - 1].refs == (r))	\
+				v[n - 1].hi = (b);				\
+			else							\
+				v[n++] = (struct verbs_pages_run){ (a), (b), (r) };	\
+		}								\
+	} while (0)
+
+	if (v == NULL)
+		return -ENOMEM;
+	for (i = 0; i < f->nb_runs; i++) {
+		const struct verbs_pages_run *r = &f->runs[i];
+		uint64_t a = r->lo > lo ? r->lo : lo, b = r->hi < hi ? r->hi : hi;
+
+		if (r->hi <= lo || r->lo >= hi) {
+			if (r->lo >= hi && cur < hi) {
+				if (delta > 0)
+					EMIT(cur, hi, 1u);
+				cur = hi;
+			}
+			EMIT(r->lo, r->hi, r->refs);
+			continue;
+		}
+		if (delta > 0 && cur < a)
+			EMIT(cur, a, 1u);
+		EMIT(r->lo, a, r->refs);
+		if (delta < 0 && r->refs == 1 && zero != NULL) {
+			if (*nb_zero > 0 && zero[*nb_zero - 1].hi == a)
+				zero[*nb_zero - 1].hi = b;
+			else if (*nb_zero < max_zero)
+				zero[(*nb_zero)++] = (struct verbs_pages_run){ a, b, 0 };
+		}
+		EMIT(a, b, (uint32_t)((int64_t)r->refs + delta));
+		EMIT(b, r->hi, r->refs);
+		cur = b;
+	}
+	if (delta > 0 && cur < hi)
+		EMIT(cur, hi, 1u);
+#undef EMIT
+	free(f->runs);
+	f->runs = v;
+	f->nb_runs = n;
+	f->cap_runs = cap;
 	return 0;
 }
+
+/* ---- reading the mappings ---- */
 
 static int
 clips_push(struct clips *cs, const struct clip *c)
@@ -136,7 +226,7 @@ clips_push(struct clips *cs, const struct clip *c)
 
 /*
  * The page size of the mapping that starts at lo (KernelPageSize in /proc/self/smaps), or 0.
- * Only asked for hugetlb mappings: reading smaps walks every mapping's page tables.
+ * Only asked for mappings that may be hugetlb: reading smaps walks every mapping's pages.
  */
 static uint64_t
 smaps_page_size(unsigned long lo)
@@ -180,13 +270,31 @@ path_is_anon_hugetlb(const char *path)
 	return strcmp(path, "/anon_hugepage") == 0 || strcmp(path, "anon_inode:[hugetlb]") == 0;
 }
 
-/*
- * Reads /proc/self/maps: the mappings overlapping [start, end), clipped, into cs, and
- * which table memfds are still mapped anywhere (used[i]). A hugetlb clip is widened to
- * whole huge pages (its mapping is aligned to them).
- */
+/* What a maps line is for registration; pgsize 0 when its pages are not consistent. */
+static enum clip_kind
+clip_classify(const char *perms, unsigned long ino, unsigned int maj, const char *path,
+	      int table, uint64_t pgsize, bool *uffd_ok)
+{
+	bool anon = path[0] == '\0' || strcmp(path, "[heap]") == 0 ||
+		    strncmp(path, "[stack", 6) == 0;
+
+	/* userfaultfd protects anonymous, shmem and hugetlb memory: device 0 or no file. */
+	*uffd_ok = anon || maj == 0;
+	if (table >= 0)
+		return CLIP_OURS;
+	if (perms[0] != 'r' || pgsize == 0)
+		return CLIP_NO;
+	/* [vdso], [vvar], [vsyscall] are the kernel's. */
+	if (path[0] == '[' && !anon)
+		return CLIP_NO;
+	if (perms[3] == 's')
+		return ino != 0 ? CLIP_SHARED : CLIP_NO;
+	return CLIP_PRIVATE;
+}
+
+/* Reads /proc/self/maps: the mappings overlapping [start, end), clipped, into cs. */
 static int
-maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *cs, bool *used)
+maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *cs)
 {
 	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -202,23 +310,22 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 		unsigned int maj, mnr;
 		char perms[8], path[32] = "";
 		struct clip c;
-		int t;
 
 		if (sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %31s", &lo, &hi, perms, &pgoff,
 			   &maj, &mnr, &ino, path) < 7)
 			continue;
-		t = perms[3] == 's' ? table_find(p, makedev(maj, mnr), (ino_t)ino) : -1;
-		if (t >= 0)
-			used[t] = true;
 		if (hi <= start || lo >= end)
 			continue;
+		c.dev = makedev(maj, mnr);
+		c.ino = (ino_t)ino;
+		c.table = perms[3] == 's' ? table_find(p, c.dev, c.ino) : -1;
 		c.pgsize = base;
-		if (t >= 0)
-			c.pgsize = p->fds[t].pgsize;
-		else if (path_is_anon_hugetlb(path) || strncmp(path, "/SYSV", 5) == 0)
+		if (c.table >= 0)
+			c.pgsize = p->fds[c.table].pgsize;
+		else if (path_is_anon_hugetlb(path) || (maj == 0 && ino != 0))
 			c.pgsize = smaps_page_size(lo);
 		if (c.pgsize == 0 || (lo | hi) % c.pgsize != 0)
-			c.pgsize = 0;	/* unknown or inconsistent: not movable, below */
+			c.pgsize = 0;	/* unknown or inconsistent: not registrable, below */
 		c.lo = lo > start ? lo : start;
 		c.hi = hi < end ? hi : end;
 		if (c.pgsize > base) {
@@ -228,24 +335,7 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 		c.pgoff = pgoff + (c.lo - lo);
 		c.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 			 (perms[2] == 'x' ? PROT_EXEC : 0);
-		c.table = t;
-		/*
-		 * [vdso], [vvar], [vsyscall] are the kernel's; [heap] and [stack] are ours.
-		 * Anonymous shared memory (mmap MAP_SHARED|MAP_ANONYMOUS, which maps shows as
-		 * /dev/zero (deleted)) is the process's own too: librpma registers such a page
-		 * for every connection. Moved like private memory; only a child forked
-		 * before the move and sharing it would stop seeing the parent's writes. The
-		 * same goes for anonymous hugetlb memory, shared or private (libfabric's
-		 * buffer pools), and SysV hugetlb segments (UCX's: shmget(SHM_HUGETLB), then
-		 * IPC_RMID at once, so no other process can attach them; shmdt on the moved
-		 * range then fails, and the pages stay mapped until munmap or exit).
-		 */
-		c.movable = t < 0 && perms[0] == 'r' && c.pgsize != 0 &&
-			    ((perms[3] == 'p' && (path[0] != '[' || strcmp(path, "[heap]") == 0 ||
-						  strncmp(path, "[stack", 6) == 0)) ||
-			     (perms[3] == 's' && ino != 0 &&
-			      (strcmp(path, "/dev/zero") == 0 || path_is_anon_hugetlb(path) ||
-			       (strncmp(path, "/SYSV", 5) == 0 && c.pgsize > base))));
+		c.kind = clip_classify(perms, ino, maj, path, c.table, c.pgsize, &c.uffd_ok);
 		ret = clips_push(cs, &c);
 		if (ret < 0)
 			break;
@@ -255,142 +345,59 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 	return ret;
 }
 
-/*
- * A hugetlb memfd of len bytes in pages of pgsize holding a copy of [lo, lo + len), or
- * -errno: ENOMEM (or another errno from the kernel) when the pool cannot supply the pages.
- * The copy goes through a second mapping: hugetlbfs has no write().
- */
-static int
-huge_memfd_copy(uintptr_t lo, uint64_t len, uint64_t pgsize)
-{
-	unsigned int shift = (unsigned int)__builtin_ctzll(pgsize);
-	void *view;
-	int fd, err;
-
-	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB |
-			  (shift << MFD_HUGE_SHIFT));
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
-		goto fail;
-	/* Without MAP_NORESERVE the pages are reserved here: no free page is ENOMEM, not SIGBUS. */
-	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (view == MAP_FAILED)
-		goto fail;
-	memcpy(view, (const void *)lo, len);
-	munmap(view, len);
-	return fd;
-fail:
-	err = errno;
-	close(fd);
-	return -err;
-}
-
-/* An ordinary memfd of len bytes holding a copy of [lo, lo + len), or -errno. */
-static int
-memfd_copy(uintptr_t lo, uint64_t len)
-{
-	uint64_t done = 0;
-	int fd, err;
-
-	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
-		goto fail;
-	while (done < len) {
-		/*
-		 * The kernel reads the application's pages (EFAULT if one is not readable).
-		 * The raw system call, not pwrite(): a sanitizer's pwrite interceptor would
-		 * flag the allocator's redzones that share the pages with the buffer.
-		 */
-		ssize_t w = syscall(SYS_pwrite64, fd, (const void *)(lo + done), len - done,
-				    (off_t)done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto fail;
-		done += (uint64_t)w;
-	}
-	return fd;
-fail:
-	err = errno;
-	close(fd);
-	return -err;
-}
+/* ---- sharing ---- */
 
 /*
- * Copies [lo, hi) of a run of clips with the same page size into a new memfd and maps it
- * there; returns the fd or -errno.
+ * Whether clip i of a private run cannot join clip i - 1's run: another page size, or
+ * either is writable memory userfaultfd cannot protect (frozen alone, verbs_pages_move.c).
  */
-static int
-run_move(const struct verbs_pages *p, const struct clip *run, unsigned int n)
+static bool
+run_breaks(const struct clips *cs, unsigned int i)
 {
-	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = run[0].lo, hi = run[n - 1].hi;
-	uint64_t len = hi - lo;
-	unsigned int i;
-	int fd = -ENOMEM, err;
+	const struct clip *a = &cs->v[i - 1], *b = &cs->v[i];
+	bool a_frozen = !a->uffd_ok && (a->prot & PROT_WRITE);
+	bool b_frozen = !b->uffd_ok && (b->prot & PROT_WRITE);
 
-	/*
-	 * Sealed at its size: droced maps it and must never see it shrink under its mapping
-	 * (a SIGBUS there); droced refuses pieces of memfds not sealed against shrinking.
-	 */
-	if (run[0].pgsize > base && !p->no_huge_memfd)
-		fd = huge_memfd_copy(lo, len, run[0].pgsize);
-	if (fd < 0)
-		fd = memfd_copy(lo, len);
-	if (fd < 0)
-		return fd;
-	if (mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-	    MAP_FAILED) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
-	for (i = 0; i < n; i++)
-		if (run[i].prot != (PROT_READ | PROT_WRITE))
-			mprotect((void *)run[i].lo, run[i].hi - run[i].lo, run[i].prot);
-	return fd;
+	return a->kind != CLIP_PRIVATE || a->pgsize != b->pgsize || a_frozen || b_frozen;
 }
 
-/* Adds a piece, merging it with the previous one when it continues it in the same memfd. */
+/* Whether clip i starts a new piece (an upper bound: pieces of one file may still merge). */
+static bool
+piece_starts(const struct clips *cs, unsigned int i)
+{
+	return i == 0 || cs->v[i].kind != CLIP_PRIVATE || run_breaks(cs, i);
+}
+
+/* Adds a piece, merging it with the previous one when it continues it in the same file. */
 static void
-piece_add(struct verbs_piece *v, unsigned int *n, int t, uint64_t off, uint64_t len)
+piece_add(struct verbs_piece *v, unsigned int *n, const struct verbs_piece *pc)
 {
-	if (*n > 0 && v[*n - 1].fd == t && v[*n - 1].off + v[*n - 1].len == off) {
-		v[*n - 1].len += len;
+	struct verbs_piece *last = *n > 0 ? &v[*n - 1] : NULL;
+
+	if (last != NULL && last->fd == pc->fd && last->dev == pc->dev && last->ino == pc->ino &&
+	    last->off + last->len == pc->off && last->addr + last->len == pc->addr) {
+		last->len += pc->len;
 		return;
 	}
-	v[*n].fd = t;
-	v[*n].off = off;
-	v[*n].len = len;
-	(*n)++;
-}
-
-/* Whether clip i starts a new piece: a table clip, or the first clip of a run to move. */
-static bool
-run_starts(const struct clips *cs, unsigned int i)
-{
-	return cs->v[i].table >= 0 || i == 0 || cs->v[i - 1].table >= 0 ||
-	       cs->v[i - 1].pgsize != cs->v[i].pgsize;
+	v[(*n)++] = *pc;
 }
 
 /*
- * Pieces (with table indices in .fd) that cover cs; moving runs of movable clips first.
- * Counts first, so that a range needing too many pieces moves nothing.
+ * Pieces that cover cs, moving runs of private clips first; for pieces of ours .fd is the
+ * table index until verbs_pages_share dups the memfds. A reference is taken for each piece
+ * of ours as it is made; on failure the caller releases the *nb made.
  */
 static int
 share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *cs,
 	     struct verbs_piece *pieces, unsigned int max_pieces, unsigned int *nb)
 {
+	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct verbs_pages_span spans[MAPS_INIT];
 	uintptr_t cur = start;
-	unsigned int i, j, n = 0;
+	unsigned int i, j, k, n = 0;
 	int ret;
 
+	*nb = 0;
 	/* Unmapped pages first: a range running off its buffer is EFAULT wherever it ends. */
 	for (i = 0; i < cs->n; i++) {
 		if (cs->v[i].lo != cur)
@@ -400,54 +407,108 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 	if (cur != end)
 		return -EFAULT;
 	for (i = 0; i < cs->n; i++)
-		if (cs->v[i].table < 0 && !cs->v[i].movable)
+		if (cs->v[i].kind == CLIP_NO)
 			return cs->v[i].prot & PROT_READ ? -EINVAL : -EFAULT;
-	/*
-	 * Upper bound of the pieces: one per table clip, one per run of movable clips of one
-	 * page size.
-	 */
 	for (i = 0; i < cs->n; i++)
-		if (run_starts(cs, i))
+		if (piece_starts(cs, i))
 			n++;
 	if (n > max_pieces)
 		return -E2BIG;
-	n = 0;
 	for (i = 0; i < cs->n; i = j) {
-		if (cs->v[i].table >= 0) {
-			piece_add(pieces, &n, cs->v[i].table, cs->v[i].pgoff,
-				  cs->v[i].hi - cs->v[i].lo);
-			j = i + 1;
+		const struct clip *c = &cs->v[i];
+		struct verbs_piece pc = { .fd = c->table, .off = c->pgoff, .len = c->hi - c->lo,
+					  .addr = c->lo, .dev = c->dev, .ino = c->ino };
+		int t = c->table;
+
+		j = i + 1;
+		if (c->kind == CLIP_SHARED) {
+			pc.fd = -1;
+			piece_add(pieces, nb, &pc);
 			continue;
 		}
-		for (j = i + 1; j < cs->n && !run_starts(cs, j); j++)
-			;
-		ret = run_move(p, &cs->v[i], j - i);
+		if (c->kind == CLIP_PRIVATE) {
+			for (; j < cs->n && j - i < MAPS_INIT && cs->v[j].kind == CLIP_PRIVATE &&
+			     !run_breaks(cs, j); j++)
+				;
+			for (k = i; k < j; k++)
+				spans[k - i] = (struct verbs_pages_span){
+					.lo = cs->v[k].lo, .hi = cs->v[k].hi, .prot = cs->v[k].prot,
+					.uffd_ok = cs->v[k].uffd_ok };
+			ret = verbs_pages_move_in(p, spans, j - i, c->pgsize, c->pgsize > base &&
+						  !p->no_huge_memfd);
+			if (ret < 0)
+				return ret;
+			t = table_add(p, ret);
+			if (t < 0) {
+				/* Moved; without a table entry it stays so until unmapped. */
+				close(ret);
+				return t;
+			}
+			pc = (struct verbs_piece){ .fd = t, .off = 0, .len = cs->v[j - 1].hi - c->lo,
+						   .addr = c->lo, .dev = p->fds[t].dev,
+						   .ino = p->fds[t].ino };
+		}
+		ret = runs_add(&p->fds[t], pc.off, pc.off + pc.len, 1, NULL, 0, NULL);
 		if (ret < 0)
 			return ret;
-		if (table_add(p, ret) < 0) {
-			/* The pages are moved and stay so; without a table entry they cannot be named. */
-			close(ret);
-			return -ENOMEM;
-		}
-		piece_add(pieces, &n, (int)p->nb - 1, 0, cs->v[j - 1].hi - cs->v[i].lo);
+		piece_add(pieces, nb, &pc);
 	}
-	*nb = n;
 	return 0;
 }
 
-/* Closes the memfds nothing maps any more (after the free of what was registered). */
+/* Moves [off, off + len) of table memfd t back wherever the process maps it, and frees it. */
 static void
-table_gc(struct verbs_pages *p, const bool *used)
+move_back(struct verbs_pages *p, uint32_t t, uint64_t off, uint64_t len)
 {
-	uint32_t i, k = 0;
+	struct verbs_pages_fd *f = &p->fds[t];
+	FILE *maps = fopen("/proc/self/maps", "re");
+	struct verbs_pages_span spans[MAPS_INIT];
+	uint64_t offs[MAPS_INIT];	/* each span's offset in the memfd */
+	unsigned int n = 0, i;
+	char *line = NULL;
+	size_t cap = 0;
+	bool kept = false;
 
-	for (i = 0; i < p->nb; i++) {
-		if (used[i])
-			p->fds[k++] = p->fds[i];
-		else
-			close(p->fds[i].fd);
+	if (maps == NULL)
+		return;
+	/* Gathered first: each move changes the maps being read. */
+	while (getline(&line, &cap, maps) > 0) {
+		unsigned long lo, hi, ino;
+		unsigned long long pgoff;
+		unsigned int maj, mnr;
+		char perms[8];
+		uint64_t a, b;
+
+		if (sscanf(line, "%lx-%lx %7s %llx %x:%x %lu", &lo, &hi, perms, &pgoff, &maj, &mnr,
+			   &ino) != 7 || perms[3] != 's' || makedev(maj, mnr) != f->dev ||
+		    (ino_t)ino != f->ino)
+			continue;
+		a = pgoff > off ? pgoff : off;
+		b = pgoff + (hi - lo) < off + len ? pgoff + (hi - lo) : off + len;
+		if (a >= b)
+			continue;
+		if (n == MAPS_INIT) {
+			kept = true;
+			break;
+		}
+		offs[n] = a;
+		spans[n++] = (struct verbs_pages_span){
+			.lo = lo + (a - pgoff), .hi = lo + (b - pgoff), .uffd_ok = true,
+			.prot = (perms[0] == 'r' ? PROT_READ : 0) |
+				(perms[1] == 'w' ? PROT_WRITE : 0) |
+				(perms[2] == 'x' ? PROT_EXEC : 0) };
 	}
-	p->nb = k;
+	free(line);
+	fclose(maps);
+	for (i = 0; i < n; i++)
+		if (verbs_pages_move_out(p, f->fd, offs[i], f->pgsize, &spans[i]) != 0)
+			kept = true;
+	if (kept)
+		return;
+	/* Nobody maps these pages now (droced unmapped them with the MR): give them back. */
+	fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+	if (f->nb_runs == 0)
+		table_del(p, t);
 }
 
 int
@@ -459,7 +520,6 @@ verbs_pages_share(struct verbs_pages *p, const void *addr, size_t len,
 	uintptr_t a = (uintptr_t)addr, start, end;
 	struct clips cs = { 0 };
 	unsigned int i, n = 0;
-	bool *used = NULL;
 	int ret;
 
 	*nb_pieces = 0;
@@ -468,12 +528,7 @@ verbs_pages_share(struct verbs_pages *p, const void *addr, size_t len,
 	start = a & ~(page - 1);
 	end = (a + len + page - 1) & ~(page - 1);
 	pthread_mutex_lock(&p->lock);
-	used = calloc(p->nb + 1, sizeof(*used));
-	if (used == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = maps_read(p, start, end, &cs, used);
+	ret = maps_read(p, start, end, &cs);
 	if (ret < 0)
 		goto out;
 	/* Hugetlb clips at either end were widened to whole huge pages. */
@@ -481,34 +536,64 @@ verbs_pages_share(struct verbs_pages *p, const void *addr, size_t len,
 		start = cs.v[0].lo;
 	if (cs.n > 0 && cs.v[cs.n - 1].hi > end)
 		end = cs.v[cs.n - 1].hi;
-	/* Before moving: the clips' table indices must survive the compaction. */
-	for (i = 0; i < cs.n; i++)
-		if (cs.v[i].table >= 0) {
-			int t = cs.v[i].table, k, before = 0;
-
-			for (k = 0; k < t; k++)
-				before += used[k] ? 1 : 0;
-			cs.v[i].table = before;
-		}
-	table_gc(p, used);
 	ret = share_locked(p, start, end, &cs, pieces, max_pieces, &n);
-	if (ret < 0)
-		goto out;
-	for (i = 0; i < n; i++) {
-		int fd = fcntl(p->fds[pieces[i].fd].fd, F_DUPFD_CLOEXEC, 0);
+	for (i = 0; ret == 0 && i < n; i++) {
+		int fd;
 
-		if (fd < 0) {
+		if (pieces[i].fd < 0)
+			continue;
+		fd = fcntl(p->fds[pieces[i].fd].fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
 			ret = -errno;
-			verbs_pieces_close(pieces, i);
-			goto out;
-		}
-		pieces[i].fd = fd;
+		else
+			pieces[i].fd = fd;
+	}
+	if (ret < 0) {
+		/* Table indices or fds mixed: the pieces are named by dev and ino to release. */
+		pthread_mutex_unlock(&p->lock);
+		for (; i < n; i++)
+			pieces[i].fd = -1;
+		verbs_pieces_close(pieces, n);
+		verbs_pages_release(p, pieces, n);
+		free(cs.v);
+		return ret;
 	}
 	*nb_pieces = n;
 	*first_off = a - start;
 out:
 	pthread_mutex_unlock(&p->lock);
-	free(used);
 	free(cs.v);
 	return ret;
+}
+
+void
+verbs_pages_release(struct verbs_pages *p, const struct verbs_piece *pieces, unsigned int n)
+{
+	struct verbs_pages_run *zero = NULL;
+	unsigned int i, k, nz;
+	int t;
+
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < n; i++) {
+		t = table_find(p, pieces[i].dev, pieces[i].ino);
+		if (t < 0)
+			continue;	/* registered in place, or its memfd gone with a fork */
+		/* At most one range falls to 0 per run held, and one more. */
+		free(zero);
+		zero = malloc((p->fds[t].nb_runs + 1) * sizeof(*zero));
+		nz = 0;
+		if (zero == NULL ||
+		    runs_add(&p->fds[t], pieces[i].off, pieces[i].off + pieces[i].len, -1, zero,
+			     p->fds[t].nb_runs + 1, &nz) != 0)
+			continue;
+		/* Backwards: move_back may drop table entry t once it holds nothing. */
+		for (k = nz; k > 0; k--) {
+			move_back(p, (uint32_t)t, zero[k - 1].lo, zero[k - 1].hi - zero[k - 1].lo);
+			if ((uint32_t)t >= p->nb || p->fds[t].dev != pieces[i].dev ||
+			    p->fds[t].ino != pieces[i].ino)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(zero);
 }
