@@ -31,6 +31,8 @@
 
 /* Initial room for the mappings that overlap a range; grows as needed. */
 #define MAPS_INIT	16
+/* The most mappings one move takes (verbs_pages_move.c's limit); a longer run is split. */
+#define MAPS_RUN_MAX	16
 
 enum clip_kind {
 	CLIP_OURS,
@@ -348,24 +350,25 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 /* ---- sharing ---- */
 
 /*
- * Whether clip i of a private run cannot join clip i - 1's run: another page size, or
- * either is writable memory userfaultfd cannot protect (frozen alone, verbs_pages_move.c).
+ * Where pieces start: at every clip but one that continues a run of private clips of one
+ * page size (moved together, into one memfd), runs being at most MAPS_RUN_MAX clips. Also
+ * an upper bound of the pieces (pieces of one file may still merge). Sets starts[] and
+ * returns their count.
  */
-static bool
-run_breaks(const struct clips *cs, unsigned int i)
+static unsigned int
+runs_plan(const struct clips *cs, bool *starts)
 {
-	const struct clip *a = &cs->v[i - 1], *b = &cs->v[i];
-	bool a_frozen = !a->uffd_ok && (a->prot & PROT_WRITE);
-	bool b_frozen = !b->uffd_ok && (b->prot & PROT_WRITE);
+	unsigned int i, n = 0, run = 0;
 
-	return a->kind != CLIP_PRIVATE || a->pgsize != b->pgsize || a_frozen || b_frozen;
-}
+	for (i = 0; i < cs->n; i++) {
+		const struct clip *a = i > 0 ? &cs->v[i - 1] : NULL, *b = &cs->v[i];
 
-/* Whether clip i starts a new piece (an upper bound: pieces of one file may still merge). */
-static bool
-piece_starts(const struct clips *cs, unsigned int i)
-{
-	return i == 0 || cs->v[i].kind != CLIP_PRIVATE || run_breaks(cs, i);
+		starts[i] = a == NULL || a->kind != CLIP_PRIVATE || b->kind != CLIP_PRIVATE ||
+			    a->pgsize != b->pgsize || run == MAPS_RUN_MAX;
+		run = starts[i] ? 1 : run + 1;
+		n += starts[i] ? 1 : 0;
+	}
+	return n;
 }
 
 /* Adds a piece, merging it with the previous one when it continues it in the same file. */
@@ -392,10 +395,11 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 	     struct verbs_piece *pieces, unsigned int max_pieces, unsigned int *nb)
 {
 	const uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE);
-	struct verbs_pages_span spans[MAPS_INIT];
+	struct verbs_pages_span spans[MAPS_RUN_MAX];
 	uintptr_t cur = start;
-	unsigned int i, j, k, n = 0;
-	int ret;
+	unsigned int i, j, k;
+	bool *starts;
+	int ret = 0;
 
 	*nb = 0;
 	/* Unmapped pages first: a range running off its buffer is EFAULT wherever it ends. */
@@ -409,27 +413,27 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 	for (i = 0; i < cs->n; i++)
 		if (cs->v[i].kind == CLIP_NO)
 			return cs->v[i].prot & PROT_READ ? -EINVAL : -EFAULT;
-	for (i = 0; i < cs->n; i++)
-		if (piece_starts(cs, i))
-			n++;
-	if (n > max_pieces)
+	starts = malloc(cs->n * sizeof(*starts));
+	if (starts == NULL)
+		return -ENOMEM;
+	if (runs_plan(cs, starts) > max_pieces) {
+		free(starts);
 		return -E2BIG;
-	for (i = 0; i < cs->n; i = j) {
+	}
+	for (i = 0; i < cs->n && ret == 0; i = j) {
 		const struct clip *c = &cs->v[i];
 		struct verbs_piece pc = { .fd = c->table, .off = c->pgoff, .len = c->hi - c->lo,
 					  .addr = c->lo, .dev = c->dev, .ino = c->ino };
 		int t = c->table;
 
-		j = i + 1;
+		for (j = i + 1; j < cs->n && !starts[j]; j++)
+			;
 		if (c->kind == CLIP_SHARED) {
 			pc.fd = -1;
 			piece_add(pieces, nb, &pc);
 			continue;
 		}
 		if (c->kind == CLIP_PRIVATE) {
-			for (; j < cs->n && j - i < MAPS_INIT && cs->v[j].kind == CLIP_PRIVATE &&
-			     !run_breaks(cs, j); j++)
-				;
 			for (k = i; k < j; k++)
 				spans[k - i] = (struct verbs_pages_span){
 					.lo = cs->v[k].lo, .hi = cs->v[k].hi, .prot = cs->v[k].prot,
@@ -437,23 +441,24 @@ share_locked(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips
 			ret = verbs_pages_move_in(p, spans, j - i, c->pgsize, c->pgsize > base &&
 						  !p->no_huge_memfd);
 			if (ret < 0)
-				return ret;
+				break;
 			t = table_add(p, ret);
 			if (t < 0) {
 				/* Moved; without a table entry it stays so until unmapped. */
 				close(ret);
-				return t;
+				ret = t;
+				break;
 			}
 			pc = (struct verbs_piece){ .fd = t, .off = 0, .len = cs->v[j - 1].hi - c->lo,
 						   .addr = c->lo, .dev = p->fds[t].dev,
 						   .ino = p->fds[t].ino };
 		}
 		ret = runs_add(&p->fds[t], pc.off, pc.off + pc.len, 1, NULL, 0, NULL);
-		if (ret < 0)
-			return ret;
-		piece_add(pieces, nb, &pc);
+		if (ret == 0)
+			piece_add(pieces, nb, &pc);
 	}
-	return 0;
+	free(starts);
+	return ret < 0 ? ret : 0;
 }
 
 /* Moves [off, off + len) of table memfd t back wherever the process maps it, and frees it. */

@@ -72,6 +72,8 @@ struct verbs_pages {
 	bool no_huge_memfd;
 	/* Moves run on a thread of their own (tests: as when the caller's stack is in range). */
 	bool move_on_thread;
+	/* No userfaultfd: every writable page is frozen instead (tests: as without one). */
+	bool no_uffd;
 	struct verbs_pages *next;	/* in the list the fork handlers walk */
 };
 

@@ -58,7 +58,7 @@
 /* Ranges frozen lately: a writer that faulted in one may reach the handler late. */
 #define FREEZE_RECENT	8
 /* The most spans one move protects (a run of mappings of one page size). */
-#define MOVE_MAX_SPANS	64
+#define MOVE_MAX_SPANS	64	/* struct guard's frozen bits */
 
 /* ---- userfaultfd ---- */
 
@@ -165,8 +165,7 @@ uffd_protect(int uffd, uintptr_t lo, uintptr_t hi, bool anon)
 static struct {
 	pthread_mutex_t lock;		/* one freeze at a time */
 	struct sigaction prev;		/* the handler before ours: other faults go there */
-	_Atomic bool installed;
-	_Atomic uint32_t gen;		/* futex word: bumped when a freeze ends */
+	_Atomic uint32_t gen;		/* futex word: odd while a freeze is on */
 	_Atomic uintptr_t lo[FREEZE_RECENT];
 	_Atomic uintptr_t hi[FREEZE_RECENT];
 	_Atomic uint32_t next;
@@ -188,6 +187,69 @@ freeze_chain(int sig, siginfo_t *si, void *uc)
 	signal(sig, SIG_DFL);
 }
 
+/* Parses a hex number at *p, moving *p past it. */
+static uintptr_t
+hex_take(const char **p, const char *end)
+{
+	uintptr_t v = 0;
+
+	for (; *p < end; (*p)++) {
+		char c = **p;
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			break;
+	}
+	return v;
+}
+
+/*
+ * Whether the page at a is writable now, from /proc/self/maps with async-signal-safe calls
+ * only (open, read, close). Asked for a fault in a range frozen lately while no freeze is
+ * on: a writer whose signal came after the freeze ended writes again; a real fault (the
+ * program made the page read-only since) goes on to the program's handler.
+ */
+static bool
+writable_now(uintptr_t a)
+{
+	char buf[4096];
+	size_t have = 0;
+	bool w = false, done = false;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	while (!done) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - have);
+		const char *p = buf, *end, *nl;
+
+		if (r <= 0)
+			break;
+		end = buf + have + (size_t)r;
+		while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+			uintptr_t lo = hex_take(&p, nl), hi;
+
+			p++;	/* '-' */
+			hi = hex_take(&p, nl);
+			if (a >= lo && a < hi) {
+				w = p + 2 < nl && p[2] == 'w';
+				done = true;
+				break;
+			}
+			p = nl + 1;
+		}
+		have = (size_t)(end - p);
+		memmove(buf, p, have);
+		if (have == sizeof(buf))
+			break;
+	}
+	close(fd);
+	return w;
+}
+
 /*
  * A write to a frozen range waits for the freeze to end (FUTEX_WAIT, async-signal-safe)
  * and returns: the access is done again, on the new mapping.
@@ -196,34 +258,41 @@ static void
 freeze_handler(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t a = (uintptr_t)si->si_addr;
-	uint32_t i;
+	uint32_t i, g;
+	bool recent;
 
-	if (si->si_code == SEGV_ACCERR) {
-		for (i = 0; i < FREEZE_RECENT; i++) {
-			if (a < atomic_load(&frz.lo[i]) || a >= atomic_load(&frz.hi[i]))
-				continue;
-			if (i == (atomic_load(&frz.next) + FREEZE_RECENT - 1) % FREEZE_RECENT) {
-				uint32_t g = atomic_load(&frz.gen);
-
-				/* Odd: that freeze is on. */
-				while (g & 1) {
-					syscall(SYS_futex, &frz.gen, FUTEX_WAIT, g, NULL, NULL, 0);
-					g = atomic_load(&frz.gen);
-				}
+	if (si->si_code != SEGV_ACCERR) {
+		freeze_chain(sig, si, uc);
+		return;
+	}
+	do {
+		/* The freeze on now first: an older one may have covered the same page. */
+		g = atomic_load(&frz.gen);
+		i = (atomic_load(&frz.next) + FREEZE_RECENT - 1) % FREEZE_RECENT;
+		if ((g & 1) && a >= atomic_load(&frz.lo[i]) && a < atomic_load(&frz.hi[i])) {
+			while (g & 1) {
+				syscall(SYS_futex, &frz.gen, FUTEX_WAIT, g, NULL, NULL, 0);
+				g = atomic_load(&frz.gen);
 			}
 			return;
 		}
-	}
+		recent = false;
+		for (i = 0; i < FREEZE_RECENT; i++)
+			recent |= a >= atomic_load(&frz.lo[i]) && a < atomic_load(&frz.hi[i]);
+		if (recent && writable_now(a))
+			return;
+		/* Not writable: a real fault, unless a freeze began meanwhile. */
+	} while (recent && atomic_load(&frz.gen) != g);
 	freeze_chain(sig, si, uc);
 }
 
 /*
- * Starts a freeze of [lo, hi): the handler installed (staying so: a writer that faulted
- * may be delivered its signal after the freeze ends), the range made read-only. Takes
- * frz.lock, which freeze_end releases. 0 or -errno.
+ * Starts a freeze of the writers of [lo, hi): the handler installed (and left so: a writer
+ * that faulted may be delivered its signal after the freeze ends). The caller then makes
+ * the spans read-only. Takes frz.lock, which freeze_end releases. 0 or -errno.
  */
 static int
-freeze_begin(uintptr_t lo, uintptr_t hi, int prot)
+freeze_begin(uintptr_t lo, uintptr_t hi)
 {
 	struct sigaction sa, cur;
 	uint32_t slot;
@@ -233,24 +302,20 @@ freeze_begin(uintptr_t lo, uintptr_t hi, int prot)
 	sa.sa_sigaction = freeze_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &cur) != 0)
-		goto fail;
+	if (sigaction(SIGSEGV, &sa, &cur) != 0) {
+		int err = errno;
+
+		pthread_mutex_unlock(&frz.lock);
+		return -err;
+	}
 	if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != freeze_handler)
 		frz.prev = cur;
-	atomic_store(&frz.installed, true);
 	slot = atomic_load(&frz.next);
 	atomic_store(&frz.lo[slot], lo);
 	atomic_store(&frz.hi[slot], hi);
-	atomic_fetch_add(&frz.gen, 1);	/* odd: on */
 	atomic_store(&frz.next, (slot + 1) % FREEZE_RECENT);
-	if (mprotect((void *)lo, hi - lo, prot & ~PROT_WRITE) != 0) {
-		atomic_fetch_add(&frz.gen, 1);
-		goto fail;
-	}
+	atomic_fetch_add(&frz.gen, 1);	/* odd: on */
 	return 0;
-fail:
-	pthread_mutex_unlock(&frz.lock);
-	return -errno;
 }
 
 /* Ends the freeze: the writers held go on (after the remap: on the new mapping). */
@@ -266,7 +331,7 @@ freeze_end(void)
 
 struct guard {
 	int uffd;		/* -1: none opened */
-	int frozen;		/* the span frozen (at most one: see guard_on), or -1 */
+	uint64_t frozen;	/* bit i: span i is frozen */
 };
 
 /*
@@ -283,64 +348,67 @@ guard_off(struct guard *g, const struct verbs_pages_span *spans, unsigned int n,
 			struct uffdio_range r = { .start = spans[i].lo,
 						  .len = spans[i].hi - spans[i].lo };
 
-			if (!(spans[i].prot & PROT_WRITE))
-				continue;
-			if ((int)i == g->frozen)
+			if (g->frozen & (1ull << i))
 				mprotect((void *)spans[i].lo, spans[i].hi - spans[i].lo,
 					 spans[i].prot);
-			else if (g->uffd >= 0)
+			else if (g->uffd >= 0 && (spans[i].prot & PROT_WRITE))
 				ioctl(g->uffd, UFFDIO_UNREGISTER, &r);
 		}
 	if (g->uffd >= 0)
 		close(g->uffd);	/* wakes every writer waiting on it */
-	if (g->frozen >= 0)
+	if (g->frozen != 0)
 		freeze_end();
 }
 
 /*
- * Protects the writable spans of [spans, spans + n). anon: they are private anonymous
- * memory (else our shared memfd mappings). A span userfaultfd cannot protect is frozen;
- * there can be one such span per move (verbs_pages.c keeps a private file mapping in a run
- * of its own). 0 or -errno, nothing protected.
+ * Protects the writable spans of [spans, spans + n) (n <= MOVE_MAX_SPANS). anon: they are
+ * private memory (else our shared memfd mappings). What userfaultfd cannot protect (no
+ * userfaultfd here, a private file mapping, a range the program registered with a uffd of
+ * its own) is frozen. 0 or -errno, nothing protected.
  */
 static int
-guard_on(struct guard *g, const struct verbs_pages_span *spans, unsigned int n, bool anon)
+guard_on(struct guard *g, const struct verbs_pages_span *spans, unsigned int n, bool anon,
+	 bool no_uffd)
 {
+	uintptr_t flo = UINTPTR_MAX, fhi = 0;
+	bool tried = false;
 	unsigned int i;
 	int ret;
 
 	g->uffd = -1;
-	g->frozen = -1;
+	g->frozen = 0;
 	for (i = 0; i < n; i++) {
 		if (!(spans[i].prot & PROT_WRITE))
 			continue;
-		if (spans[i].uffd_ok) {
-			if (g->uffd < 0) {
-				g->uffd = uffd_open();
-				if (g->uffd < 0) {
-					ret = g->uffd == -ENOSYS ? -EPERM : g->uffd;
-					goto fail;
-				}
-			}
-			ret = uffd_protect(g->uffd, spans[i].lo, spans[i].hi, anon);
-			if (ret == 0)
-				continue;
-			if (ret != -EINVAL)
-				goto fail;
+		if (spans[i].uffd_ok && !tried && !no_uffd) {
+			ret = uffd_open();
+			g->uffd = ret >= 0 ? ret : -1;
+			tried = true;
 		}
-		if (g->frozen >= 0) {
-			ret = -EINVAL;
-			goto fail;
+		if (!spans[i].uffd_ok || g->uffd < 0 ||
+		    uffd_protect(g->uffd, spans[i].lo, spans[i].hi, anon) != 0) {
+			g->frozen |= 1ull << i;
+			flo = spans[i].lo < flo ? spans[i].lo : flo;
+			fhi = spans[i].hi;
 		}
-		ret = freeze_begin(spans[i].lo, spans[i].hi, spans[i].prot);
-		if (ret != 0)
-			goto fail;
-		g->frozen = (int)i;
 	}
+	if (g->frozen == 0)
+		return 0;
+	ret = freeze_begin(flo, fhi);
+	if (ret != 0) {
+		g->frozen = 0;
+		guard_off(g, spans, n, false);
+		return ret;
+	}
+	for (i = 0; i < n; i++)
+		if ((g->frozen & (1ull << i)) &&
+		    mprotect((void *)spans[i].lo, spans[i].hi - spans[i].lo,
+			     spans[i].prot & ~PROT_WRITE) != 0) {
+			ret = -errno;
+			guard_off(g, spans, n, false);
+			return ret;
+		}
 	return 0;
-fail:
-	guard_off(g, spans, n, false);
-	return ret;
 }
 
 /* ---- copies ---- */
@@ -442,6 +510,7 @@ struct move {
 	uint64_t pgsize;
 	bool huge;		/* into (in) or from (out) a hugetlb memfd */
 	bool in;		/* private -> memfd; else memfd -> private */
+	bool no_uffd;		/* verbs_pages.no_uffd */
 	int fd;			/* in: the new memfd; out: ours */
 	uint64_t off;		/* out: the memfd offset of spans[0].lo */
 	void *tmp;		/* out: the private copy, mapped aside */
@@ -479,7 +548,7 @@ move_work(const struct move *m)
 	struct guard g;
 	int ret;
 
-	ret = guard_on(&g, s, m->n, m->in);
+	ret = guard_on(&g, s, m->n, m->in, m->no_uffd);
 	if (ret != 0)
 		return ret;
 	if (m->in) {
@@ -537,7 +606,8 @@ verbs_pages_move_in(const struct verbs_pages *p, const struct verbs_pages_span *
 		    unsigned int n, uint64_t pgsize, bool huge_memfd)
 {
 	uint64_t len = spans[n - 1].hi - spans[0].lo;
-	struct move m = { .spans = spans, .n = n, .pgsize = pgsize, .in = true };
+	struct move m = { .spans = spans, .n = n, .pgsize = pgsize, .in = true,
+			  .no_uffd = p->no_uffd };
 	int ret;
 
 	m.huge = huge_memfd;
@@ -562,7 +632,8 @@ verbs_pages_move_out(const struct verbs_pages *p, int fd, uint64_t off, uint64_t
 		     const struct verbs_pages_span *span)
 {
 	uint64_t len = span->hi - span->lo;
-	struct move m = { .spans = span, .n = 1, .pgsize = pgsize, .fd = fd, .off = off };
+	struct move m = { .spans = span, .n = 1, .pgsize = pgsize, .fd = fd, .off = off,
+			  .no_uffd = p->no_uffd };
 	int ret;
 
 	/* Hugetlb pages come back as hugetlb pages when the pool has them. */

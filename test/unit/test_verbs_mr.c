@@ -606,9 +606,27 @@ DROCE_TEST(concurrent_writes_land_with_moves_on_a_thread)
 	verbs_pages_fini(&p);
 }
 
+/* Without userfaultfd (a seccomp filter, an old kernel) every move freezes its writers. */
+DROCE_TEST(concurrent_writes_land_without_userfaultfd)
+{
+	struct verbs_pages p;
+	const size_t pg = page_size();
+	uint8_t *buf = mmap(NULL, WRITERS * pg, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(buf != MAP_FAILED);
+	verbs_pages_init(&p);
+	p.no_uffd = true;
+	writers_never_lose(&p, buf, pg, WRITE_CYCLES / 10);
+	CHECK(is_private_anon(buf));
+	munmap(buf, WRITERS * pg);
+	verbs_pages_fini(&p);
+}
+
 /*
  * A private file mapping (a program's initialised data) cannot be protected by
- * userfaultfd: frozen instead, writers held by the SIGSEGV handler.
+ * userfaultfd: frozen instead, writers held by the SIGSEGV handler. As in a program's
+ * data and bss, the file's page is followed by anonymous pages, moved in the same run.
  */
 DROCE_TEST(concurrent_writes_land_in_a_private_file_mapping)
 {
@@ -623,6 +641,8 @@ DROCE_TEST(concurrent_writes_land_in_a_private_file_mapping)
 	CHECK(ftruncate(fd, (off_t)(WRITERS * pg)) == 0);
 	buf = mmap(NULL, WRITERS * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	CHECK(buf != MAP_FAILED);
+	CHECK(mmap(buf + pg, (WRITERS - 1) * pg, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf + pg);
 	verbs_pages_init(&p);
 	writers_never_lose(&p, buf, pg, WRITE_CYCLES / 10);
 	munmap(buf, WRITERS * pg);
