@@ -45,8 +45,7 @@ struct droced_pd {
 };
 
 struct droced_mr {
-	uint8_t *view;		/* the pieces, mapped one after another */
-	uint64_t view_len;
+	struct droced_mr_view view;	/* the pieces, mapped one after another */
 	uint64_t first_off;	/* the MR's first byte in the view */
 	uint64_t iova;
 	uint64_t length;
@@ -354,7 +353,7 @@ client_release(struct droced_client *c)
 		struct droced_mr *mr = c->mrs.obj[i];
 
 		if (mr != NULL) {
-			munmap(mr->view, mr->view_len);
+			droced_mr_view_unmap(&mr->view);
 			free(mr);
 		}
 	}
@@ -698,30 +697,6 @@ op_dealloc_pd(struct droced_client *c, uint32_t handle)
 	return 0;
 }
 
-/*
- * A piece's memfd must really hold [off, off + len) and must stay that long: an access past
- * the end of a shared file mapping is a SIGBUS in droced. Sealing it against shrinking
- * (libdroce creates its memfds with MFD_ALLOW_SEALING) makes the check permanent.
- */
-static int
-piece_check(int fd, const struct droce_proto_mr_piece *pc)
-{
-	struct stat st;
-	int seals;
-
-	if (pc->len == 0 || pc->off % DROCED_PAGE != 0 || pc->len % DROCED_PAGE != 0 ||
-	    pc->off + pc->len < pc->off)
-		return -EINVAL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < pc->off + pc->len)
-		return -EINVAL;
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals >= 0 && !(seals & F_SEAL_SHRINK) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0)
-		seals |= F_SEAL_SHRINK;
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
-		return -EINVAL;
-	return 0;
-}
-
 /* IB 10.6.3.1: remote write or atomic access needs local write. */
 static bool
 access_ok(uint32_t access)
@@ -729,46 +704,6 @@ access_ok(uint32_t access)
 	const uint32_t remote = DROCE_SHM_ACCESS_REMOTE_WRITE | DROCE_SHM_ACCESS_REMOTE_ATOMIC;
 
 	return !(access & remote) || (access & DROCE_SHM_ACCESS_LOCAL_WRITE);
-}
-
-/*
- * The np pieces of a registration (their memfds in fds), checked, then mapped one after
- * another in one reservation, contiguous as in the application: *view of *view_len bytes,
- * of which [first_off, first_off + length) is the MR. 0 or -errno, nothing left mapped.
- */
-static int
-pieces_map(const struct droce_proto_mr_piece *pieces, uint32_t np, const int *fds,
-	   uint64_t first_off, uint64_t length, uint8_t **view, uint64_t *view_len)
-{
-	uint64_t total = 0, pos = 0;
-	uint8_t *v;
-	uint32_t i;
-	int rc;
-
-	for (i = 0; i < np; i++) {
-		rc = piece_check(fds[i], &pieces[i]);
-		if (rc != 0)
-			return rc;
-		total += pieces[i].len;
-		if (total < pieces[i].len)
-			return -EINVAL;
-	}
-	if (length == 0 || first_off >= total || length > total - first_off)
-		return -EINVAL;
-	v = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (v == MAP_FAILED)
-		return -ENOMEM;
-	for (i = 0; i < np; i++) {
-		if (mmap(v + pos, pieces[i].len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			 fds[i], pieces[i].off) == MAP_FAILED) {
-			munmap(v, total);
-			return -EINVAL;
-		}
-		pos += pieces[i].len;
-	}
-	*view = v;
-	*view_len = total;
-	return 0;
 }
 
 static int
@@ -780,7 +715,7 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 	struct droced_mr *mr;
 	int rc;
 
-	if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds != np ||
+	if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds > np ||
 	    n < offsetof(struct droce_proto_req, reg_mr.pieces) + np * sizeof(req->reg_mr.pieces[0]))
 		return -EINVAL;
 	if (pd == NULL || req->reg_mr.length == 0 || !access_ok(req->reg_mr.access))
@@ -791,13 +726,13 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return -ENOMEM;
-	rc = pieces_map(req->reg_mr.pieces, np, fds, req->reg_mr.first_off, req->reg_mr.length,
-			&mr->view, &mr->view_len);
+	rc = droced_mr_view_map(c, req->reg_mr.pieces, np, fds, nfds, req->reg_mr.access,
+				req->reg_mr.first_off, req->reg_mr.length, &mr->view);
 	if (rc != 0) {
 		free(mr);
 		return rc;
 	}
-	rc = droce_engine_mr_reg(c->dom, req->reg_mr.pd, mr->view + req->reg_mr.first_off,
+	rc = droce_engine_mr_reg(c->dom, req->reg_mr.pd, mr->view.base + req->reg_mr.first_off,
 				 req->reg_mr.iova, req->reg_mr.length, req->reg_mr.access,
 				 &mr->lkey, &resp->obj.rkey);
 	if (rc != 0)
@@ -817,7 +752,7 @@ op_reg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n, 
 	resp->obj.lkey = mr->lkey;
 	return 0;
 fail:
-	munmap(mr->view, mr->view_len);
+	droced_mr_view_unmap(&mr->view);
 	free(mr);
 	return rc;
 }
@@ -839,15 +774,15 @@ op_rereg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n
 	uint32_t pd = flags & DROCE_PROTO_REREG_PD ? req->rereg_mr.pd : mr != NULL ? mr->pd : 0;
 	uint32_t access = flags & DROCE_PROTO_REREG_ACCESS ? req->rereg_mr.access :
 			  mr != NULL ? mr->access : 0;
-	uint64_t length, first_off, iova, view_len = 0;
-	uint8_t *view = NULL;
+	struct droced_mr_view view = { 0 };
+	uint64_t length, first_off, iova;
 	int rc;
 
 	if (mr == NULL || flags == 0 || (flags & ~known) || pd_get(c, pd) == NULL ||
 	    !access_ok(access))
 		return -EINVAL;
 	if (trans) {
-		if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds != np ||
+		if (np == 0 || np > DROCE_PROTO_MR_MAX_PIECES || nfds > np ||
 		    n < offsetof(struct droce_proto_req, rereg_mr.pieces) +
 			np * sizeof(req->rereg_mr.pieces[0]))
 			return -EINVAL;
@@ -856,28 +791,31 @@ op_rereg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n
 		iova = req->rereg_mr.iova;
 		if (length > droced.cfg.limits.max_mr_bytes - (c->mr_bytes - mr->length))
 			return -ENOMEM;
-		rc = pieces_map(req->rereg_mr.pieces, np, fds, first_off, length, &view,
-				&view_len);
+		rc = droced_mr_view_map(c, req->rereg_mr.pieces, np, fds, nfds, access,
+					first_off, length, &view);
 		if (rc != 0)
 			return rc;
 	} else {
-		if (nfds != 0)
+		/* Pages mapped for reading cannot take writes: re-register the translation. */
+		if (nfds != 0 || (mr->view.read_only && (access & ~mr->access &
+							  (DROCE_SHM_ACCESS_LOCAL_WRITE |
+							   DROCE_SHM_ACCESS_REMOTE_WRITE |
+							   DROCE_SHM_ACCESS_REMOTE_ATOMIC))))
 			return -EINVAL;
 		length = mr->length;
 		first_off = mr->first_off;
 		iova = mr->iova;
 	}
-	rc = droce_engine_mr_rereg(c->dom, mr->lkey, pd, (trans ? view : mr->view) + first_off,
-				   iova, length, access);
+	rc = droce_engine_mr_rereg(c->dom, mr->lkey, pd,
+				   (trans ? view.base : mr->view.base) + first_off, iova, length,
+				   access);
 	if (rc != 0) {
-		if (trans)
-			munmap(view, view_len);
+		droced_mr_view_unmap(&view);
 		return rc;
 	}
 	if (trans) {
-		munmap(mr->view, mr->view_len);
+		droced_mr_view_unmap(&mr->view);
 		mr->view = view;
-		mr->view_len = view_len;
 		mr->first_off = first_off;
 		mr->iova = iova;
 		c->mr_bytes = c->mr_bytes - mr->length + length;
@@ -903,7 +841,7 @@ op_dereg_mr(struct droced_client *c, uint32_t handle)
 	rc = droce_engine_mr_dereg(c->dom, mr->lkey);
 	if (rc != 0)
 		return rc;
-	munmap(mr->view, mr->view_len);
+	droced_mr_view_unmap(&mr->view);
 	pd_get(c, mr->pd)->users--;
 	c->mr_bytes -= mr->length;
 	table_del(&c->mrs, handle);

@@ -8,6 +8,7 @@
  *   droced_port.c    ports, their slow-path rings, lib/net glue, neighbour resolution
  *   droced_loop.c    the control socket, the epoll loop, message dispatch
  *   droced_client.c  one connection's objects (PD, MR, CQ, SRQ, QP, AH) and their teardown
+ *   droced_mrmap.c   a memory region's view: its memfds and in-place file mappings mapped
  *   droced_gsi.c     QP1 (the GSI) of every port: CM MADs in and out
  *   droced_cm.c      rdma_cm: channels, ids, their operations and events
  *   droced_cm_wire.c rdma_cm: connections, MADs matched to them, their timers
@@ -356,6 +357,26 @@ void droced_cm_conn_orphan(struct droced_cm_conn *conn);
 /* Retransmissions and timewaits whose deadline passed. */
 void droced_cm_conn_timers(uint64_t now_ns);
 uint32_t droced_cm_conn_count(void);
+
+/* ---- droced_mrmap.c ---- */
+
+/* An MR's pieces as droced maps them, back to back. */
+struct droced_mr_view {
+	uint8_t *base;
+	uint64_t len;
+	bool read_only;		/* in-place pieces mapped for reading: no write access later */
+};
+
+/*
+ * Maps the np pieces of a registration (fds: the memfds of the pieces that are not
+ * MAPPING, in order) with access in mind, checked; [first_off, first_off + length) must lie
+ * in them. 0 or -errno, nothing left mapped.
+ */
+int droced_mr_view_map(const struct droced_client *c, const struct droce_proto_mr_piece *pieces,
+		       uint32_t np, const int *fds, unsigned int nfds, uint32_t access,
+		       uint64_t first_off, uint64_t length, struct droced_mr_view *out);
+/* Unmaps a view (after no engine can be inside it); a view never mapped is left alone. */
+void droced_mr_view_unmap(struct droced_mr_view *view);
 
 /* ---- droced_devnodes.c ---- */
 

@@ -1048,6 +1048,152 @@ m_mr_shrunk(struct conn *c)
 	close(fd);
 }
 
+/* A REG_MR of one MAPPING piece over [addr, addr + len) at file offset off. */
+static int32_t
+reg_in_place(struct conn *c, void *addr, uint32_t len, uint64_t off, uint32_t access,
+	     struct droce_proto_resp *resp)
+{
+	struct droce_proto_req req;
+
+	memset(&req, 0, sizeof(req));
+	req.op = DROCE_PROTO_OP_REG_MR;
+	req.reg_mr.pd = c->pd;
+	req.reg_mr.access = access;
+	req.reg_mr.iova = (uintptr_t)addr;
+	req.reg_mr.length = len;
+	req.reg_mr.nb_pieces = 1;
+	req.reg_mr.pieces[0].off = off;
+	req.reg_mr.pieces[0].len = len;
+	req.reg_mr.pieces[0].addr = (uintptr_t)addr;
+	req.reg_mr.pieces[0].flags = DROCE_PROTO_PIECE_MAPPING;
+	return call(c, &req, NULL, 0, resp, NULL, 0, NULL);
+}
+
+/* A shared file of len bytes in /dev/shm, unlinked: its fd. */
+static int
+shm_file(uint32_t len)
+{
+	char path[] = "/dev/shm/raw_garbage_XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (ftruncate(fd, len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * In-place pieces droced must refuse: a mapping not there, a private mapping, a read-only
+ * one with write access, the wrong file offset.
+ */
+static void
+m_mr_in_place_refused(struct conn *c)
+{
+	struct droce_proto_resp resp;
+	int fd = shm_file(4 * MR_FILE_SIZE);
+	uint8_t *shared, *priv, *ro, *hole;
+	int32_t st[4];
+	unsigned int i;
+
+	if (fd < 0) {
+		printf("  /dev/shm file: %s\n", strerror(errno));
+		return;
+	}
+	shared = mmap(NULL, 4 * MR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	priv = mmap(NULL, MR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ro = mmap(NULL, MR_FILE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	hole = mmap(NULL, MR_FILE_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED || priv == MAP_FAILED || ro == MAP_FAILED || hole == MAP_FAILED) {
+		printf("  mmap: %s\n", strerror(errno));
+		close(fd);
+		return;
+	}
+	munmap(hole, MR_FILE_SIZE);
+	st[0] = reg_in_place(c, hole, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	st[1] = reg_in_place(c, priv, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	st[2] = reg_in_place(c, ro, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	st[3] = reg_in_place(c, shared + MR_FILE_SIZE, MR_FILE_SIZE, 0,
+			     DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	printf("  REG_MR in place: unmapped %d, private %d, read-only for writing %d, "
+	       "wrong offset %d\n", st[0], st[1], st[2], st[3]);
+	for (i = 0; i < 4; i++)
+		if (st[i] == 0 || st[i] == NO_RESPONSE) {
+			printf("  FAIL in-place piece %u accepted or unanswered\n", i);
+			verdict(st[i] == 0 ? EXIT_STATE : EXIT_DEAD);
+		}
+	munmap(shared, 4 * MR_FILE_SIZE);
+	munmap(priv, MR_FILE_SIZE);
+	munmap(ro, MR_FILE_SIZE);
+	close(fd);
+}
+
+/*
+ * A shared file registered in place, then truncated to nothing: a SEND from it and a
+ * receive into it make the engine touch pages past the file's end (SIGBUS), which droced
+ * must survive.
+ */
+static void
+m_mr_in_place_truncated(struct conn *c)
+{
+	struct droce_proto_resp resp;
+	struct droce_shm_swqe *s;
+	struct droce_shm_rwqe *r;
+	struct droce_shm_sge *sge;
+	int fd = shm_file(MR_CLAIMED);
+	uint8_t *buf;
+	int32_t st;
+
+	if (fd < 0) {
+		printf("  /dev/shm file: %s\n", strerror(errno));
+		return;
+	}
+	buf = mmap(NULL, MR_CLAIMED, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (buf == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	memset(buf, 0x5A, MR_CLAIMED);
+	st = reg_in_place(c, buf, MR_CLAIMED, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	printf("  REG_MR in place of a %u-byte shared file: status %d\n", MR_CLAIMED, st);
+	if (st != 0) {
+		printf("  FAIL a shared file mapping was not registered in place\n");
+		verdict(EXIT_STATE);
+		goto out;
+	}
+	printf("  ftruncate to 0 after registration: %s\n",
+	       ftruncate(fd, 0) == 0 ? "done" : strerror(errno));
+	/* A receive on b into the truncated pages, then a send from them on a. */
+	r = (struct droce_shm_rwqe *)(c->b.rq +
+				      (size_t)(c->b.rq_prod & (c->b.rq_size - 1)) * c->b.rq_stride);
+	memset(r, 0, c->b.rq_stride);
+	r->wr_id = 10;
+	r->num_sge = 1;
+	sge = (struct droce_shm_sge *)(r + 1);
+	sge->addr = (uintptr_t)buf + MR_CLAIMED / 2;
+	sge->length = 4096;
+	sge->lkey = resp.obj.lkey;
+	c->b.rq_prod++;
+	__atomic_store_n(&c->b.ctl->rq.prod, c->b.rq_prod, __ATOMIC_RELEASE);
+	s = sq_slot(&c->a);
+	s->wr_id = 10;
+	s->opcode = DROCE_SHM_WR_SEND;
+	s->flags = DROCE_SHM_SEND_SIGNALED;
+	s->num_sge = 1;
+	sge = (struct droce_shm_sge *)(s + 1);
+	sge->addr = (uintptr_t)buf + 4096;
+	sge->length = 2048;
+	sge->lkey = resp.obj.lkey;
+	sq_publish(c, &c->a);
+	usleep(200000);
+out:
+	munmap(buf, MR_CLAIMED);
+	close(fd);
+}
+
 struct mode {
 	const char *name;
 	void (*fn)(struct conn *c);
@@ -1074,6 +1220,9 @@ static const struct mode modes[] = {
 	{ "random_requests", m_random_requests, "random request bodies" },
 	{ "mr_short_memfd", m_mr_short_memfd, "MR pieces longer than their memfd" },
 	{ "mr_shrunk", m_mr_shrunk, "MR memfd shrunk after registration" },
+	{ "mr_in_place_refused", m_mr_in_place_refused, "in-place MR pieces it may not map" },
+	{ "mr_in_place_truncated", m_mr_in_place_truncated,
+	  "in-place MR file truncated after registration" },
 };
 
 /* droced answers STATUS and QUERY_PORTS (on c if still open, and on a fresh connection). */

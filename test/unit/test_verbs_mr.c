@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -313,6 +314,21 @@ DROCE_TEST(shared_file_mapping_registers_in_place)
 	shared_in_place(buf, len, len);
 	munmap(buf, len);
 	close(fd);
+}
+
+/* A SysV segment, marked for removal at once as UCX does: in place, so shmdt works. */
+DROCE_TEST(sysv_segment_registers_in_place)
+{
+	size_t len = 4 * page_size();
+	int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+	uint8_t *buf;
+
+	CHECK(id >= 0);
+	buf = shmat(id, NULL, 0);
+	CHECK(buf != (void *)-1);
+	CHECK(shmctl(id, IPC_RMID, NULL) == 0);
+	shared_in_place(buf, len, 0);
+	CHECK(shmdt(buf) == 0);
 }
 
 DROCE_TEST(overlapping_registrations_count_their_pages)
