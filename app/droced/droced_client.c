@@ -797,10 +797,7 @@ op_rereg_mr(struct droced_client *c, const struct droce_proto_req *req, size_t n
 			return rc;
 	} else {
 		/* Pages mapped for reading cannot take writes: re-register the translation. */
-		if (nfds != 0 || (mr->view.read_only && (access & ~mr->access &
-							  (DROCE_SHM_ACCESS_LOCAL_WRITE |
-							   DROCE_SHM_ACCESS_REMOTE_WRITE |
-							   DROCE_SHM_ACCESS_REMOTE_ATOMIC))))
+		if (nfds != 0 || !droced_mr_view_allows(&mr->view, access))
 			return -EINVAL;
 		length = mr->length;
 		first_off = mr->first_off;

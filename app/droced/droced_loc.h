@@ -375,6 +375,8 @@ struct droced_mr_view {
 int droced_mr_view_map(const struct droced_client *c, const struct droce_proto_mr_piece *pieces,
 		       uint32_t np, const int *fds, unsigned int nfds, uint32_t access,
 		       uint64_t first_off, uint64_t length, struct droced_mr_view *out);
+/* Whether a view can serve access (in-place pieces mapped for reading take no writes). */
+bool droced_mr_view_allows(const struct droced_mr_view *view, uint32_t access);
 /* Unmaps a view (after no engine can be inside it); a view never mapped is left alone. */
 void droced_mr_view_unmap(struct droced_mr_view *view);
 

@@ -16,15 +16,18 @@
  *   CAP_CHECKPOINT_RESTORE) and ptrace access to the client: droced's, not the client's.
  * - Such a file cannot be sealed: anyone may truncate it under droced's mapping, and an
  *   engine touching a page past the new end takes SIGBUS. droced's SIGBUS handler maps an
- *   anonymous page over the faulting page when it lies in an in-place view, so the access
- *   is done again on that page (reads see zeros, writes go nowhere, as the client's own
- *   access past the end of its file would fail); any other SIGBUS kills as before.
+ *   anonymous zero page over the faulting page when it lies in an in-place piece, so the
+ *   access is done again on that page (reads see zeros, writes go nowhere, as the client's
+ *   own access past the end of its file would fail) and counts it; any other SIGBUS kills
+ *   as before.
  *
  * Views keep the client's alignment (a view address is congruent to the client's address
- * modulo the largest page size of its pieces), so hugetlb pieces map at huge page
- * boundaries. Control thread only, but for the signal handler.
+ * modulo the largest page size of its pieces) and every piece must start on a page of its
+ * own size there, so hugetlb pieces map at huge page boundaries. Control thread only, but
+ * for the signal handler, which runs on the engine that faulted.
  */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,48 +46,72 @@
 #include "droced_loc.h"
 
 #define HUGETLBFS_MAGIC	0x958458f6
-/* In-place views the SIGBUS handler looks after: at most this many MRs hold such pieces. */
-#define GUARD_SLOTS	4096
+/* In-place pieces the SIGBUS handler looks after: at most this many are mapped at once. */
+#define GUARD_SLOTS	8192
 
-/* Access bits that let droced write the memory. */
+/* Access bits that let droced write the memory (an MW writes only through such an MR, C10-74). */
 #define ACCESS_WRITES	(DROCE_SHM_ACCESS_LOCAL_WRITE | DROCE_SHM_ACCESS_REMOTE_WRITE | \
 			 DROCE_SHM_ACCESS_REMOTE_ATOMIC)
 
+/* The handler reads the table: an atomic's lock could be held by the thread it interrupted. */
+static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
+	      "the SIGBUS guard needs lock-free atomics");
+
 /* ---- the SIGBUS guard ---- */
 
+/*
+ * One slot per in-place piece mapped: [lo, hi) in a view, its page size, the pages the
+ * handler replaced. The control thread fills hi, pgsize and zeroed before lo (lo 0: free);
+ * it empties a slot only after no engine can be inside the view (droced_mr_view_unmap).
+ */
 static struct {
-	_Atomic uintptr_t lo[GUARD_SLOTS];	/* 0: free */
+	_Atomic uintptr_t lo[GUARD_SLOTS];
 	_Atomic uintptr_t hi[GUARD_SLOTS];
 	_Atomic uint64_t pgsize[GUARD_SLOTS];
+	_Atomic uint64_t zeroed[GUARD_SLOTS];
 	struct sigaction prev;
 	bool installed;
 } guard;
 
-static void
-guard_handler(int sig, siginfo_t *si, void *uc)
+/* The slot whose piece holds a, or GUARD_SLOTS. Async-signal-safe. */
+static uint32_t
+guard_find(uintptr_t a)
 {
-	uintptr_t a = (uintptr_t)si->si_addr;
 	uint32_t i;
 
 	for (i = 0; i < GUARD_SLOTS; i++) {
 		uintptr_t lo = atomic_load(&guard.lo[i]);
-		uint64_t pg;
 
-		if (lo == 0 || a < lo || a >= atomic_load(&guard.hi[i]))
-			continue;
-		pg = atomic_load(&guard.pgsize[i]);
-		/* mmap is a system call: async-signal-safe. */
-		if (mmap((void *)(a & ~(pg - 1)), pg, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-			 (pg > DROCED_PAGE ? MAP_HUGETLB | (__builtin_ctzll(pg) << MAP_HUGE_SHIFT) :
-			  0), -1, 0) != MAP_FAILED)
-			return;
-		/* No huge page to put there: small pages over the whole huge page. */
-		if (mmap((void *)(a & ~(pg - 1)), pg, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
-			return;
-		break;
+		if (lo != 0 && a >= lo && a < atomic_load(&guard.hi[i]))
+			return i;
 	}
+	return GUARD_SLOTS;
+}
+
+/*
+ * An anonymous zero page of size pg over the page of a: a huge page in a hugetlb piece
+ * (whose mapping can only be replaced whole), or small ones when the pool has none.
+ * mmap is a system call: async-signal-safe.
+ */
+static bool
+guard_zero_page(uintptr_t a, uint64_t pg)
+{
+	void *page = (void *)(a & ~(uintptr_t)(pg - 1));
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+	const int huge = MAP_HUGETLB | (__builtin_ctzll(pg) << MAP_HUGE_SHIFT);
+
+	if (pg > DROCED_PAGE &&
+	    mmap(page, pg, PROT_READ | PROT_WRITE, flags | huge, -1, 0) != MAP_FAILED)
+		return true;
+	return mmap(page, pg, PROT_READ | PROT_WRITE, flags, -1, 0) != MAP_FAILED;
+}
+
+/* Not ours: whoever had SIGBUS before, or the default action (death, as without droced's). */
+static void
+guard_pass_on(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction dfl;
+
 	if (guard.prev.sa_flags & SA_SIGINFO) {
 		guard.prev.sa_sigaction(sig, si, uc);
 		return;
@@ -93,45 +120,91 @@ guard_handler(int sig, siginfo_t *si, void *uc)
 		guard.prev.sa_handler(sig);
 		return;
 	}
-	signal(sig, SIG_DFL);	/* the access runs again and kills as it would have */
+	/* A fault's SIGBUS cannot be ignored: SIG_IGN dies too. */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig);
+}
+
+/* SIGBUS on any thread; for an engine's access past the end of an in-place piece's file. */
+static void
+guard_handler(int sig, siginfo_t *si, void *uc)
+{
+	uint32_t i;
+
+	/* BUS_ADRERR: a page past the file's end; a machine check or a kill() is not ours. */
+	if (si->si_code == BUS_ADRERR) {
+		i = guard_find((uintptr_t)si->si_addr);
+		if (i < GUARD_SLOTS &&
+		    guard_zero_page((uintptr_t)si->si_addr, atomic_load(&guard.pgsize[i]))) {
+			atomic_fetch_add(&guard.zeroed[i], 1);
+			return;
+		}
+	}
+	guard_pass_on(sig, si, uc);
+}
+
+/* Once, at the first in-place registration: droced without any never changes SIGBUS. */
+static int
+guard_install(void)
+{
+	struct sigaction sa;
+
+	if (guard.installed)
+		return 0;
+	/* prev complete before the handler can run and read it. */
+	if (sigaction(SIGBUS, NULL, &guard.prev) != 0)
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = guard_handler;
+	/* SA_NODEFER: the default action raised from inside the handler takes effect at once. */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL) != 0)
+		return -errno;
+	guard.installed = true;
+	return 0;
 }
 
 static int
 guard_add(uintptr_t lo, uintptr_t hi, uint64_t pgsize)
 {
-	struct sigaction sa;
 	uint32_t i;
+	int rc = guard_install();
 
-	if (!guard.installed) {
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = guard_handler;
-		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGBUS, &sa, &guard.prev) != 0)
-			return -errno;
-		guard.installed = true;
-	}
+	if (rc != 0)
+		return rc;
 	for (i = 0; i < GUARD_SLOTS; i++)
 		if (atomic_load(&guard.lo[i]) == 0) {
 			atomic_store(&guard.hi[i], hi);
 			atomic_store(&guard.pgsize[i], pgsize);
+			atomic_store(&guard.zeroed[i], 0);
 			atomic_store(&guard.lo[i], lo);
 			return 0;
 		}
-	DROCED_LOG(WARNING, "%u in-place memory regions: no room for another", GUARD_SLOTS);
+	DROCED_LOG(WARNING, "%u in-place memory region pieces: no room for another",
+		   GUARD_SLOTS);
 	return -ENOMEM;
 }
 
-static void
-guard_del(uintptr_t lo)
+/* Frees the slots of the pieces in [lo, hi); the pages their handler replaced. */
+static uint64_t
+guard_del(uintptr_t lo, uintptr_t hi)
 {
+	uint64_t zeroed = 0;
 	uint32_t i;
 
-	for (i = 0; i < GUARD_SLOTS; i++)
-		if (atomic_load(&guard.lo[i]) == lo) {
+	for (i = 0; i < GUARD_SLOTS; i++) {
+		uintptr_t l = atomic_load(&guard.lo[i]);
+
+		if (l != 0 && l >= lo && l < hi) {
+			zeroed += atomic_load(&guard.zeroed[i]);
 			atomic_store(&guard.lo[i], 0);
-			return;
 		}
+	}
+	return zeroed;
 }
 
 /* ---- pieces ---- */
@@ -157,6 +230,19 @@ piece_check(int fd, const struct droce_proto_mr_piece *pc)
 	return 0;
 }
 
+/* The page size of a piece's file: its huge page size when hugetlbfs. */
+static uint64_t
+fd_pgsize(int fd)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstatfs(fd, &sfs) == 0 && (unsigned long)sfs.f_type == HUGETLBFS_MAGIC &&
+	    fstat(fd, &st) == 0)
+		return (uint64_t)st.st_blksize;
+	return DROCED_PAGE;
+}
+
 /* One line of /proc/<pid>/maps. */
 struct maps_line {
 	uintptr_t lo;
@@ -168,8 +254,9 @@ struct maps_line {
 };
 
 /*
- * The client's mappings over [addr, addr + len): they must follow each other, all shared
- * and readable, of one file at offsets continuing off, writable when write is asked. The
+ * The client's mappings over [addr, addr + len): they must follow each other (one VMA, or
+ * a file mapping the kernel split in several, e.g. by an mprotect), all shared and
+ * readable, of one file at offsets continuing off, writable when write is asked. The
  * first one in *first. 0, -EFAULT (not mapped there, or not writable for a write), or
  * -EINVAL (not a shared file mapping at that offset).
  */
@@ -183,6 +270,8 @@ maps_check(pid_t pid, uint64_t addr, uint64_t len, uint64_t off, bool write,
 	FILE *f;
 	int ret = -EFAULT;
 
+	if (end <= addr)
+		return -EFAULT;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (f == NULL)
@@ -230,7 +319,6 @@ mapping_open(pid_t pid, const struct droce_proto_mr_piece *pc, bool write, uint6
 {
 	struct maps_line m = { 0 };
 	char path[96];
-	struct statfs sfs;
 	struct stat st;
 	int fd, ret;
 
@@ -246,47 +334,112 @@ mapping_open(pid_t pid, const struct droce_proto_mr_piece *pc, bool write, uint6
 			   strerror(errno));
 		return ret;
 	}
+	/*
+	 * The file the maps line named (not another mapped there since), and a regular one:
+	 * a device node opened anew by droced need not map what the client's open does.
+	 */
 	if (fstat(fd, &st) != 0 || st.st_dev != m.dev || st.st_ino != m.ino ||
-	    fstatfs(fd, &sfs) != 0) {
+	    !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -EINVAL;
 	}
-	*pgsize = DROCED_PAGE;
-	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
-		*pgsize = (uint64_t)st.st_blksize;
+	*pgsize = fd_pgsize(fd);
+	/*
+	 * Pages past the file's end cannot be registered (the kernel's pin fails on them too);
+	 * a truncation after this check is the SIGBUS guard's.
+	 */
+	if (pc->off + pc->len > ((uint64_t)st.st_size + *pgsize - 1) / *pgsize * *pgsize) {
+		close(fd);
+		return -EFAULT;
+	}
 	return fd;
 }
 
-/* The page size of a memfd piece's file: its huge page size when hugetlbfs. */
-static uint64_t
-fd_pgsize(int fd)
+/*
+ * The fd of piece pc and its page size: for a MAPPING piece the file opened here (the
+ * caller closes it), else the next of the fds passed (*k counts them), checked. An fd or
+ * -errno.
+ */
+static int
+piece_open(const struct droced_client *c, const struct droce_proto_mr_piece *pc, bool write,
+	   const int *fds, unsigned int nfds, unsigned int *k, uint64_t *pgsize)
 {
-	struct statfs sfs;
-	struct stat st;
+	int fd, rc;
 
-	if (fstatfs(fd, &sfs) == 0 && (unsigned long)sfs.f_type == HUGETLBFS_MAGIC &&
-	    fstat(fd, &st) == 0)
-		return (uint64_t)st.st_blksize;
-	return DROCED_PAGE;
+	if (pc->flags & DROCE_PROTO_PIECE_MAPPING)
+		return mapping_open(c->pid, pc, write, pgsize);
+	if (*k >= nfds)
+		return -EINVAL;
+	fd = fds[(*k)++];
+	rc = piece_check(fd, pc);
+	if (rc != 0)
+		return rc;
+	*pgsize = fd_pgsize(fd);
+	return fd;
 }
 
 /* A range of len bytes whose start is congruent to want modulo align, or NULL. */
 static uint8_t *
 view_reserve(uint64_t len, uint64_t align, uint64_t want)
 {
-	uint8_t *v = mmap(NULL, len + align, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	uintptr_t start, r;
+	uint8_t *v;
+	uintptr_t start;
 
+	if (len > UINT64_MAX - align)
+		return NULL;
+	v = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		 0);
 	if (v == MAP_FAILED)
 		return NULL;
-	r = (uintptr_t)v % align;
-	start = (uintptr_t)v + ((want % align) + align - r) % align;
+	start = (uintptr_t)v + (want % align + align - (uintptr_t)v % align) % align;
 	if (start > (uintptr_t)v)
 		munmap(v, start - (uintptr_t)v);
-	if ((uintptr_t)v + len + align > start + len)
-		munmap((void *)(start + len), (uintptr_t)v + len + align - (start + len));
+	/* start < v + align: a tail is always left over. */
+	munmap((void *)(start + len), (uintptr_t)v + align - start);
 	return (uint8_t *)start;
+}
+
+/*
+ * Each piece at its place in view v, over the reservation. Memfds always writable: a later
+ * rereg may add write access; in-place pieces as the access allows, as droced opened them.
+ */
+static int
+pieces_map(uint8_t *v, const struct droce_proto_mr_piece *pieces, uint32_t np, const int *pfd,
+	   bool write)
+{
+	uint64_t pos = 0;
+	uint32_t i;
+
+	for (i = 0; i < np; i++) {
+		bool ro = !write && (pieces[i].flags & DROCE_PROTO_PIECE_MAPPING);
+
+		if (mmap(v + pos, pieces[i].len, ro ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, pfd[i], (off_t)pieces[i].off) == MAP_FAILED)
+			return errno == ENOMEM ? -ENOMEM : -EINVAL;
+		pos += pieces[i].len;
+	}
+	return 0;
+}
+
+/* The in-place pieces of view v [v, v + len) into the SIGBUS guard, all or none. */
+static int
+pieces_guard(uint8_t *v, uint64_t len, const struct droce_proto_mr_piece *pieces, uint32_t np,
+	     const uint64_t *pg)
+{
+	uint64_t pos = 0;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < np; pos += pieces[i++].len) {
+		if (!(pieces[i].flags & DROCE_PROTO_PIECE_MAPPING))
+			continue;
+		rc = guard_add((uintptr_t)v + pos, (uintptr_t)v + pos + pieces[i].len, pg[i]);
+		if (rc != 0) {
+			guard_del((uintptr_t)v, (uintptr_t)v + len);
+			return rc;
+		}
+	}
+	return 0;
 }
 
 int
@@ -297,11 +450,11 @@ droced_mr_view_map(const struct droced_client *c, const struct droce_proto_mr_pi
 	const bool write = access & ACCESS_WRITES;
 	int pfd[DROCE_PROTO_MR_MAX_PIECES];
 	uint64_t pg[DROCE_PROTO_MR_MAX_PIECES];
-	uint64_t total = 0, pos = 0, align = DROCED_PAGE;
+	uint64_t total = 0, align = DROCED_PAGE;
 	bool in_place = false;
 	unsigned int k = 0;
 	uint32_t i;
-	uint8_t *v;
+	uint8_t *v = NULL;
 	int rc = 0;
 
 	for (i = 0; i < np; i++)
@@ -316,46 +469,37 @@ droced_mr_view_map(const struct droced_client *c, const struct droce_proto_mr_pi
 			break;
 		}
 		total += pc->len;
-		if (pc->flags & DROCE_PROTO_PIECE_MAPPING) {
-			rc = mapping_open(c->pid, pc, write, &pg[i]);
-			if (rc >= 0) {
-				pfd[i] = rc;
-				rc = 0;
-			}
-			in_place = true;
-		} else if (k >= nfds) {
+		in_place |= pc->flags & DROCE_PROTO_PIECE_MAPPING;
+		rc = piece_open(c, pc, write, fds, nfds, &k, &pg[i]);
+		if (rc < 0)
+			break;
+		pfd[i] = rc;
+		rc = 0;
+		/*
+		 * Whole pages of its file, on a page of that size in the view: the view keeps
+		 * the client's address modulo the largest page, so the client's place decides.
+		 */
+		if (pc->off % pg[i] != 0 || pc->len % pg[i] != 0 ||
+		    (pieces[0].addr + total - pc->len) % pg[i] != 0)
 			rc = -EINVAL;
-		} else {
-			rc = piece_check(fds[k], pc);
-			pg[i] = fd_pgsize(fds[k]);
-			pfd[i] = fds[k++];
-		}
-		/* At its place in the view (aligned as the client's), whole pages of its file. */
-		if (rc == 0 && (pc->off % pg[i] != 0 || pc->len % pg[i] != 0 ||
-				(pieces[0].addr + total - pc->len) % pg[i] != 0))
-			rc = -EINVAL;
-		if (rc == 0 && pg[i] > align)
+		if (pg[i] > align)
 			align = pg[i];
 	}
 	if (rc == 0 && (k != nfds || length == 0 || first_off >= total ||
 			length > total - first_off))
 		rc = -EINVAL;
-	v = rc == 0 ? view_reserve(total, align, pieces[0].addr) : NULL;
-	if (rc == 0 && v == NULL)
-		rc = -ENOMEM;
-	/* Memfds always writable: a later rereg may add write access. */
-	for (i = 0; rc == 0 && i < np; i++) {
-		bool ro = !write && (pieces[i].flags & DROCE_PROTO_PIECE_MAPPING);
-
-		if (mmap(v + pos, pieces[i].len, ro ? PROT_READ : PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, pfd[i], (off_t)pieces[i].off) == MAP_FAILED)
-			rc = errno == ENOMEM ? -ENOMEM : -EINVAL;
-		pos += pieces[i].len;
+	if (rc == 0) {
+		v = view_reserve(total, align, pieces[0].addr);
+		if (v == NULL)
+			rc = -ENOMEM;
 	}
+	if (rc == 0)
+		rc = pieces_map(v, pieces, np, pfd, write);
 	if (rc == 0 && in_place)
-		rc = guard_add((uintptr_t)v, (uintptr_t)v + total, align);
+		rc = pieces_guard(v, total, pieces, np, pg);
 	if (rc != 0 && v != NULL)
 		munmap(v, total);
+	/* The fds opened here; the memfds are the caller's. */
 	for (i = 0; i < np; i++)
 		if (pfd[i] >= 0 && (pieces[i].flags & DROCE_PROTO_PIECE_MAPPING))
 			close(pfd[i]);
@@ -367,12 +511,23 @@ droced_mr_view_map(const struct droced_client *c, const struct droce_proto_mr_pi
 	return 0;
 }
 
+bool
+droced_mr_view_allows(const struct droced_mr_view *view, uint32_t access)
+{
+	return !(view->read_only && (access & ACCESS_WRITES));
+}
+
 void
 droced_mr_view_unmap(struct droced_mr_view *view)
 {
+	uint64_t zeroed;
+
 	if (view->base == NULL)
 		return;
-	guard_del((uintptr_t)view->base);
+	zeroed = guard_del((uintptr_t)view->base, (uintptr_t)view->base + view->len);
+	if (zeroed != 0)
+		DROCED_LOG(NOTICE, "in-place memory region: %" PRIu64 " pages read or written past "
+			   "the end of its file (truncated), zero pages mapped there", zeroed);
 	munmap(view->base, view->len);
 	view->base = NULL;
 }

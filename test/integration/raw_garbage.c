@@ -16,6 +16,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -1048,10 +1049,13 @@ m_mr_shrunk(struct conn *c)
 	close(fd);
 }
 
-/* A REG_MR of one MAPPING piece over [addr, addr + len) at file offset off. */
+/*
+ * A REG_MR of one MAPPING piece over [addr, addr + len) at file offset off, with nfds fds
+ * (none is right: a MAPPING piece takes none).
+ */
 static int32_t
 reg_in_place(struct conn *c, void *addr, uint32_t len, uint64_t off, uint32_t access,
-	     struct droce_proto_resp *resp)
+	     const int *fds, unsigned int nfds, struct droce_proto_resp *resp)
 {
 	struct droce_proto_req req;
 
@@ -1066,7 +1070,7 @@ reg_in_place(struct conn *c, void *addr, uint32_t len, uint64_t off, uint32_t ac
 	req.reg_mr.pieces[0].len = len;
 	req.reg_mr.pieces[0].addr = (uintptr_t)addr;
 	req.reg_mr.pieces[0].flags = DROCE_PROTO_PIECE_MAPPING;
-	return call(c, &req, NULL, 0, resp, NULL, 0, NULL);
+	return call(c, &req, fds, nfds, resp, NULL, 0, NULL);
 }
 
 /* A shared file of len bytes in /dev/shm, unlinked: its fd. */
@@ -1086,49 +1090,87 @@ shm_file(uint32_t len)
 	return fd;
 }
 
+/* The file of fd opened again, read-only (a file the client may not write). */
+static int
+reopen_rdonly(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+#define IN_PLACE_REFUSED	6
+
 /*
  * In-place pieces droced must refuse: a mapping not there, a private mapping, a read-only
- * one with write access, the wrong file offset.
+ * one (of a file opened O_RDONLY) with write access, the wrong file offset, pages past the
+ * file's end, an fd sent along. test_hostile.py checks the line printed.
  */
 static void
 m_mr_in_place_refused(struct conn *c)
 {
+	static const char *const what[IN_PLACE_REFUSED] = {
+		"unmapped", "private", "read-only for writing", "wrong offset", "past the end",
+		"with an fd",
+	};
+	const uint32_t w = DROCE_SHM_ACCESS_LOCAL_WRITE;
 	struct droce_proto_resp resp;
-	int fd = shm_file(4 * MR_FILE_SIZE);
-	uint8_t *shared, *priv, *ro, *hole;
-	int32_t st[4];
+	int fd = shm_file(4 * MR_FILE_SIZE), rofd = fd >= 0 ? reopen_rdonly(fd) : -1;
+	uint8_t *shared = MAP_FAILED, *priv = MAP_FAILED, *ro = MAP_FAILED, *hole = MAP_FAILED;
+	uint8_t *beyond = MAP_FAILED;
+	int32_t st[IN_PLACE_REFUSED];
 	unsigned int i;
 
-	if (fd < 0) {
-		printf("  /dev/shm file: %s\n", strerror(errno));
-		return;
+	if (fd < 0 || rofd < 0) {
+		printf("  FAIL /dev/shm file: %s\n", strerror(errno));
+		verdict(EXIT_STATE);
+		goto out;
 	}
 	shared = mmap(NULL, 4 * MR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	priv = mmap(NULL, MR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	ro = mmap(NULL, MR_FILE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	ro = mmap(NULL, MR_FILE_SIZE, PROT_READ, MAP_SHARED, rofd, 0);
+	/* Its last two pages lie past the file's end: mmap allows it, a pin would not. */
+	beyond = mmap(NULL, 2 * MR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		      3 * MR_FILE_SIZE);
 	hole = mmap(NULL, MR_FILE_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED || priv == MAP_FAILED || ro == MAP_FAILED || hole == MAP_FAILED) {
-		printf("  mmap: %s\n", strerror(errno));
-		close(fd);
-		return;
+	if (shared == MAP_FAILED || priv == MAP_FAILED || ro == MAP_FAILED ||
+	    beyond == MAP_FAILED || hole == MAP_FAILED) {
+		printf("  FAIL mmap: %s\n", strerror(errno));
+		verdict(EXIT_STATE);
+		goto out;
 	}
 	munmap(hole, MR_FILE_SIZE);
-	st[0] = reg_in_place(c, hole, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
-	st[1] = reg_in_place(c, priv, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
-	st[2] = reg_in_place(c, ro, MR_FILE_SIZE, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
-	st[3] = reg_in_place(c, shared + MR_FILE_SIZE, MR_FILE_SIZE, 0,
-			     DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
-	printf("  REG_MR in place: unmapped %d, private %d, read-only for writing %d, "
-	       "wrong offset %d\n", st[0], st[1], st[2], st[3]);
-	for (i = 0; i < 4; i++)
+	st[0] = reg_in_place(c, hole, MR_FILE_SIZE, 0, w, NULL, 0, &resp);
+	st[1] = reg_in_place(c, priv, MR_FILE_SIZE, 0, w, NULL, 0, &resp);
+	st[2] = reg_in_place(c, ro, MR_FILE_SIZE, 0, w, NULL, 0, &resp);
+	st[3] = reg_in_place(c, shared + MR_FILE_SIZE, MR_FILE_SIZE, 0, w, NULL, 0, &resp);
+	st[4] = reg_in_place(c, beyond, 2 * MR_FILE_SIZE, 3 * MR_FILE_SIZE, w, NULL, 0, &resp);
+	st[5] = reg_in_place(c, shared, MR_FILE_SIZE, 0, w, &fd, 1, &resp);
+	printf("  REG_MR in place refused:");
+	for (i = 0; i < IN_PLACE_REFUSED; i++)
+		printf("%s %s %d", i == 0 ? "" : ",", what[i], st[i]);
+	printf("\n");
+	for (i = 0; i < IN_PLACE_REFUSED; i++)
 		if (st[i] == 0 || st[i] == NO_RESPONSE) {
-			printf("  FAIL in-place piece %u accepted or unanswered\n", i);
+			printf("  FAIL in-place piece %s: %s\n", what[i],
+			       st[i] == 0 ? "accepted" : "unanswered");
 			verdict(st[i] == 0 ? EXIT_STATE : EXIT_DEAD);
 		}
-	munmap(shared, 4 * MR_FILE_SIZE);
-	munmap(priv, MR_FILE_SIZE);
-	munmap(ro, MR_FILE_SIZE);
-	close(fd);
+out:
+	/* Any MR droced accepted wrongly goes with the connection. */
+	if (shared != MAP_FAILED)
+		munmap(shared, 4 * MR_FILE_SIZE);
+	if (priv != MAP_FAILED)
+		munmap(priv, MR_FILE_SIZE);
+	if (ro != MAP_FAILED)
+		munmap(ro, MR_FILE_SIZE);
+	if (beyond != MAP_FAILED)
+		munmap(beyond, 2 * MR_FILE_SIZE);
+	if (rofd >= 0)
+		close(rofd);
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
@@ -1148,16 +1190,20 @@ m_mr_in_place_truncated(struct conn *c)
 	int32_t st;
 
 	if (fd < 0) {
-		printf("  /dev/shm file: %s\n", strerror(errno));
+		printf("  FAIL /dev/shm file: %s\n", strerror(errno));
+		verdict(EXIT_STATE);
 		return;
 	}
 	buf = mmap(NULL, MR_CLAIMED, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (buf == MAP_FAILED) {
+		printf("  FAIL mmap: %s\n", strerror(errno));
+		verdict(EXIT_STATE);
 		close(fd);
 		return;
 	}
 	memset(buf, 0x5A, MR_CLAIMED);
-	st = reg_in_place(c, buf, MR_CLAIMED, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, &resp);
+	st = reg_in_place(c, buf, MR_CLAIMED, 0, DROCE_SHM_ACCESS_LOCAL_WRITE, NULL, 0,
+			  &resp);
 	printf("  REG_MR in place of a %u-byte shared file: status %d\n", MR_CLAIMED, st);
 	if (st != 0) {
 		printf("  FAIL a shared file mapping was not registered in place\n");

@@ -6,10 +6,15 @@ answering, its own QPs went to ERR where they must), the stream pair must comple
 unaffected, droced must still answer droce-ctl, hold nothing afterwards and stop with exit
 0 (under ASan: no sanitizer report, which would make that status non-zero).
 
+In-place registration (app/droced/droced_mrmap.c): the pieces droced must refuse are
+refused with the errno each check gives, and the shared file truncated under a registered
+MR cost droced only zero pages (its log says how many), not its life.
+
 usage: test_hostile.py DROCED DROCE_CTL VERBS_STREAM RAW_GARBAGE [CASE...]
 """
 
 import os
+import re
 import sys
 import time
 
@@ -20,6 +25,33 @@ from droce_harness import (App, Daemon, Workdir, check, ctl, expect_idle, log, m
 TCP_PORT = 19410
 SEED = "1"
 BIN, CASES = parse_args(["droced", "droce_ctl", "verbs_stream", "raw_garbage"])
+
+EFAULT, EINVAL = -14, -22
+# raw_garbage mr_in_place_refused: each piece and the status droced must answer. EFAULT
+# where the kernel's pin would fail (no page, or a read-only one for writing), EINVAL where
+# the piece is not a shared file mapping at its offset or the request is malformed.
+IN_PLACE_REFUSED = {"unmapped": EFAULT, "private": EINVAL, "read-only for writing": EFAULT,
+                    "wrong offset": EINVAL, "past the end": EFAULT, "with an fd": EINVAL}
+# droced_mr_view_unmap's line when its SIGBUS handler replaced pages of an in-place MR.
+ZEROED = re.compile(r"in-place memory region: (\d+) pages read or written past the end")
+
+
+def check_in_place(out):
+    """raw_garbage's in-place lines: every piece refused as it must be, the truncated file
+    registered and truncated (so the engines did touch pages past its end)."""
+    m = re.search(r"REG_MR in place refused: (.*)", out)
+    check(m is not None, "raw_garbage printed no in-place refusals:\n" + out[-3000:])
+    got = {}
+    for item in m.group(1).split(", "):
+        what, _, st = item.rpartition(" ")
+        got[what] = int(st)
+    check(got == IN_PLACE_REFUSED, "in-place pieces: droced answered %s, expected %s" %
+          (got, IN_PLACE_REFUSED))
+    check(re.search(r"REG_MR in place of a \d+-byte shared file: status 0\n", out) and
+          "ftruncate to 0 after registration: done" in out,
+          "the truncated in-place case did not run:\n" + out[-3000:])
+    for mode in ("mr_in_place_refused", "mr_in_place_truncated"):
+        check("ok mode %s\n" % mode in out, "raw_garbage mode %s not ok" % mode)
 
 
 def run():
@@ -47,6 +79,9 @@ def run():
         check(rc == 0, "raw_garbage exited %s:\n%s\n--- droced:\n%s" %
               (rc, garbage.output[-3000:], d.log_text()[-3000:]))
         check(d.proc.poll() is None, "droced died:\n" + d.log_text()[-3000:])
+        check_in_place(garbage.output)
+        log("  in-place pieces refused: %s" % ", ".join(
+            "%s %d" % kv for kv in IN_PLACE_REFUSED.items()))
         stream_running = srv.proc.poll() is None and cli.proc.poll() is None
         # The stream must span the garbage, or it proves nothing about droced serving
         # others meanwhile.
@@ -65,6 +100,12 @@ def run():
         while ctl(BIN["droce_ctl"], d)["clients"] != "0" and time.monotonic() < deadline:
             time.sleep(0.1)
         expect_idle(BIN["droce_ctl"], d)
+        # raw_garbage's MRs are gone with its connections: the truncated one said its count.
+        m = ZEROED.search(d.log_text())
+        check(m is not None and int(m.group(1)) > 0,
+              "droced's log names no zero page mapped over the truncated in-place MR:\n" +
+              d.log_text()[-3000:])
+        log("  truncated in-place MR: %s zero pages mapped, droced alive" % m.group(1))
         d.stop()
     finally:
         for a in apps:
