@@ -29,6 +29,8 @@ packages=(
 	dpdk-dev libdpdk-dev libibverbs-dev librdmacm-dev libnuma-dev libisal-dev libpcap-dev
 	python3-scapy python3-pyverbs tshark ibverbs-utils perftest iproute2 procps xz-utils
 	qemu-system-x86 cpio binutils iputils-ping rdmacm-utils librpma-dev libfabric-bin ucx-utils
+	# A second allocator under test_memory's calloc churn (LD_PRELOAD).
+	libjemalloc2
 )
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.
