@@ -25,6 +25,8 @@
 #define NS_PER_MS	1000000
 
 _Static_assert(sizeof(struct rc_msg) == RC_MSG_SIZE, "rc_msg is the wire size");
+/* An offer fits even in a REQ's private data (56 bytes after rdma_cm's header). */
+_Static_assert(sizeof(struct rc_offer) == 56, "rc_offer is the wire size");
 
 const char *rc_prog = "rpma-example";
 
@@ -433,6 +435,78 @@ rc_msg_get(const void *buf, struct rc_msg *m)
 	if (m->magic != RC_MSG_MAGIC) {
 		rc_err("message magic 0x%08" PRIx32 ", want 0x%08x", m->magic, RC_MSG_MAGIC);
 		return -1;
+	}
+	return 0;
+}
+
+int
+rc_offer_put(const struct rpma_mr_local *mr, const struct rpma_peer_cfg *pcfg,
+	     struct rc_offer *o, struct rpma_conn_private_data *pd)
+{
+	size_t mr_size = 0;
+	size_t pcfg_size = 0;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	ret = rpma_mr_get_descriptor_size(mr, &mr_size);
+	if (ret != 0)
+		return rc_rpma_err("rpma_mr_get_descriptor_size", ret);
+	if (pcfg != NULL) {
+		ret = rpma_peer_cfg_get_descriptor_size(pcfg, &pcfg_size);
+		if (ret != 0)
+			return rc_rpma_err("rpma_peer_cfg_get_descriptor_size", ret);
+	}
+	if (mr_size + pcfg_size > RC_OFFER_DESC_MAX) {
+		rc_err("descriptors of %zu + %zu bytes, the offer holds %u", mr_size, pcfg_size,
+		       RC_OFFER_DESC_MAX);
+		return -1;
+	}
+	ret = rpma_mr_get_descriptor(mr, o->desc);
+	if (ret != 0)
+		return rc_rpma_err("rpma_mr_get_descriptor", ret);
+	if (pcfg != NULL) {
+		ret = rpma_peer_cfg_get_descriptor(pcfg, o->desc + mr_size);
+		if (ret != 0)
+			return rc_rpma_err("rpma_peer_cfg_get_descriptor", ret);
+	}
+	o->magic = htole32(RC_OFFER_MAGIC);
+	o->mr_desc_size = (uint8_t)mr_size;
+	o->pcfg_desc_size = (uint8_t)pcfg_size;
+	pd->ptr = o;
+	pd->len = sizeof(*o);
+	return 0;
+}
+
+int
+rc_offer_get(const struct rpma_conn_private_data *pd, struct rpma_mr_remote **mr,
+	     struct rpma_peer_cfg **pcfg)
+{
+	struct rc_offer o;
+	int ret;
+
+	*pcfg = NULL;
+	/* As in rc_hello_get: the CM message may carry more than the server passed. */
+	if (pd->ptr == NULL || pd->len < sizeof(o)) {
+		rc_err("offer: private data of %u bytes, want at least %zu",
+		       pd->ptr == NULL ? 0u : (unsigned int)pd->len, sizeof(o));
+		return -1;
+	}
+	memcpy(&o, pd->ptr, sizeof(o));
+	if (le32toh(o.magic) != RC_OFFER_MAGIC ||
+	    (size_t)o.mr_desc_size + o.pcfg_desc_size > RC_OFFER_DESC_MAX) {
+		rc_err("offer: magic 0x%08" PRIx32 ", descriptors of %u + %u bytes: not an offer",
+		       le32toh(o.magic), o.mr_desc_size, o.pcfg_desc_size);
+		return -1;
+	}
+	ret = rpma_mr_remote_from_descriptor(o.desc, o.mr_desc_size, mr);
+	if (ret != 0)
+		return rc_rpma_err("rpma_mr_remote_from_descriptor", ret);
+	if (o.pcfg_desc_size == 0)
+		return 0;
+	ret = rpma_peer_cfg_from_descriptor(o.desc + o.mr_desc_size, o.pcfg_desc_size, pcfg);
+	if (ret != 0) {
+		(void)rpma_mr_remote_delete(mr);
+		return rc_rpma_err("rpma_peer_cfg_from_descriptor", ret);
 	}
 	return 0;
 }

@@ -5,8 +5,9 @@
 /*
  * The small helper shared by the librpma examples: option parsing, the run's deadline
  * (alarm(2) as the backstop for calls that block inside librpma), waits on librpma's file
- * descriptors with that deadline, the connection set-up steps, and the two small wire
- * formats (the client's hello in the connection private data, the ping-pong message).
+ * descriptors with that deadline, the connection set-up steps, and the small wire
+ * formats (the client's hello in the connection private data, the ping-pong message, a
+ * server's offer of a region in the private data of its accept).
  * Nothing here knows about droce: the programs run on any RDMA device librpma supports.
  */
 
@@ -50,6 +51,24 @@ struct rc_msg {
 	uint32_t magic;
 	uint32_t id;
 	uint64_t value;
+};
+
+/*
+ * A server's offer of one registered region, in the private data of its accept (the client
+ * reads it once the connection is established): the region's descriptor
+ * (rpma_mr_get_descriptor) and, when the server declares Direct Write to PMem, its peer
+ * configuration's (rpma_peer_cfg_get_descriptor), which the client applies to the
+ * connection before rpma_flush(RPMA_FLUSH_TYPE_PERSISTENT) is allowed.
+ */
+#define RC_OFFER_MAGIC		0x5246464fu	/* "OFFR" */
+/* Both descriptors (librpma 1.2: 21 and 1 bytes) with room to spare; 56 bytes in all. */
+#define RC_OFFER_DESC_MAX	48u
+struct rc_offer {
+	uint32_t magic;
+	uint8_t mr_desc_size;
+	uint8_t pcfg_desc_size;		/* 0: no peer configuration */
+	uint8_t reserved[2];
+	uint8_t desc[RC_OFFER_DESC_MAX];	/* the region's, then the peer's */
 };
 
 /* The program name used as a prefix of every message. */
@@ -141,6 +160,16 @@ int rc_hello_get(const struct rpma_conn_private_data *pd, struct rc_hello *h);
 void rc_msg_put(void *buf, uint32_t id, uint64_t value);
 /* Decode buf and check its magic; -1 after a message. */
 int rc_msg_get(const void *buf, struct rc_msg *m);
+
+/* Fill o with mr's descriptor and pcfg's (may be NULL), pd pointing at o; -1 on error. */
+int rc_offer_put(const struct rpma_mr_local *mr, const struct rpma_peer_cfg *pcfg,
+		 struct rc_offer *o, struct rpma_conn_private_data *pd);
+/*
+ * Decode an offer: *mr (rpma_mr_remote_delete it) and *pcfg (rpma_peer_cfg_delete it), NULL
+ * when the server sent no peer configuration. -1 after a message.
+ */
+int rc_offer_get(const struct rpma_conn_private_data *pd, struct rpma_mr_remote **mr,
+		 struct rpma_peer_cfg **pcfg);
 
 /* Page-aligned, zeroed buffer of len bytes; NULL and a message on failure. */
 void *rc_alloc(size_t len);

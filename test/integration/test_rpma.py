@@ -8,22 +8,27 @@ Servers run on A (10.99.0.1), clients on B (10.99.0.2); both name the server's a
 
 Each case checks exit status and the lines each side prints: the private data both ways,
 every round trip, every (client, value) through the SRQ exactly once, the disconnections.
+The write_file cases register a MAP_SHARED file mapping in place (issue 24): the client
+writes into the server's file and flushes, the server checks the file by pread, and this
+script reads the file again and recomputes the pattern, so the bytes must be on disk.
 
 usage: test_rpma.py DROCED DROCE_CTL COMPAT_DIR RPMA_CONNECTION RPMA_PING_PONG
-       RPMA_SRQ_SERVER [CASE...]
+       RPMA_SRQ_SERVER RPMA_WRITE_FILE [CASE...]
 """
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (App, MemifPair, check, expect_idle, main, parse_args,
-                           run_cases, run_pair)
+from droce_harness import (App, MemifPair, TestFailure, check, expect_idle, log, main,
+                           parse_args, run_cases, run_pair)
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir", "rpma_connection",
-                         "rpma_ping_pong", "rpma_srq_server"])
+                         "rpma_ping_pong", "rpma_srq_server", "rpma_write_file"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
 # rdma_cm ports live in each droced, so these cannot collide with other tests' ports.
 PORT = 7480
@@ -159,6 +164,133 @@ def t_srq():
     no_errors(out, "server")
 
 
+# rpma_write_file's pattern and places (pattern() and write_place() there).
+MASK32 = 0xffffffff
+
+
+def wf_pattern(seed, off):
+    x = ((off * 0x9e3779b1) & MASK32) ^ seed
+    x ^= x >> 16
+    x = (x * 0x7feb352d) & MASK32
+    x ^= x >> 15
+    x = (x * 0x846ca68b) & MASK32
+    x ^= x >> 16
+    return x & 0xff
+
+
+def wf_places(size):
+    return [(0, 4099), ((size // 3) | 1, 1), (size // 2 - 5000, 20000), (size - 777, 777)]
+
+
+def wf_check_file(path, size, seed):
+    """The file holds the pattern at the places and zeros elsewhere, read here anew."""
+    want = bytearray(size)
+    for off, n in wf_places(size):
+        want[off:off + n] = bytes(wf_pattern(seed, o) for o in range(off, off + n))
+    with open(path, "rb") as f:
+        got = f.read()
+    check(len(got) == size, "%s: %d bytes, want %d" % (path, len(got), size))
+    if got != want:
+        bad = next(i for i in range(size) if got[i] != want[i])
+        raise TestFailure("%s: byte %d is 0x%02x, want 0x%02x (%d bytes differ)" %
+                          (path, bad, got[bad], want[bad],
+                           sum(1 for a, b in zip(got, want) if a != b)))
+
+
+def daemon_since_ready(d):
+    """What droced logged once ready (its start-up lines say nothing of a failure)."""
+    text = d.log_text().splitlines()
+    ready = [i for i, l in enumerate(text) if l.startswith("droced: ready")]
+    after = text[ready[-1] + 1:] if ready else text
+    return "--- droced %s since ready:\n%s" % (d.name, "\n".join(after) or "(nothing)")
+
+
+def write_file(base, port, size, seed, flush=None):
+    """rpma_write_file: the server on A with PATH in a new directory under base, the
+    client on B; then the file is checked from here. The directory goes in any case."""
+    addr = pair.ip_a
+    d = tempfile.mkdtemp(prefix="droce-rpma-", dir=base)
+    path = os.path.join(d, "region")
+    srv_argv = [BIN["rpma_write_file"], "-T", "60", "--size", str(size)]
+    if flush is not None:
+        srv_argv += ["--flush", flush]
+    flush = flush or "visibility"
+    try:
+        try:
+            srv, cli = run_pair(srv_argv + ["server", addr, str(port), path],
+                                [BIN["rpma_write_file"], "-T", "60", "--seed", str(seed),
+                                 "client", addr, str(port)],
+                                pair.a, pair.b, 90, env=ENV, start_delay=0.5)
+        except TestFailure as e:
+            # Why droced refused or broke the registration is in its log.
+            raise TestFailure("%s\n%s\n%s" % (e, daemon_since_ready(pair.a),
+                                                daemon_since_ready(pair.b)))
+        expect_lines(srv, "server", [
+            re.escape("file %s: %d bytes of zeros mapped MAP_SHARED" % (path, size)),
+            re.escape("registered the mapping for remote writes and %s flushes" % flush),
+            re.escape("listening on %s:%d" % (addr, port)),
+            r"connection established, region offered \(descriptor of \d+ bytes%s\)" %
+            (", peer configuration" if flush == "persistent" else ""),
+            r"client done: its writes flushed, seed %d" % seed,
+            r"connection closed by the client",
+            r"written back and unmapped",
+            r"pread: %d bytes ok \(4 places of the pattern, zeros elsewhere\)" % size,
+            re.escape("reopened %s: %d bytes ok" % (path, size)),
+            r"server: all checks passed"])
+        wanted = [re.escape("connected to %s:%d" % (addr, port)),
+                  r"remote region: %d bytes, %s flush%s" %
+                  (size, flush, ", peer configuration applied" if flush == "persistent"
+                   else "")]
+        wanted += [r"wrote %d bytes at offset %d" % (n, off) for off, n in wf_places(size)]
+        wanted += [r"flushed %d bytes \(%s\)" % (size, flush), r"sent the seed %d" % seed,
+                   r"disconnected", r"client: all checks passed"]
+        expect_lines(cli, "client", wanted)
+        no_errors(srv, "server")
+        no_errors(cli, "client")
+        wf_check_file(path, size, seed)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def t_write_file():
+    # The real disk: /tmp may be tmpfs elsewhere, /var/tmp is not meant to be.
+    write_file("/var/tmp", PORT + 4, 1 << 20, 12345)
+
+
+def t_write_file_shm():
+    # tmpfs, and a size that is no multiple of the page: the last page is partly the file's.
+    write_file("/dev/shm", PORT + 5, 3 * (1 << 20) + 12345, 777)
+
+
+def t_write_file_persistent():
+    write_file("/var/tmp", PORT + 6, 1 << 20, 4242, flush="persistent")
+
+
+def hugetlbfs_dir():
+    """(mount point, page size in bytes) of a writable hugetlbfs mount of the default huge
+    page size, or (None, 0)."""
+    with open("/proc/meminfo") as f:
+        kb = [int(l.split()[1]) for l in f if l.startswith("Hugepagesize:")]
+    with open("/proc/mounts") as f:
+        for line in f:
+            _, mnt, fstype, opts = line.split()[:4]
+            ps = [o.split("=", 1)[1] for o in opts.split(",") if o.startswith("pagesize=")]
+            if (fstype == "hugetlbfs" and kb and os.access(mnt, os.W_OK) and
+                    (not ps or ps[0].upper() in ("%dK" % kb[0], "%dM" % (kb[0] // 1024)))):
+                return mnt, kb[0] * 1024
+    return None, 0
+
+
+def t_write_file_hugetlbfs():
+    mnt, page = hugetlbfs_dir()
+    with open("/proc/meminfo") as f:
+        free = [int(l.split()[1]) for l in f if l.startswith("HugePages_Free:")]
+    if mnt is None or not free or free[0] < 2:
+        log("  skipped: no writable hugetlbfs mount with 2 free huge pages")
+        return
+    write_file(mnt, PORT + 7, 2 * page, 99)
+
+
 def t_idle():
     # Every QP, CQ, SRQ, MR and PD librpma made is gone from both daemons.
     for d in (pair.a, pair.b):
@@ -170,6 +302,10 @@ CASE_LIST = [
     ("connection_mismatch", t_connection_mismatch),
     ("ping_pong", t_ping_pong),
     ("srq", t_srq),
+    ("write_file", t_write_file),
+    ("write_file_shm", t_write_file_shm),
+    ("write_file_persistent", t_write_file_persistent),
+    ("write_file_hugetlbfs", t_write_file_hugetlbfs),
     ("idle", t_idle),
 ]
 
