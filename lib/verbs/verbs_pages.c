@@ -146,6 +146,13 @@ table_del(struct verbs_pages *p, uint32_t t)
 	p->fds[t] = p->fds[--p->nb];
 }
 
+int
+verbs_pages_prot(const char *perms)
+{
+	return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+	       (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
 /* ---- registrations per memfd page range ---- */
 
 /*
@@ -335,8 +342,7 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 			c.hi += (hi - c.hi) % c.pgsize;
 		}
 		c.pgoff = pgoff + (c.lo - lo);
-		c.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-			 (perms[2] == 'x' ? PROT_EXEC : 0);
+		c.prot = verbs_pages_prot(perms);
 		c.kind = clip_classify(perms, ino, maj, path, c.table, c.pgsize, &c.uffd_ok);
 		ret = clips_push(cs, &c);
 		if (ret < 0)
@@ -499,9 +505,7 @@ move_back(struct verbs_pages *p, uint32_t t, uint64_t off, uint64_t len)
 		offs[n] = a;
 		spans[n++] = (struct verbs_pages_span){
 			.lo = lo + (a - pgoff), .hi = lo + (b - pgoff), .uffd_ok = true,
-			.prot = (perms[0] == 'r' ? PROT_READ : 0) |
-				(perms[1] == 'w' ? PROT_WRITE : 0) |
-				(perms[2] == 'x' ? PROT_EXEC : 0) };
+			.prot = verbs_pages_prot(perms) };
 	}
 	free(line);
 	fclose(maps);

@@ -107,6 +107,9 @@ int verbs_pages_share(struct verbs_pages *p, const void *addr, size_t len,
 void verbs_pages_release(struct verbs_pages *p, const struct verbs_piece *pieces,
 			 unsigned int n);
 
+/* The protection a /proc/self/maps perms field ("rw-p") names. */
+int verbs_pages_prot(const char *perms);
+
 /* Closes the fds of n pieces (those >= 0) and marks them closed. */
 void verbs_pieces_close(struct verbs_piece *pieces, unsigned int n);
 

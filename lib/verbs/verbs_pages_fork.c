@@ -121,8 +121,7 @@ copies_make(void)
 			    -1, 0);
 		if (copy == MAP_FAILED)
 			continue;
-		prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-		       (perms[2] == 'x' ? PROT_EXEC : 0);
+		prot = verbs_pages_prot(perms);
 		if (verbs_pages_copy_out(f->fd, pgoff, hi - lo, copy) != 0 ||
 		    (prot != (PROT_READ | PROT_WRITE) && mprotect(copy, hi - lo, prot) != 0) ||
 		    copy_push(copy, lo, hi - lo) != 0)

@@ -606,8 +606,9 @@ DROCE_TEST(concurrent_writes_to_moving_pages_all_land)
 	verbs_pages_fini(&p);
 }
 
-/* The same with every move on a thread of its own (as for a stack buffer). */
-DROCE_TEST(concurrent_writes_land_with_moves_on_a_thread)
+/* writers_never_lose on fresh anonymous pages, moved as p's knobs say. */
+static void
+writers_on_anonymous(bool on_thread, bool no_uffd)
 {
 	struct verbs_pages p;
 	const size_t pg = page_size();
@@ -616,27 +617,24 @@ DROCE_TEST(concurrent_writes_land_with_moves_on_a_thread)
 
 	CHECK(buf != MAP_FAILED);
 	verbs_pages_init(&p);
-	p.move_on_thread = true;
+	p.move_on_thread = on_thread;
+	p.no_uffd = no_uffd;
 	writers_never_lose(&p, buf, pg, WRITE_CYCLES / 10);
+	CHECK(is_private_anon(buf));
 	munmap(buf, WRITERS * pg);
 	verbs_pages_fini(&p);
+}
+
+/* The same with every move on a thread of its own (as for a stack buffer). */
+DROCE_TEST(concurrent_writes_land_with_moves_on_a_thread)
+{
+	writers_on_anonymous(true, false);
 }
 
 /* Without userfaultfd (a seccomp filter, an old kernel) every move freezes its writers. */
 DROCE_TEST(concurrent_writes_land_without_userfaultfd)
 {
-	struct verbs_pages p;
-	const size_t pg = page_size();
-	uint8_t *buf = mmap(NULL, WRITERS * pg, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	CHECK(buf != MAP_FAILED);
-	verbs_pages_init(&p);
-	p.no_uffd = true;
-	writers_never_lose(&p, buf, pg, WRITE_CYCLES / 10);
-	CHECK(is_private_anon(buf));
-	munmap(buf, WRITERS * pg);
-	verbs_pages_fini(&p);
+	writers_on_anonymous(false, true);
 }
 
 /*
