@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ struct fake {
 	uint64_t ring_off;
 	unsigned int requests;		/* after HELLO, on any connection */
 	struct droce_proto_req last;
+	bool dereg_ok;			/* DEREG_MR answered 0, not -ENOSYS */
 };
 
 static struct fake fk;
@@ -130,6 +132,12 @@ fake_main(void *arg)
 				resp.obj.handle = 3;
 				resp.obj.lkey = FAKE_LKEY;
 				resp.obj.rkey = FAKE_LKEY;
+				break;
+			case DROCE_PROTO_OP_DEREG_MR:
+				__atomic_add_fetch(&fk.requests, 1, __ATOMIC_SEQ_CST);
+				fk.last = req;
+				if (!__atomic_load_n(&fk.dereg_ok, __ATOMIC_SEQ_CST))
+					resp.status = -ENOSYS;
 				break;
 			default:
 				__atomic_add_fetch(&fk.requests, 1, __ATOMIC_SEQ_CST);
@@ -485,7 +493,9 @@ DROCE_TEST(checks_before_any_message)
 	/* The daemon's errno comes back as the verb's. */
 	CHECK_EQ_I64(ibv_dereg_mr(mr), ENOSYS);
 	CHECK_EQ_I64(errno, ENOSYS);
-	free(mr);	/* the fake refused the dereg: the MR struct is still the caller's */
+	/* Refused, the MR is still there: a dereg the daemon takes frees it and its pages. */
+	__atomic_store_n(&fk.dereg_ok, true, __ATOMIC_SEQ_CST);
+	CHECK_EQ_I64(ibv_dereg_mr(mr), 0);
 	CHECK(ibv_alloc_pd(ctx) == NULL);
 	CHECK_EQ_I64(errno, ENOSYS);
 	CHECK_EQ_I64(ibv_close_device(ctx), 0);
