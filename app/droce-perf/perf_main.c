@@ -161,18 +161,32 @@ port_start(struct perf_host *h)
 	return 0;
 }
 
-/* After both ports started: a memif client connects only to a started server. */
+/*
+ * After both ports started: a memif client connects only to a started server. A --server
+ * waits for its link as long as it takes, as perftest's server waits for its client (the
+ * client's process may still be starting); its line on stderr says when it waits, so a
+ * script starts the client then. Anyone else gives up LINK_UP_WAIT_MS after its port
+ * started, judged by when a look at the link began (not after a sleep past the limit).
+ */
 static int
-port_wait_up(struct perf_host *h)
+port_wait_up(const struct perf_run *r, struct perf_host *h)
 {
+	bool server = r->o->role == PERF_ROLE_SERVER;
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * LINK_UP_WAIT_MS;
 	struct rte_eth_link link;
-	int i;
+	uint64_t look;
 
-	for (i = 0; i < LINK_UP_WAIT_MS; i++) {
+	if (server)
+		fprintf(stderr, "droce-perf: --server: port %u started, waiting for its link\n",
+			h->port);
+	for (;;) {
+		look = rte_get_timer_cycles();
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(h->port, &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)
 			return 0;
+		if (!server && look >= end)
+			break;
 		rte_delay_ms(1);
 	}
 	fprintf(stderr, "droce-perf: port %u: link did not come up in %d ms\n", h->port,
@@ -600,7 +614,10 @@ ports_reuse(struct perf_run *r, uint32_t na, uint32_t nb)
 				r->b.nb_engines, na, nb);
 		return -1;
 	}
-	while (rte_get_timer_cycles() < quiet_end) {
+	/* quiet_end judged by when a pass started: the last pass starts after it */
+	for (;;) {
+		uint64_t pass_start = rte_get_timer_cycles();
+
 		for (i = 0; i < 2; i++) {
 			for (q = 0; q < h[i]->nb_engines; q++) {
 				got = rte_eth_rx_burst(h[i]->port, (uint16_t)q, pkts, RING_SIZE);
@@ -611,8 +628,9 @@ ports_reuse(struct perf_run *r, uint32_t na, uint32_t nb)
 					    rte_get_timer_hz() / 1000 * DRAIN_QUIET_MS;
 			}
 		}
+		if (pass_start >= quiet_end)
+			return 0;
 	}
-	return 0;
 }
 
 /*
@@ -680,7 +698,7 @@ hosts_open(struct perf_run *r)
 		r->b.port = 1;
 	}
 	if (port_start(&r->a) != 0 || port_start(&r->b) != 0 ||
-	    port_wait_up(&r->a) != 0 || port_wait_up(&r->b) != 0 || perf_fault_attach(r) != 0)
+	    port_wait_up(r, &r->a) != 0 || port_wait_up(r, &r->b) != 0 || perf_fault_attach(r) != 0)
 		return -1;
 	if (ring) {
 		/* The internal ports' MACs, fixed as droce-bench-engine's: 02:00:00:00:00:id. */
@@ -803,28 +821,37 @@ perf_hosts_fit(struct perf_run *r)
 /*
  * After a RoCE round with both hosts here: what is still on the link (a spurious early
  * go-back's duplicates, the ACKs of those) is received before anyone reads the ports'
- * counters, so what one port sent the other received. Until the engines have moved no
- * packet for SETTLE_QUIET_US, SETTLE_MAX_MS at most.
+ * counters, so what one port sent the other received. Done when a pass over both hosts
+ * moved no packet and none moved for SETTLE_QUIET_US before it; SETTLE_MAX_MS at most.
+ * Quiet is judged after a pass, never before one: off its CPU for longer than the quiet
+ * time (a loaded machine), the loop would otherwise stop with packets in the rings.
  */
 static void
 hosts_settle(struct perf_run *r)
 {
-	uint64_t hz = rte_get_tsc_hz(), t = rte_rdtsc(), quiet_since = t, last = UINT64_MAX;
+	uint64_t hz = rte_get_tsc_hz(), t = rte_rdtsc(), moved_at = t, last = UINT64_MAX;
 	uint64_t end = t + hz / 1000 * SETTLE_MAX_MS, quiet = hz / 1000000 * SETTLE_QUIET_US;
 	struct droce_engine_stats sa, sb;
+	uint64_t moved;
 
-	while ((t = rte_rdtsc()) < end && t - quiet_since < quiet) {
-		uint64_t moved;
-
+	for (;;) {
 		perf_host_poll(&r->a);
 		perf_host_poll(&r->b);
 		perf_host_stats(&r->a, &sa);
 		perf_host_stats(&r->b, &sb);
+		t = rte_rdtsc();
 		moved = sa.rx_pkts + sa.tx_pkts + sa.rx_handoff_in + sb.rx_pkts + sb.tx_pkts +
 			sb.rx_handoff_in;
 		if (moved != last) {
 			last = moved;
-			quiet_since = t;
+			moved_at = t;
+		} else if (t - moved_at >= quiet) {
+			return;
+		}
+		if (t >= end) {
+			fprintf(stderr, "droce-perf: the link was still busy %d ms after the round\n",
+				SETTLE_MAX_MS);
+			return;
 		}
 	}
 }
@@ -944,7 +971,7 @@ host_open_alone(struct perf_run *r, struct perf_opts *o)
 	if (host_prepare(h, client ? "a" : "b", client ? 1 : 2, false, host_nb_engines(o->qps)) != 0)
 		return -1;
 	h->port = 0;
-	if (port_start(h) != 0 || port_wait_up(h) != 0 || perf_fault_attach(r) != 0 ||
+	if (port_start(h) != 0 || port_wait_up(r, h) != 0 || perf_fault_attach(r) != 0 ||
 	    perf_peer_open(r, h, o) != 0)
 		return -1;
 	/* the raw modes: the port alone, polled by perf_raw.c */

@@ -153,15 +153,16 @@ raw_b_main(void *arg)
 {
 	struct raw_b *b = arg;
 	struct perf_split *sp = &b->r->split;
-	uint64_t drain_end = 0;
+	uint64_t drain_end = 0, pass_start;
 
 	while (!perf_split_flag(&sp->quit)) {
+		pass_start = rte_rdtsc();
 		raw_b_pass(b);
 		__atomic_store_n(&sp->b_count, b->rx, __ATOMIC_RELAXED);
 		__atomic_store_n(&sp->b_count2, b->fwd, __ATOMIC_RELAXED);
 		if (drain_end == 0 && perf_split_flag(&sp->a_done))
 			drain_end = rte_rdtsc() + rte_get_tsc_hz() / 1000 * DRAIN_MS;
-		if (drain_end != 0 && (raw_b_has_all(b, b->tx_final) || rte_rdtsc() >= drain_end)) {
+		if (drain_end != 0 && (raw_b_has_all(b, b->tx_final) || pass_start >= drain_end)) {
 			perf_split_set(&sp->b_done);
 			break;
 		}
@@ -216,8 +217,12 @@ raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
 	if (perf_peer_raw_recv(r, &client, NULL, NULL) != 0)
 		return -1;
 	drain_end = rte_rdtsc() + hz / 1000 * DRAIN_MS;
-	while (!raw_b_has_all(b, client.tx) && rte_rdtsc() < drain_end)
+	while (!raw_b_has_all(b, client.tx)) {
+		now = rte_rdtsc();
 		raw_b_pass(b);
+		if (now >= drain_end)
+			break;
+	}
 	memset(&mine, 0, sizeof(mine));
 	mine.rx = b->rx;
 	mine.fwd = b->fwd;
@@ -259,8 +264,13 @@ raw_client_end(struct perf_run *r, struct raw_a *a, uint64_t ns, double peak,
 	    perf_peer_raw_recv(r, &server, io ? raw_a_idle : NULL, &idle) != 0)
 		return -1;
 	drain_end = rte_rdtsc() + rte_get_tsc_hz() / 1000 * DRAIN_MS;
-	while (io && a->back < server.fwd && rte_rdtsc() < drain_end)
+	while (io && a->back < server.fwd) {
+		uint64_t pass_start = rte_rdtsc();
+
 		raw_a_rx(r, a);
+		if (pass_start >= drain_end)
+			break;
+	}
 	mine.back = a->back;
 	if (perf_peer_raw_send(r, &mine) != 0 || perf_peer_raw_recv(r, &server, NULL, NULL) != 0)
 		return -1;
@@ -373,11 +383,14 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 		if (perf_split_join(r) != 0)
 			goto fail;
 	}
-	while (rte_rdtsc() < drain_end && (!raw_b_has_all(&b, a.tx) || (io && a.back < b.fwd))) {
+	while (!raw_b_has_all(&b, a.tx) || (io && a.back < b.fwd)) {
+		now = rte_rdtsc();
 		if (!split)
 			raw_b_pass(&b);
 		if (io)
 			raw_a_rx(r, &a);
+		if (now >= drain_end)
+			break;
 	}
 	f.iters = raw_counted(o, a.tx, b.rx, b.fwd);
 	/* sent by a, received by b (raw-io: sent back by b, received by a) */

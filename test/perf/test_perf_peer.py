@@ -51,6 +51,8 @@ ONLY = ARGS[3:]
 RUNS = 0
 # TCP ports: 100 per pid (mod 300) from 20000; each one checked free before use.
 PORT_BASE = 20000 + (os.getpid() % 300) * 100
+# A droce-perf --server's line once its port waits for the client's link.
+LINK_WAIT = "port 0 started, waiting for its link"
 ROW_BW = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)[ \t]+([\d.]+)[ \t]+([\d.]+)[ \t]+([\d.]+)[ \t]*$",
                     re.M)
 ROW_LAT = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+[\d.]+){7})[ \t]*$", re.M)
@@ -115,8 +117,10 @@ def perf_argv(work, tag, lcore, vdev, opts):
 
 def run_both(first, second, work, ready=None):
     """Starts first (the side that listens or serves memif), then second once first printed
-    ready (perftest's client tries to connect only once) or after 0.5 s; both must exit 0.
-    Returns their outputs."""
+    ready (perftest's client tries to connect only once; a droce-perf client waits a
+    bounded time for its memif link, so it starts once the server's port waits for it, not
+    after a guess at how long the server's start takes on a loaded machine) or after
+    0.5 s; both must exit 0. Returns their outputs."""
     a = Proc(first[0], work, first[1], first[2] if len(first) > 2 else None)
     b = None
     try:
@@ -125,7 +129,8 @@ def run_both(first, second, work, ready=None):
             check(a.proc.poll() is None and time.monotonic() < deadline,
                   "%s did not print %r:\n%s" % (a.name, ready, a.text()))
             time.sleep(0.05)
-        time.sleep(0.5)
+        if ready is None:
+            time.sleep(0.5)
         b = Proc(second[0], work, second[1], second[2] if len(second) > 2 else None)
         rc_b = b.wait()
         if rc_b != 0:
@@ -176,7 +181,7 @@ def memif_pair(mode, opts, size, iters, qps=1):
         srv = perf_argv(work, "s", 0, "net_memif0,role=server," + common, ["--server"] + o)
         cli = perf_argv(work, "c", 1, "net_memif0,role=client," + common,
                         ["--client", "localhost"] + o)
-        out_s, out_c = run_both((srv, "server"), (cli, "client"), work)
+        out_s, out_c = run_both((srv, "server"), (cli, "client"), work, ready=LINK_WAIT)
     finally:
         work.close()
     fs, fc = figure(out_s, "server"), figure(out_c, "client")
@@ -214,7 +219,7 @@ def memif_raw(mode, opts, iters=None):
         srv = perf_argv(work, "s", 0, "net_memif0,role=server," + common, ["--server"] + o)
         cli = perf_argv(work, "c", 1, "net_memif0,role=client," + common,
                         ["--client", "localhost"] + o + opts)
-        out_s, out_c = run_both((srv, "server"), (cli, "client"), work)
+        out_s, out_c = run_both((srv, "server"), (cli, "client"), work, ready=LINK_WAIT)
     finally:
         work.close()
     fs, fc = figure(out_s, "server"), figure(out_c, "client")
