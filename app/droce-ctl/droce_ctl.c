@@ -112,6 +112,11 @@ print_status(const struct droce_proto_status *st)
 	       "cm_tx_mads=%" PRIu64 "\ncm_qp_moves=%" PRIu64 "\ncm_qp_move_fallbacks=%" PRIu64
 	       "\n", st->cm_channels, st->cm_ids, st->cm_listeners, st->cm_conns, st->cm_rx_mads,
 	       st->cm_rx_bad, st->cm_tx_mads, st->cm_qp_moves, st->cm_qp_move_fallbacks);
+	/* Gauges that return to their idle values once the clients are gone. */
+	printf("timer_qps=%" PRIu32 "\nmcast_groups=%" PRIu32 "\nmcast_attached=%" PRIu32 "\n"
+	       "neighbours=%" PRIu32 "\nmbufs_in_use=%" PRIu64 "\nmbufs_total=%" PRIu64 "\n",
+	       st->timer_qps, st->mcast_groups, st->mcast_attached, st->neighbours,
+	       st->mbufs_in_use, st->mbufs_total);
 }
 
 static void

@@ -26,6 +26,7 @@
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_mempool.h>
 
 #include "droced_loc.h"
 
@@ -539,6 +540,7 @@ op_status(struct droce_proto_resp *resp)
 	struct droce_proto_status *st = &resp->stat;
 	const struct droced_client *c;
 	struct droce_engine_dev_objects objs;
+	uint32_t i;
 
 	st->pid = (uint32_t)getpid();
 	st->nb_ports = droced.nb_ports;
@@ -555,6 +557,15 @@ op_status(struct droce_proto_resp *resp)
 	st->engine_srqs = objs.srqs;
 	st->engine_mrs = objs.mrs;
 	st->engine_ahs = objs.ahs;
+	st->mcast_groups = objs.mcast_groups;
+	st->mcast_attached = objs.mcast_attached;
+	st->neighbours = objs.neighbours;
+	for (i = 0; i < droced.nb_engines; i++)
+		st->timer_qps += droce_engine_timer_qps(droced.engines[i]);
+	for (i = 0; i < droced.nb_ports; i++) {
+		st->mbufs_in_use += rte_mempool_in_use_count(droced.ports[i].mp);
+		st->mbufs_total += droced.ports[i].mp->size;
+	}
 	droced_cm_status(st);
 	return 0;
 }

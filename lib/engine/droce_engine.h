@@ -79,8 +79,12 @@ struct droce_engine_dev_objects {
 	uint32_t mrs;
 	uint32_t mws;
 	uint32_t ahs;
+	uint32_t mcast_groups;		/* multicast groups with a QP attached */
+	uint32_t mcast_attached;	/* QP attachments over all groups */
+	uint32_t neighbours;		/* static neighbours (droce_engine_dev_neigh_add) */
 };
 
+/* What exists now: the control thread's view (it makes and frees every object). */
 void droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o);
 
 /* A static neighbour: which MAC a GID is reached at (ARP comes with droced). */
@@ -310,6 +314,9 @@ struct droce_engine_stats {
 extern const char *const droce_engine_counter_names[];
 extern const char *const droce_engine_counter_descs[];
 #define DROCE_ENGINE_NB_COUNTERS (sizeof(struct droce_engine_stats) / sizeof(uint64_t))
+
+/* QPs on e's timer list now (ACK or RNR timer running); any thread. */
+uint32_t droce_engine_timer_qps(const struct droce_engine *e);
 
 /* A snapshot (counters are written by the engine thread only; read without tearing). */
 void droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st);

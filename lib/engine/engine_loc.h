@@ -733,6 +733,9 @@ struct droce_engine {
 
 	struct engine_qp_list_head active;
 	struct engine_qp_list_head timers;
+	/* QPs on the timer list: written by whoever owns the engine, read by anyone (a gauge
+	 * droced's status reports: a list that only grows is a leak) */
+	_Atomic uint32_t nb_timer_qps;
 	struct engine_qp_list_head acks;
 	struct engine_qp_list_head errs;
 	struct engine_qp_list_head reads;

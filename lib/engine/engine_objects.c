@@ -106,7 +106,15 @@ droce_engine_dev_qp_next(struct droce_engine_dev *dev, uint32_t qpn)
 void
 droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o)
 {
+	const struct engine_mcast_table *t = mcast_table(dev);
+	uint32_t i;
+
 	*o = dev->objs;
+	o->mcast_groups = t != NULL ? t->nb : 0;
+	o->mcast_attached = 0;
+	for (i = 0; i < o->mcast_groups; i++)
+		o->mcast_attached += t->grp[i].nb;
+	o->neighbours = dev->nb_neigh;
 }
 
 int
@@ -1096,6 +1104,12 @@ droce_engine_qp_destroy(struct droce_engine_qp *qp)
 }
 
 /* ---- Engines: create, destroy, counters ---- */
+
+uint32_t
+droce_engine_timer_qps(const struct droce_engine *e)
+{
+	return atomic_load_explicit(&e->nb_timer_qps, memory_order_relaxed);
+}
 
 void
 droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st)

@@ -29,6 +29,9 @@ qp_list_add(struct droce_engine_qp *qp, enum engine_qp_list which)
 		break;
 	case QP_ON_TIMER:
 		TAILQ_INSERT_TAIL(&e->timers, qp, timer_link);
+		atomic_store_explicit(&e->nb_timer_qps,
+				      atomic_load_explicit(&e->nb_timer_qps, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 		break;
 	case QP_ON_ACK:
 		TAILQ_INSERT_TAIL(&e->acks, qp, ack_link);
@@ -49,8 +52,12 @@ qp_list_del(struct droce_engine_qp *qp, enum engine_qp_list which)
 		TAILQ_REMOVE(&e->active, qp, active_link);
 	if (on & QP_ON_READ)
 		TAILQ_REMOVE(&e->reads, qp, read_link);
-	if (on & QP_ON_TIMER)
+	if (on & QP_ON_TIMER) {
 		TAILQ_REMOVE(&e->timers, qp, timer_link);
+		atomic_store_explicit(&e->nb_timer_qps,
+				      atomic_load_explicit(&e->nb_timer_qps, memory_order_relaxed) - 1,
+				      memory_order_relaxed);
+	}
 	if (on & QP_ON_ACK)
 		TAILQ_REMOVE(&e->acks, qp, ack_link);
 	if (on & QP_ON_ERR)

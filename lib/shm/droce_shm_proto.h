@@ -621,6 +621,16 @@ struct droce_proto_status {
 	 * the library (no such QP, a neighbour not resolved yet, a refused change). */
 	uint64_t cm_qp_moves;
 	uint64_t cm_qp_move_fallbacks;
+	/*
+	 * Gauges of what droced holds for its clients and the link, which must come back to
+	 * their idle values when the clients are gone (devtools/soak.sh fits their slopes).
+	 */
+	uint32_t timer_qps;		/* QPs with an ACK or RNR timer running, all engines */
+	uint32_t mcast_groups;		/* multicast groups with a QP attached */
+	uint32_t mcast_attached;	/* QP attachments over all groups */
+	uint32_t neighbours;		/* the engines' neighbour table (MACs ARP learnt) */
+	uint64_t mbufs_in_use;		/* the ports' pools: taken (lcore caches count as free) */
+	uint64_t mbufs_total;
 };
 
 struct droce_proto_resp {

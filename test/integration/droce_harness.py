@@ -55,8 +55,10 @@ class Daemon:
 
     def __init__(self, droced, work, name, device, ipv4, mtu=4096, lcore=1, idle_sleep_us=50,
                  netns=None, extra_port="", limits="", asan=False, eal="", mode=None,
-                 idle_spin_us=None, early_retransmit=None, extra_congestion=""):
+                 idle_spin_us=None, early_retransmit=None, extra_congestion="", max_s=900):
+        """max_s: the hard timeout of each start (a soak runs for an hour)."""
         self.droced = droced
+        self.max_s = max_s
         self.work = work
         self.name = name
         self.prefix = "droce-it-%d-%s" % (os.getpid(), name)
@@ -86,7 +88,8 @@ class Daemon:
                 f.write("\n[congestion]\n%s\n" % extra_congestion)
 
     def start(self, timeout=DAEMON_START_TIMEOUT):
-        cmd = ["timeout", "--kill-after=5", "900", self.droced, "--config", self.config]
+        cmd = ["timeout", "--kill-after=5", str(self.max_s), self.droced, "--config",
+               self.config]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         self.out = open(self.logfile, "w")
@@ -472,7 +475,8 @@ def expect_idle(droce_ctl, daemon):
     """droce-ctl status of daemon shows no client and no object left."""
     st = ctl(droce_ctl, daemon)
     busy = {k: st.get(k) for k in ("clients", "pds", "mrs", "cqs", "srqs", "qps", "ahs",
-                                   "mr_bytes") + ENGINE_OBJECTS if st.get(k) != "0"}
+                                   "mr_bytes", "timer_qps", "mcast_groups", "mcast_attached") +
+            ENGINE_OBJECTS if st.get(k) != "0"}
     check(not busy, "droced %s not idle: %s" % (daemon.name, busy))
     return st
 
