@@ -438,6 +438,23 @@ droced_client_event_put(struct droced_client *c, uint32_t type, uint32_t handle)
 }
 
 void
+droced_clients_port_event(struct droced_port *p, bool up)
+{
+	struct droced_client *c;
+
+	TAILQ_FOREACH(c, &droced.clients, next) {
+		if (c->port != p || c->evring == NULL)
+			continue;
+		/* The state first: an application that reads the event and queries the port
+		 * sees the state the event announced. */
+		__atomic_store_n(&c->evring->port_state,
+				 up ? DROCE_PROTO_PORT_ACTIVE : DROCE_PROTO_PORT_DOWN, __ATOMIC_RELEASE);
+		droced_client_event_put(c, up ? DROCE_ENGINE_EVENT_PORT_ACTIVE :
+				       DROCE_ENGINE_EVENT_PORT_ERR, 0);
+	}
+}
+
+void
 droced_client_events(struct droced_client *c)
 {
 	struct droce_engine_event ev;
@@ -621,6 +638,7 @@ op_hello(struct droced_client *c, const struct droce_proto_req *req,
 		goto fail;
 	}
 	c->evring = region_ptr(c, off);
+	c->evring->port_state = p->link_up ? DROCE_PROTO_PORT_ACTIVE : DROCE_PROTO_PORT_DOWN;
 	rc = notify_pipe(&c->async_rfd, &c->async_efd);
 	if (rc != 0)
 		goto fail;

@@ -59,6 +59,11 @@ extern int droced_logtype;
  * the 1 ms tick back. Timers (ARP retries, CM retransmissions) of an idle daemon may then
  * fire up to 50 ms late.
  */
+/* The ports' links (droced_port.c): looked at this often; a port down is restarted after
+ * the first wait, which doubles up to the max while it stays down. */
+#define DROCED_LINK_CHECK_MS	100
+#define DROCED_PORT_RESTART_MS	1000
+#define DROCED_PORT_RESTART_MAX_MS	30000
 #define DROCED_IDLE_AFTER_MS	1000
 #define DROCED_IDLE_TICK_NS	50000000
 #define DROCED_MAX_EVENTS	1024	/* a domain's engine event ring (power of two) */
@@ -129,6 +134,13 @@ struct droced_port {
 	bool probed;		/* port_id is ours */
 	bool started;
 	bool rx_intr;		/* configured with rx interrupts (engines that sleep) */
+	/* The link as last seen (droced_ports_tick, every DROCED_LINK_CHECK_MS) */
+	bool link_up;		/* what the port reports: ACTIVE or DOWN */
+	bool link_seen_up;	/* it came up at least once */
+	uint64_t link_check_tsc;	/* next look */
+	uint64_t restart_tsc;		/* down: the next restart of the port */
+	uint32_t restart_ms;		/* down: the wait before that one (doubles) */
+	uint64_t link_downs, restarts;	/* counts, for the log */
 	struct rte_mempool *mp;
 	struct rte_ring *slow_rx;	/* engines -> control thread (MP/SC) */
 	struct rte_ring *slow_tx;	/* control thread -> the port's first engine (SP/SC) */
@@ -178,6 +190,8 @@ int droced_ports_init(struct droced *d);
 int droced_ports_announce(struct droced *d);
 /* Slow path of every port: received ARP/ICMP to lib/net, lib/net's timers. */
 void droced_ports_tick(struct droced *d);
+/* Every client's port state and a PORT_ERR or PORT_ACTIVE event (droced_client.c). */
+void droced_clients_port_event(struct droced_port *p, bool up);
 /* The frames engines handed over (ARP, ICMP to lib/net; QP1's MADs to the CM), bounded. */
 unsigned int droced_ports_rx(struct droced *d);
 void droced_ports_fini(struct droced *d);

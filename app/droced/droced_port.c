@@ -317,6 +317,7 @@ droced_ports_init(struct droced *d)
 
 		if (port_probe(p) != 0 || port_setup(d, p) != 0 || port_net(p) != 0)
 			return -1;
+		p->link_up = true;	/* until seen down after up (port_link_check) */
 	}
 	return 0;
 }
@@ -443,6 +444,82 @@ droced_ports_rx(struct droced *d)
 	return total;
 }
 
+/*
+ * A port down since its last restart is stopped and started again: a PMD whose peer went
+ * away may connect again only at start (net_memif's client after its server restarted).
+ * Its engines keep off its queues meanwhile; if the start fails they stay off until a
+ * later one succeeds.
+ */
+static void
+port_restart(struct droced *d, struct droced_port *p, uint64_t now)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	int rc;
+
+	droce_engine_dev_port_pause(d->dev, p->port_id, true);
+	rc = p->started ? rte_eth_dev_stop(p->port_id) : 0;
+	if (rc == 0 || rc == -EBUSY || rc == -ENOTSUP)
+		rc = rte_eth_dev_start(p->port_id);
+	p->restarts++;
+	p->started = rc == 0;
+	if (rc == 0)
+		droce_engine_dev_port_pause(d->dev, p->port_id, false);
+	else
+		DROCED_LOG(WARNING, "[port %s]: restart %" PRIu64 " failed: %s (again in %u ms)",
+			   p->cfg->name, p->restarts, rte_strerror(-rc), p->restart_ms);
+	p->restart_tsc = now + hz / 1000 * p->restart_ms;
+	p->restart_ms = RTE_MIN(p->restart_ms * 2, (uint32_t)DROCED_PORT_RESTART_MAX_MS);
+}
+
+/*
+ * The link, every DROCED_LINK_CHECK_MS: a port reports ACTIVE until its link, once seen
+ * up, goes down (a port whose peer is not there yet, a memif server before its client,
+ * stays ACTIVE as it always did); each change is an IBV_EVENT_PORT_ERR or PORT_ACTIVE to
+ * the port's clients, as a NIC's driver raises them. The link's first coming up, and each
+ * return, announces our address (RFC 5227 2.4): a peer that restarted, or missed the
+ * announcement at our start because the link was down, learns our MAC again.
+ */
+static void
+port_link_check(struct droced *d, struct droced_port *p, uint64_t now)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	struct rte_eth_link link;
+	bool up;
+
+	if (now < p->link_check_tsc)
+		return;
+	p->link_check_tsc = now + hz / 1000 * DROCED_LINK_CHECK_MS;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->port_id, &link) != 0)
+		return;
+	up = link.link_status == RTE_ETH_LINK_UP;
+	if (up && !p->link_seen_up) {
+		p->link_seen_up = true;
+		droce_net_garp(p->net, now);
+	}
+	if (up == p->link_up) {
+		if (!up && now >= p->restart_tsc)
+			port_restart(d, p, now);
+		return;
+	}
+	if (!up && !p->link_seen_up)
+		return;
+	p->link_up = up;
+	if (up) {
+		DROCED_LOG(NOTICE, "[port %s]: link up again (%" PRIu64 " restarts of the port)",
+			   p->cfg->name, p->restarts);
+		droce_net_garp(p->net, now);
+	} else {
+		p->link_downs++;
+		p->restart_ms = DROCED_PORT_RESTART_MS;
+		p->restart_tsc = now + hz / 1000 * p->restart_ms;
+		DROCED_LOG(WARNING, "[port %s]: link down (%" PRIu64 " so far): its clients get "
+			   "IBV_EVENT_PORT_ERR; the port is restarted until it comes back",
+			   p->cfg->name, p->link_downs);
+	}
+	droced_clients_port_event(p, up);
+}
+
 void
 droced_ports_tick(struct droced *d)
 {
@@ -450,9 +527,12 @@ droced_ports_tick(struct droced *d)
 	unsigned int i;
 
 	droced_ports_rx(d);
-	for (i = 0; i < d->nb_ports; i++)
-		if (d->ports[i].net != NULL)
-			droce_net_timer(d->ports[i].net, now);
+	for (i = 0; i < d->nb_ports; i++) {
+		if (d->ports[i].net == NULL)
+			continue;
+		droce_net_timer(d->ports[i].net, now);
+		port_link_check(d, &d->ports[i], now);
+	}
 }
 
 int
@@ -505,7 +585,7 @@ droced_port_info(const struct droced_port *p, struct droce_proto_port_info *info
 
 	memset(info, 0, sizeof(*info));
 	memcpy(info->mac, p->mac, 6);
-	info->state = DROCE_PROTO_PORT_ACTIVE;
+	info->state = p->link_up ? DROCE_PROTO_PORT_ACTIVE : DROCE_PROTO_PORT_DOWN;
 	info->max_mtu = droced_mtu_enum(p->cfg->mtu);
 	memcpy(&info->ipv4, p->cfg->ipv4.addr, 4);
 	/* EUI-64 of the MAC (RFC 4291 2.5.1): U/L bit flipped, ff:fe in the middle. */

@@ -84,6 +84,14 @@ struct droce_engine_dev_objects {
 	uint32_t neighbours;		/* static neighbours (droce_engine_dev_neigh_add) */
 };
 
+/*
+ * Stops (pause true) or lets again (false) every engine of dev on port_id touch the
+ * port's queues. On return from a pause no engine is inside a burst on them: the caller
+ * may stop and start the port. What the engines would send meanwhile is freed (the link
+ * is down; RoCE's retransmission covers it). Control thread.
+ */
+void droce_engine_dev_port_pause(struct droce_engine_dev *dev, uint16_t port_id, bool pause);
+
 /* What exists now: the control thread's view (it makes and frees every object). */
 void droce_engine_dev_objects_get(const struct droce_engine_dev *dev, struct droce_engine_dev_objects *o);
 
@@ -303,7 +311,8 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(comp_err_rnr_nak, "sends failed in the completer's RNR NAK state (retries spent)") \
 	X(comp_err_err_nak, "sends failed in the completer's error NAK state (the peer's NAK)") \
 	X(srq_limit_events, "SRQ limit events raised") \
-	X(cmds, "control commands applied")
+	X(cmds, "control commands applied") \
+	X(tx_port_paused, "packets freed unsent while droced restarted the port (link down)")
 
 struct droce_engine_stats {
 #define DROCE_ENGINE_STAT_FIELD(name, desc) uint64_t name;
@@ -363,6 +372,9 @@ enum droce_engine_event_type {
 	DROCE_ENGINE_EVENT_CQ_ERR = 0,
 	DROCE_ENGINE_EVENT_QP_FATAL = 1,
 	DROCE_ENGINE_EVENT_SQ_DRAINED = 5,
+	/* The port's: droced raises them when the link goes and comes back. */
+	DROCE_ENGINE_EVENT_PORT_ACTIVE = 9,
+	DROCE_ENGINE_EVENT_PORT_ERR = 10,
 	DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED = 15,
 	DROCE_ENGINE_EVENT_QP_LAST_WQE_REACHED = 16,
 };

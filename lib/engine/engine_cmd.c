@@ -222,6 +222,22 @@ engine_quiesce(struct droce_engine_dev *dev)
 	}
 }
 
+void
+droce_engine_dev_port_pause(struct droce_engine_dev *dev, uint16_t port_id, bool pause)
+{
+	uint32_t i;
+
+	for (i = 0; i < DROCE_ENGINE_MAX; i++) {
+		struct droce_engine *e = dev->engines[i];
+
+		if (e != NULL && e->port_id == port_id)
+			atomic_store_explicit(&e->port_paused, pause, memory_order_relaxed);
+	}
+	/* A pass that began before the store may still be in a burst: wait it out. */
+	if (pause)
+		engine_quiesce(dev);
+}
+
 /*
  * A napping engine's port queue is free while the control thread holds the engine: CM
  * MADs and ARP go out without a wake-up of the engine (a few per connection), as

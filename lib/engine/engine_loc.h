@@ -733,6 +733,11 @@ struct droce_engine {
 
 	struct engine_qp_list_head active;
 	struct engine_qp_list_head timers;
+	/*
+	 * Non-zero while droced restarts the port (droce_engine_dev_port_pause): the engine
+	 * neither receives from nor sends to its queues, and frees what it would send.
+	 */
+	_Atomic uint32_t port_paused;
 	/* QPs on the timer list: written by whoever owns the engine, read by anyone (a gauge
 	 * droced's status reports: a list that only grows is a leak) */
 	_Atomic uint32_t nb_timer_qps;

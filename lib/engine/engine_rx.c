@@ -155,7 +155,8 @@ rx_stage(struct droce_engine *e)
 	struct engine_rx_pkt rps[ENGINE_BURST];
 	unsigned int n, h, i;
 
-	n = rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST);
+	n = likely(!atomic_load_explicit(&e->port_paused, memory_order_relaxed)) ?
+		rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST) : 0;
 	e->st.rx_pkts += n;
 	for (i = 0; i < n; i++) {
 		if (i + 1 < n)

@@ -84,6 +84,13 @@ engine_tx_flush(struct droce_engine *e)
 
 	if (e->nb_tx == 0)
 		return 0;
+	if (unlikely(atomic_load_explicit(&e->port_paused, memory_order_relaxed))) {
+		rte_pktmbuf_free_bulk(e->tx, e->nb_tx);
+		memset(e->tx_icrc_l3, 0, e->nb_tx * sizeof(e->tx_icrc_l3[0]));
+		e->st.tx_port_paused += e->nb_tx;
+		e->nb_tx = 0;
+		return 0;
+	}
 	engine_tx_icrcs(e);
 	sent = rte_eth_tx_burst(e->port_id, e->tx_queue, e->tx, e->nb_tx);
 	e->st.tx_pkts += sent;

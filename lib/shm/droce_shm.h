@@ -344,6 +344,10 @@ struct droce_shm_event {
 struct droce_shm_event_ring {
 	struct droce_shm_ring ring;
 	uint64_t lost;		/* events dropped because the ring was full (droced writes) */
+	/* The port's state now (DROCE_PROTO_PORT_*), as ibv_query_port reports it: droced
+	 * writes it before the PORT_ERR or PORT_ACTIVE event that tells of the change. */
+	uint32_t port_state;
+	uint32_t rsvd;
 	struct droce_shm_event ev[DROCE_SHM_EVENT_RING];
 };
 
@@ -376,7 +380,8 @@ _Static_assert(sizeof(struct droce_shm_srq) == 128, "srq");
 _Static_assert(sizeof(struct droce_shm_doorbell) == 64 + 8 * DROCE_SHM_DB_WORDS, "doorbell");
 _Static_assert(sizeof(struct droce_shm_event) == 8, "event");
 _Static_assert(offsetof(struct droce_shm_event_ring, lost) == 128, "event ring lost");
-_Static_assert(offsetof(struct droce_shm_event_ring, ev) == 136, "event ring ev");
+_Static_assert(offsetof(struct droce_shm_event_ring, port_state) == 136, "event ring port");
+_Static_assert(offsetof(struct droce_shm_event_ring, ev) == 144, "event ring ev");
 _Static_assert(sizeof(struct droce_shm_event_ring) == 2240, "event ring");
 _Static_assert(DROCE_SHM_MAX_INLINE + sizeof(struct droce_shm_swqe) == DROCE_SHM_MAX_SQ_STRIDE,
 	       "inline fits the largest stride");

@@ -38,7 +38,7 @@
 #include "droce_shm.h"
 #include "droce_shm_qp_attr.h"
 
-#define DROCE_PROTO_VERSION		5u
+#define DROCE_PROTO_VERSION		6u
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8

@@ -433,7 +433,9 @@ verbs_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_
 		return verbs_err(EINVAL);
 	c = to_dctx(context);
 	memset(&a, 0, sizeof(a));
-	a.state = c->port.state == DROCE_PROTO_PORT_ACTIVE ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	/* droced keeps the state now in the event ring (a link down since the HELLO). */
+	a.state = __atomic_load_n(&c->evring->port_state, __ATOMIC_ACQUIRE) ==
+		  DROCE_PROTO_PORT_ACTIVE ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a.max_mtu = (enum ibv_mtu)c->port.max_mtu;
 	a.active_mtu = (enum ibv_mtu)c->port.max_mtu;
 	a.gid_tbl_len = (int)c->nb_gids;

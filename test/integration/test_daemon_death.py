@@ -6,7 +6,9 @@ completes with IBV_WC_WR_FLUSH_ERR, later verbs fail with EIO, completion channe
 ib_send_bw exit non-zero within seconds (the dead daemon's with flushed work, a peer with
 messages in flight with its retries exhausted); and the killed droced restarts on the same
 configuration with no clean-up by hand (EAL lock and runtime dir, control socket, memif
-socket, hugepage files), and the programs run through it again.
+socket, hugepage files), and the programs run through it again. peer_restart: the droced
+at the other end of the link restarts; ours reports its port DOWN and ACTIVE again with
+the events a NIC's driver raises, and restarts its port until the link is back.
 
 usage: test_daemon_death.py DROCED DROCE_CTL VERBS_DEATH VERBS_ASYNC COMPAT_DIR [CASE...]
 """
@@ -135,8 +137,8 @@ def t_rc_pingpong():
         for app in (srv, cli):
             wait_for(app, r"remote address", 20, "address exchange")
         time.sleep(1.0)     # in full flight
-        # B: a memif server (A) takes a restarted client; a DPDK 22.11 memif client does
-        # not reconnect to a restarted server (doc/interop.md).
+        # B: a memif server (A) takes a restarted client at once; a client reconnects to
+        # a restarted server only when droced restarts its port (peer_restart below).
         killed_at = pair.b.kill9()
         out = expect_exit(cli, killed_at, False, "ibv_rc_pingpong on the killed droced")
         # Either error: a flushed WR's completion ("Failed status"), or, when a completion
@@ -161,6 +163,45 @@ def t_rc_pingpong():
         pair.b.start()
         after_restart(pingpong_args(100), pingpong_args(100) + ["127.0.0.1"], pair.a,
                       pair.b)
+        for d in (pair.a, pair.b):
+            expect_idle(BIN["droce_ctl"], d)
+
+
+def port_state(daemon):
+    """ibv_devinfo's state of droce0 through daemon (Debian's, unmodified)."""
+    r = subprocess.run(["timeout", "20", "ibv_devinfo", "-d", "droce0"], capture_output=True,
+                       text=True, env=dict(daemon.env(), **ENV))
+    m = re.search(r"state:\s+(\w+)", r.stdout)
+    check(r.returncode == 0 and m is not None, "ibv_devinfo: %s%s" % (r.stdout, r.stderr))
+    return m.group(1)
+
+
+def t_peer_restart():
+    """The droced at the other end of the link (A, the memif server) is killed and
+    restarted: B's port goes DOWN (ibv_devinfo) with IBV_EVENT_PORT_ERR to its clients
+    (Debian's ibv_asyncwatch), B restarts its port until the link is back, then
+    IBV_EVENT_PORT_ACTIVE and ACTIVE again, and traffic between the two runs at the first
+    try (each end announced its address when the link came back)."""
+    with MemifPair(BIN["droced"], tag="death-peer") as pair, Apps() as apps:
+        check(port_state(pair.b) == "PORT_ACTIVE", "B's port not ACTIVE at the start")
+        watch = apps.add(App(LINEBUF + ["ibv_asyncwatch", "-d", "droce0"], pair.b, 120,
+                             "asyncwatch", env=ENV))
+        time.sleep(0.5)
+        pair.a.kill9()
+        pair.a.cleanup_files()
+        wait_for(watch, r"IBV_EVENT_PORT_ERR", 10, "IBV_EVENT_PORT_ERR")
+        check(port_state(pair.b) == "PORT_DOWN", "B's port not DOWN without its peer")
+        pair.a.start()
+        wait_for(watch, r"IBV_EVENT_PORT_ACTIVE", 40, "IBV_EVENT_PORT_ACTIVE")
+        check(port_state(pair.b) == "PORT_ACTIVE", "B's port not ACTIVE again")
+        events = re.findall(r"IBV_EVENT_\w+", watch.text())
+        check(events == ["IBV_EVENT_PORT_ERR", "IBV_EVENT_PORT_ACTIVE"],
+              "ibv_asyncwatch saw %s" % events)
+        run_pair(pingpong_args(100), pingpong_args(100) + ["127.0.0.1"], pair.a, pair.b, 60,
+                 env=ENV, start_delay=0.5)
+        print("     B's port: DOWN, PORT_ERR, restarted, PORT_ACTIVE; ibv_rc_pingpong ok",
+              flush=True)
+        watch.stop()
         for d in (pair.a, pair.b):
             expect_idle(BIN["droce_ctl"], d)
 
@@ -191,4 +232,4 @@ def t_perftest():
 
 if __name__ == "__main__":
     main([("libdroce", t_libdroce), ("rc_pingpong", t_rc_pingpong),
-          ("perftest", t_perftest)], CASES)
+          ("perftest", t_perftest), ("peer_restart", t_peer_restart)], CASES)

@@ -171,6 +171,7 @@ fake_start(void)
 	CHECK(off > 0);
 	fk.ring_off = (uint64_t)off;
 	fk.ring = (struct droce_shm_event_ring *)((uint8_t *)fk.region + off);
+	fk.ring->port_state = DROCE_PROTO_PORT_ACTIVE;
 	droce_test_free(a);
 	fk.evfd = eventfd(0, EFD_CLOEXEC);
 	CHECK(fk.evfd >= 0);
@@ -358,6 +359,13 @@ DROCE_TEST(queries_answer_from_hello)
 	CHECK_EQ_I64(ibv_query_device_ex(ctx, NULL, &dax), 0);
 	CHECK_EQ_I64(dax.orig_attr.max_qp_wr, FAKE_MAX_QP_WR);
 	/* The macro (verbs_context op) and the exported function agree. */
+	CHECK_EQ_I64(ibv_query_port(ctx, 1, &pa), 0);
+	CHECK_EQ_I64(pa.state, IBV_PORT_ACTIVE);
+	/* The state now, as droced writes it in the event ring (a link down since HELLO). */
+	fk.ring->port_state = DROCE_PROTO_PORT_DOWN;
+	CHECK_EQ_I64(ibv_query_port(ctx, 1, &pa), 0);
+	CHECK_EQ_I64(pa.state, IBV_PORT_DOWN);
+	fk.ring->port_state = DROCE_PROTO_PORT_ACTIVE;
 	CHECK_EQ_I64(ibv_query_port(ctx, 1, &pa), 0);
 	CHECK_EQ_I64(pa.state, IBV_PORT_ACTIVE);
 	CHECK_EQ_I64(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
