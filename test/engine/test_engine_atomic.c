@@ -221,9 +221,14 @@ rc_faa_depth(uint8_t depth)
 	CHECK_EQ_U64(word(env.tgt->buf + TGT_OFF), 1000 + 48 * 49 / 2);
 	check_tgt_rest(&env);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_exec"), 48);
-	/* No loss here: nothing was asked twice. */
-	CHECK_EQ_U64(tc_counter(&env.a, "req_retransmit"), 0);
-	CHECK_EQ_U64(tc_counter(&env.a, "req_timeout"), 0);
+	/*
+	 * No loss here, so nothing is asked twice on a NAK. The ACK timer (timeout 10: 4 ms)
+	 * may still fire when an engine thread is off its CPU that long on a loaded machine:
+	 * then a repeats, and b answers the repeat from its saved value (atomic_exec above
+	 * stays 48, the returned values stay exact).
+	 */
+	CHECK_EQ_U64(tc_counter(&env.a, "nak_seq_rcvd"), 0);
+	CHECK(tc_counter(&env.a, "req_retransmit") == 0 || tc_counter(&env.a, "req_timeout") > 0);
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_RTS);
 	CHECK_EQ_U64(tc_qp_state(env.qb), DROCE_SHM_QPS_RTS);
 	tc_pair_close(&env.a, &env.b);
