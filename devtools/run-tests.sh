@@ -3,8 +3,8 @@
 #
 # Runs every test suite, as CI does (.ci/run): set-up and build (devtools/setup.sh), then
 #   ${prefix}       every suite but fuzz (unit, interop, ...)
-#   ${prefix}-asan  unit, engine, net, fault, perf (droce-perf) and hostile (droced fed
-#                   garbage), under ASan + UBSan
+#   ${prefix}-asan  unit, engine, net, fault, perf (droce-perf), hostile (droced fed
+#                   garbage) and soak (devtools/soak.py for 3 minutes), under ASan + UBSan
 #   ${prefix}-fuzz  fuzz, the libFuzzer targets for a bounded time
 # with prefix = ${DROCE_BUILD_PREFIX:-build}. Ends with one line per test and, as the very
 # last line, "N passed, N failed, N skipped". Exits non-zero when a test fails or times
@@ -57,7 +57,7 @@ fi
 
 run_meson_test "$prefix" --no-suite fuzz
 run_meson_test "$prefix-asan" --suite unit --suite engine --suite net --suite fault \
-	--suite perf --suite hostile
+	--suite perf --suite hostile --suite soak
 run_meson_test "$prefix-fuzz" --suite fuzz
 
 /usr/bin/python3 - "$logbase" "${report[@]}" <<'EOF'

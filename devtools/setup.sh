@@ -31,6 +31,8 @@ packages=(
 	qemu-system-x86 cpio binutils iputils-ping rdmacm-utils librpma-dev libfabric-bin ucx-utils
 	# A second allocator under test_memory's calloc churn (LD_PRELOAD).
 	libjemalloc2
+	# devtools/soak.sh's plot of its samples; devtools/repeat-tests.sh --load's CPU load.
+	gnuplot-nox stress-ng
 )
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.

@@ -10,9 +10,21 @@
  *
  * The two sides exchange QPN, PSN and GID over TCP (as ibv_rc_pingpong does) and keep that
  * connection as a side channel for receive credits: a side sends message i only when the
- * peer has said that every message before i - rx_depth has been received or lost, so a
- * receive is always posted when a message arrives (no RNR, however slow the peer is
- * scheduled) and UC/UD losses cannot stall the window.
+ * peer has said that it waits for no message before i - rx_depth any more (each has been
+ * received, or is lost), so a receive is always posted when a message arrives (no RNR,
+ * however slow the peer is scheduled) and UC/UD losses cannot stall the window.
+ *
+ * UC and UD deliver in any order: the network may reorder and duplicate packets, and a UC
+ * responder takes the first packet of any message whose PSN is not the one it expects as
+ * the start of a new one, older or newer (IBA 9.8.3; Linux's rxe and hfi1 alike). So the
+ * receiver of UC or UD checks each message that arrives against the pattern of its own
+ * index and counts each index once: the messages a later one skips count as lost at once,
+ * and one of them that still comes is received after all ("late"); a second copy is
+ * checked, not counted ("dup"). Its credit leaves out the skipped messages among its last
+ * rx_depth, which may still come and take a receive (one that comes later than that, or a
+ * copy, may find none, which only loses it). A sender held back by the credit with all its
+ * sends out says so (REC_SENT); what has not come GIVEUP_MS later is lost for good, and
+ * the credit moves on: no window of lost messages can stall the stream.
  *
  * Exit status: 0 all done and checked; 1 setup or usage error; 2 payload mismatch;
  * 3 error completion; 4 no progress for -T seconds.
@@ -63,15 +75,19 @@
 #define POLL_BATCH	32
 #define IDLE_SLEEP_NS	20000
 #define UD_GRACE_MS	500		/* UC/UD: time for stragglers after the peer is done */
+#define GIVEUP_MS	20		/* UC/UD: the same when the peer waits for credit */
 #define WR_SEND		(1ull << 32)
 #define GAP_BURST_MAX	4		/* --gaps: sends per burst, 1 to this */
 #define GAP_US_MAX	1000000
+/* UC/UD: the receiver remembers which of its last SEEN_WINDOW message indices arrived. */
+#define SEEN_WINDOW	(1u << 16)
 
 /* Side-channel records (network order). */
 enum rec_type {
-	REC_CREDIT = 1,		/* value: all messages below it are received or lost */
+	REC_CREDIT = 1,		/* value: messages the receiver waits for no more (credit) */
 	REC_DONE,		/* value: the sender's message count; it sends no more */
 	REC_FIN,		/* the sender has finished everything; teardown may start */
+	REC_SENT,		/* UC/UD, value: messages sent, all out; it waits for credit */
 };
 
 struct rec {
@@ -134,15 +150,25 @@ struct stream {
 	/* Sender state */
 	uint64_t sent;			/* posted */
 	uint64_t send_done;		/* completed */
-	uint64_t credit;		/* peer: every message below this is received or lost */
+	uint64_t credit;		/* peer: messages it waits for no more (REC_CREDIT) */
 	uint32_t *free_slots;
 	uint32_t nb_free;
 	bool done_reported;
+	uint64_t sent_reported;		/* the last REC_SENT */
 	/* Receiver state */
-	uint64_t expected;		/* next message index */
-	uint64_t received;
-	uint64_t lost;
+	uint64_t expected;		/* next message index (UC/UD: past the highest arrived) */
+	uint64_t received;		/* distinct messages */
+	uint64_t lost;			/* below expected and not (yet) arrived */
+	uint64_t holes;			/* UC/UD: of those, the ones waited for (below) */
+	uint64_t given_up;		/* UC/UD: holes are the lost in the last rx_depth from here */
+	uint64_t late;			/* UC/UD: arrived after a later one, counted lost before */
+	uint64_t dups;			/* UC/UD: copies of messages counted already */
+	uint64_t stale;			/* UC/UD: older than SEEN_WINDOW: checked, not counted */
+	uint8_t *seen;			/* UC/UD: SEEN_WINDOW bits, message i at bit i % window */
 	uint64_t credit_reported;
+	uint64_t last_rx_ms;		/* the last receive completion */
+	uint64_t peer_sent;		/* REC_SENT's value and when it came */
+	uint64_t peer_sent_ms;
 	bool peer_done;
 	uint64_t peer_count;
 	uint64_t peer_done_ms;
@@ -533,6 +559,13 @@ rec_poll(struct stream *st)
 		case REC_FIN:
 			st->peer_fin = true;
 			break;
+		case REC_SENT:
+			v = widen(st->expected, ntohl(r.value));
+			if (v > st->peer_sent) {
+				st->peer_sent = v;
+				st->peer_sent_ms = now_ms();
+			}
+			break;
 		default:
 			break;
 		}
@@ -634,6 +667,11 @@ create_objects(struct stream *st)
 	st->free_slots = calloc(st->o.window, sizeof(*st->free_slots));
 	if (st->free_slots == NULL)
 		return -1;
+	if (st->o.type != IBV_QPT_RC) {
+		st->seen = calloc(SEEN_WINDOW / 8, 1);
+		if (st->seen == NULL)
+			return -1;
+	}
 	for (i = 0; i < st->o.window; i++)
 		st->free_slots[st->nb_free++] = st->o.window - 1 - i;
 	if (ibv_query_gid(st->ctx, 1, st->o.gid_index, &st->my_gid) != 0) {
@@ -803,6 +841,102 @@ post_send(struct stream *st)
 	return 0;
 }
 
+static inline bool
+seen_get(const struct stream *st, uint64_t idx)
+{
+	uint32_t bit = (uint32_t)(idx % SEEN_WINDOW);
+
+	return (st->seen[bit / 8] >> (bit % 8)) & 1;
+}
+
+static inline void
+seen_put(struct stream *st, uint64_t idx, bool on)
+{
+	uint32_t bit = (uint32_t)(idx % SEEN_WINDOW);
+
+	if (on)
+		st->seen[bit / 8] |= (uint8_t)(1u << (bit % 8));
+	else
+		st->seen[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+}
+
+/*
+ * UC/UD: expected moves on to to; the messages from expected to to have not arrived. They
+ * count as lost and their bits say so (the indices those bits held leave the window). The
+ * ones among the last rx_depth, from given_up on, are holes, which the credit leaves out:
+ * they may still come and take a receive. A hole that leaves the last rx_depth is given up.
+ */
+static void
+skip_to(struct stream *st, uint64_t to)
+{
+	uint64_t e = st->expected, r = st->rx_depth, i, end;
+
+	if (to <= e)
+		return;
+	i = e > r ? e - r : 0;
+	if (i < st->given_up)
+		i = st->given_up;
+	end = to > r ? to - r : 0;
+	for (; i < end && i < e; i++)
+		if (!seen_get(st, i))
+			st->holes--;
+	for (i = to - e > SEEN_WINDOW ? to - SEEN_WINDOW : e; i < to; i++)
+		seen_put(st, i, false);
+	st->holes += to - (to - e > r ? to - r : e);
+	st->lost += to - e;
+	st->expected = to;
+}
+
+/* UC/UD: message idx, below expected and counted lost until now, has arrived. */
+static void
+arrived(struct stream *st, uint64_t idx)
+{
+	seen_put(st, idx, true);
+	st->lost--;
+	st->received++;
+	if (st->expected - idx <= st->rx_depth && idx >= st->given_up)
+		st->holes--;
+}
+
+/*
+ * UC/UD: the peer has sent every message below peer_sent and waits for credit that the
+ * holes, or messages not come at all, hold back. When nothing has arrived for GIVEUP_MS
+ * since it said so, what has not come is lost for good, and the credit moves on to
+ * peer_sent. (Without this, a window whose messages are all lost stalls both sides.)
+ */
+static void
+give_up(struct stream *st, uint64_t now)
+{
+	if (st->peer_sent < st->credit_reported + st->rx_depth ||
+	    now - st->peer_sent_ms < GIVEUP_MS || now - st->last_rx_ms < GIVEUP_MS)
+		return;
+	skip_to(st, st->peer_sent);
+	st->given_up = st->expected;
+	st->holes = 0;
+}
+
+/*
+ * UC/UD: counts message idx, checked already, at most once. One beyond the highest so far
+ * makes those it skips lost; one below it that had been counted lost is received after
+ * all, late; one that arrived already is a copy. Further back than the window, which of
+ * these it is is not known: it only counts as stale. received + lost stays expected.
+ */
+static void
+note_unordered(struct stream *st, uint64_t idx)
+{
+	if (idx >= st->expected) {
+		skip_to(st, idx + 1);
+		arrived(st, idx);
+	} else if (st->expected - idx > SEEN_WINDOW) {
+		st->stale++;
+	} else if (seen_get(st, idx)) {
+		st->dups++;
+	} else {
+		arrived(st, idx);
+		st->late++;
+	}
+}
+
 /* Checks a received message; returns an exit status (0 good). */
 static int
 check_recv(struct stream *st, const struct ibv_wc *wc)
@@ -833,7 +967,8 @@ check_recv(struct stream *st, const struct ibv_wc *wc)
 		    st->expected);
 		return EXIT_MISMATCH;
 	}
-	if (idx != st->expected && (st->o.type == IBV_QPT_RC || idx < st->expected)) {
+	/* RC delivers each message once, in order; UC and UD in any order (note_unordered). */
+	if (st->o.type == IBV_QPT_RC && idx != st->expected) {
 		say("payload mismatch: message %" PRIu64 " arrived, %" PRIu64 " expected", idx,
 		    st->expected);
 		return EXIT_MISMATCH;
@@ -857,9 +992,12 @@ check_recv(struct stream *st, const struct ibv_wc *wc)
 			return EXIT_MISMATCH;
 		}
 	}
-	st->lost += idx - st->expected;
-	st->expected = idx + 1;
-	st->received++;
+	if (st->o.type == IBV_QPT_RC) {
+		st->expected = idx + 1;
+		st->received++;
+	} else {
+		note_unordered(st, idx);
+	}
 	return EXIT_OK;
 }
 
@@ -892,6 +1030,7 @@ handle_wc(struct stream *st, const struct ibv_wc *wc)
 		    wc->wr_id);
 		return EXIT_MISMATCH;
 	}
+	st->last_rx_ms = st->last_progress_ms;
 	ret = check_recv(st, wc);
 	if (ret != EXIT_OK)
 		return ret;
@@ -908,8 +1047,7 @@ receiving_done(struct stream *st, uint64_t now)
 	/* UC/UD: what has not come some time after the peer's last send never will. */
 	if (st->o.type != IBV_QPT_RC && st->peer_done && now - st->peer_done_ms >= UD_GRACE_MS &&
 	    now - st->last_progress_ms >= UD_GRACE_MS) {
-		st->lost += st->peer_count - st->expected;
-		st->expected = st->peer_count;
+		skip_to(st, st->peer_count);
 		return true;
 	}
 	return false;
@@ -933,7 +1071,9 @@ idle_wait(struct stream *st)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = st->tcp;
 	pfd[1].events = POLLIN;
-	n = poll(pfd, st->peer_gone ? 1 : 2, 100);
+	/* UC/UD: a give_up due wakes no one: it takes a timeout of its own. */
+	n = poll(pfd, st->peer_gone ? 1 : 2, st->o.type != IBV_QPT_RC &&
+		 st->peer_sent >= st->credit_reported + st->rx_depth ? GIVEUP_MS : 100);
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		if (ibv_get_cq_event(st->chan, &ev_cq, &ev_ctx) != 0) {
 			fprintf(stderr, "ibv_get_cq_event: %s\n", strerror(errno));
@@ -983,11 +1123,12 @@ run(struct stream *st)
 	struct ibv_wc wc[POLL_BATCH];
 	uint64_t last_print = now_ms(), t;
 	uint64_t hang_ms = st->o.stall_ms != 0 ? st->o.stall_ms : (uint64_t)st->o.timeout_s * 1000;
+	uint64_t credit;
 	int i, n, ret;
 
 	st->credit = 0;
 	st->seed = 0x5eed + st->my_id;
-	st->last_progress_ms = now_ms();
+	st->last_progress_ms = st->last_rx_ms = now_ms();
 	if (st->o.events && ibv_req_notify_cq(st->cq, 0) != 0) {
 		fprintf(stderr, "ibv_req_notify_cq failed\n");
 		return EXIT_SETUP;
@@ -1005,6 +1146,14 @@ run(struct stream *st)
 			gap_next(st);
 			busy = true;
 		}
+		/* UC/UD: held back by the credit with every send out: the peer may wait for
+		 * messages that are lost (give_up). */
+		if (st->o.type != IBV_QPT_RC && !sending_done(st) && st->send_done == st->sent &&
+		    st->sent >= st->credit + ntohl(st->peer.rx_depth) &&
+		    st->sent != st->sent_reported) {
+			rec_send(st, REC_SENT, (uint32_t)st->sent);
+			st->sent_reported = st->sent;
+		}
 		if (sending_done(st) && st->send_done == st->sent && !st->done_reported) {
 			rec_send(st, REC_DONE, (uint32_t)st->sent);
 			st->done_reported = true;
@@ -1021,10 +1170,14 @@ run(struct stream *st)
 		}
 		if (n > 0)
 			busy = true;
-		if (st->expected - st->credit_reported >= (st->rx_depth + 3) / 4 ||
-		    (st->expected != st->credit_reported && n == 0)) {
-			rec_send(st, REC_CREDIT, (uint32_t)st->expected);
-			st->credit_reported = st->expected;
+		else if (st->o.type != IBV_QPT_RC)
+			give_up(st, now_ms());
+		/* Every message below expected is received or lost, but the holes (UC/UD). */
+		credit = st->expected - st->holes;
+		if (credit - st->credit_reported >= (st->rx_depth + 3) / 4 ||
+		    (credit != st->credit_reported && n == 0)) {
+			rec_send(st, REC_CREDIT, (uint32_t)credit);
+			st->credit_reported = credit;
 		}
 		t = now_ms();
 		if (st->o.verbose && t - last_print >= 1000) {
@@ -1084,6 +1237,7 @@ teardown(struct stream *st)
 	free(st->sbuf);
 	free(st->rbuf);
 	free(st->free_slots);
+	free(st->seen);
 	if (st->tcp >= 0)
 		close(st->tcp);
 	return bad;
@@ -1158,8 +1312,9 @@ main(int argc, char **argv)
 	ret = run(&st);
 	if (ret == EXIT_OK)
 		say("done sent=%" PRIu64 " received=%" PRIu64 " lost=%" PRIu64
-		    " worst_stall_ms=%" PRIu64, st.send_done, st.received, st.lost,
-		    st.worst_stall_ms);
+		    " worst_stall_ms=%" PRIu64 " late=%" PRIu64 " dup=%" PRIu64 " stale=%" PRIu64,
+		    st.send_done, st.received, st.lost, st.worst_stall_ms, st.late, st.dups,
+		    st.stale);
 out:
 	if (teardown(&st) != 0 && ret == EXIT_OK)
 		ret = EXIT_SETUP;

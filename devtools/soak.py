@@ -1,0 +1,665 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""A soak: two droced (adaptive engines) on a memif link that loses 1% of the packets each
+way and reorders 1%, and for --minutes a churn of applications through them, drawn at
+random (--seed): verbs_stream pairs (RC, UC, UD; every byte checked), rping clients of a
+persistent rping server on each daemon (rdma_cm connects and disconnects, data
+validated), verbs_churn (MR register/rereg/deregister with the memory checked, CQ resize,
+SRQ limit events, multicast join/leave), droce-ctl queries; one application in five is
+killed with SIGKILL mid-transfer, and droced itself is killed (SIGKILL) and restarted a
+few times with applications running.
+
+The run is cut into periods (--period, 60 s by default). In each, applications are
+started for the first part; then no new one starts, every one still running must end by
+itself (a hang is a failure), and droced's state is sampled idle: its tables (clients,
+PDs, MRs, CQs, SRQs, QPs, AHs, the engines' own counts, CM channels, ids and connections,
+QPs on timer lists, multicast groups) must be what they were before the first
+application, and its open fds and memfds what they were when that droced started. Its
+RSS, hugepage files and mbufs in use are sampled too (mid-load and idle), and after the
+run a least-squares line through each incarnation's idle samples must not rise by more
+than the tolerance (see SLOPE_TOL) with a t-statistic over 3: growth that is real, not
+noise. Every application that was neither killed nor hit by a droced restart must have
+exited 0 with its data exact; no process may die of a signal we did not send; no
+sanitizer report anywhere.
+
+    soak.py [--minutes N] [--period S] [--seed N] [--out DIR] [--asan]
+            DROCED DROCE_CTL COMPAT_DIR FAULT_PMD VERBS_STREAM VERBS_CHURN
+
+Writes DIR/samples.csv (one row per sample), DIR/summary.json (operations, outcomes,
+slopes) and, with gnuplot, DIR/soak.png. Exit 0 when every check held.
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
+                                "integration"))
+from droce_harness import (App, Daemon, TestFailure, Workdir, ctl, ctl_lines,  # noqa: E402
+                           free_tcp_port, log, private_copy)
+
+# The link: each daemon's receive side drops and reorders this many ppm (net_fault).
+LINK_FAULTS = "drop=10000,reorder=10000"
+IP = {"a": "10.99.0.1", "b": "10.99.0.2"}
+MAX_JOBS = 4                # applications (pairs count once) running at once
+LAUNCH_FRACTION = 0.6       # of a period: new applications start only in this part
+JOB_TIMEOUT = 120           # hard timeout of any one application
+DRAIN_TIMEOUT = 150         # a period's applications must have ended by then
+IDLE_TIMEOUT = 30           # droced's tables must be back at their idle counts by then
+KILL_SHARE = 0.2            # applications killed with SIGKILL mid-run
+LINEBUF = ["stdbuf", "-oL"]
+
+# Tables that must be at their idle value at every idle sample.
+TABLES = ("clients", "pds", "mrs", "cqs", "srqs", "qps", "ahs", "mr_bytes",
+          "engine_domains", "engine_qps", "engine_cqs", "engine_srqs", "engine_mrs",
+          "engine_ahs", "cm_channels", "cm_ids", "cm_listeners", "cm_conns", "timer_qps",
+          "mcast_groups", "mcast_attached")
+# Process figures that must equal their value when that droced started, at every idle
+# sample.
+EXACT = ("fds", "memfds")
+# Figures whose idle samples get the slope test, with the growth over the run we accept
+# before calling it a leak (rss_kib: allocator arenas and DPDK's heap settle in steps;
+# a leak of one small object per application would pass it within the hour).
+SLOPE_TOL = {"rss_kib": 4096, "hugepage_kib": 4096, "mbufs_in_use": 256}
+COLUMNS = (["t_s", "daemon", "incarnation", "phase", "rss_kib", "hugepage_kib", "fds",
+            "memfds"] + list(TABLES) + ["mbufs_in_use", "mbufs_total", "neighbours"])
+
+
+class Soak:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.work = Workdir("soak")
+        self.out = args.out or self.work.path
+        os.makedirs(self.out, exist_ok=True)
+        self.pmd = private_copy(args.fault_pmd)
+        memif = self.work.file("link.memif")
+        self.env = {"LD_LIBRARY_PATH": args.compat_dir}
+        if args.asan:
+            # Debian's rping under droce's libraries built with ASan: its runtime first.
+            self.env["LD_PRELOAD"] = asan_runtime()
+        self.d = {}
+        for n, role, seed in (("a", "server", 1), ("b", "client", 2)):
+            dev = "net_memif0,role=%s,id=0,socket=%s,bsize=8192" % (role, memif)
+            self.d[n] = Daemon(args.droced, self.work, n,
+                               "net_fault0,port=net_memif0,seed=%d,%s" % (seed, LINK_FAULTS),
+                               IP[n] + "/24", lcore=1, mode="adaptive",
+                               eal="-d %s --vdev=%s" % (self.pmd, dev),
+                               max_s=int(args.minutes * 60 + 1200))
+        self.incarnation = {"a": 0, "b": 0}
+        self.start_fds = {}
+        self.baseline = {}
+        self.rping_srv = {}
+        self.jobs = []
+        self.samples = []
+        self.ops = {}
+        self.outcomes = {}
+        self.failures = []
+        self.t0 = time.monotonic()
+        self.csv = open(os.path.join(self.out, "samples.csv"), "w", newline="")
+        self.writer = csv.DictWriter(self.csv, COLUMNS)
+        self.writer.writeheader()
+
+    # ---- bookkeeping ----
+
+    def count(self, table, key, n=1):
+        table[key] = table.get(key, 0) + n
+
+    def fail(self, msg):
+        log("soak: FAIL %s" % msg)
+        self.failures.append(msg)
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    # ---- daemons ----
+
+    def daemon_pid(self, n):
+        return int(ctl(self.args.droce_ctl, self.d[n])["pid"])
+
+    def start_daemon(self, n):
+        d = self.d[n]
+        d.start()
+        self.incarnation[n] += 1
+        self.start_rping(n)
+
+    def take_baseline(self, n):
+        """Daemon n's idle counts: with its rping server, after that server's first
+        connection has left the CM's time-wait (a connection there is not idle), the
+        link up; its fds and memfds then too."""
+        deadline = time.monotonic() + IDLE_TIMEOUT
+        while True:
+            st = ctl(self.args.droce_ctl, self.d[n])
+            if st["cm_conns"] == "0":
+                break
+            if time.monotonic() > deadline:
+                raise TestFailure("droced %s: CM connections left: %s" % (n, st))
+            time.sleep(0.2)
+        self.baseline[n] = {k: int(st[k]) for k in TABLES}
+        self.start_fds[n] = proc_fds(int(st["pid"]))
+
+    def wait_link(self):
+        """Both ports ACTIVE (a restarted memif end is joined again by its peer)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(p.get("state") == "ACTIVE" for n in "ab"
+                   for p in ctl_lines(self.args.droce_ctl, self.d[n], "ports")):
+                return
+            time.sleep(0.2)
+        raise TestFailure("the memif link did not come up again within 30 s")
+
+    def start_rping(self, n):
+        """A persistent rping server on daemon n: rping clients connect to it all run."""
+        port = free_tcp_port()
+        before = int(ctl(self.args.droce_ctl, self.d[n])["cm_listeners"])
+        app = App(LINEBUF + ["rping", "-s", "-P", "-V", "-a", IP[n], "-p", str(port)],
+                  self.d[n], int(self.args.minutes * 60 + 1200), "rping-server-" + n,
+                  env=self.env)
+        deadline = time.monotonic() + 30
+        while int(ctl(self.args.droce_ctl, self.d[n])["cm_listeners"]) <= before:
+            if app.proc.poll() is not None or time.monotonic() > deadline:
+                raise TestFailure("rping -P on %s did not listen:\n%s" % (n, app.text()))
+            time.sleep(0.1)
+        self.rping_srv[n] = (app, port)
+        # One connection first: what the server keeps between clients is then part of the
+        # idle counts (its device context and PD, if it keeps them).
+        cli = App(LINEBUF + ["rping", "-c", "-V", "-C", "3", "-a", IP[n], "-p", str(port)],
+                  self.d[n], JOB_TIMEOUT, "rping-warmup", env=self.env)
+        rc = cli.wait(JOB_TIMEOUT + 10)
+        if rc != 0:
+            raise TestFailure("the first rping to %s exited %s:\n%s" % (n, rc, cli.output))
+
+    def stop_rping(self, n, kill=False):
+        app, _ = self.rping_srv.pop(n)
+        if app.proc.poll() is None:
+            if kill:
+                app.kill9()
+            else:
+                os.killpg(app.proc.pid, signal.SIGTERM)
+            try:
+                app.wait(20)
+            except subprocess.TimeoutExpired:
+                app.kill9()
+                app.wait()
+                self.fail("rping -P on %s ignored SIGTERM for 20 s" % n)
+        text = app.text()
+        if sanitizer_report(text):
+            self.fail("rping server on %s: sanitizer report:\n%s" % (n, text[-3000:]))
+
+    def restart(self, n):
+        """droced n killed with SIGKILL under load, then started again."""
+        log("soak: %.0f s: kill -9 droced %s (incarnation %d) with %d applications running" %
+            (self.now(), n, self.incarnation[n], len(self.jobs)))
+        for j in self.jobs:
+            if n in j["daemons"]:
+                j["hit"] = True
+        d = self.d[n]
+        self.save_log(n)
+        d.kill9()
+        d.cleanup_files()
+        self.stop_rping(n, kill=True)
+        self.count(self.ops, "droced_restarts")
+        self.start_daemon(n)
+        self.wait_link()
+        self.take_baseline(n)
+
+    def save_log(self, n):
+        text = self.d[n].log_text()
+        with open(os.path.join(self.out, "droced-%s.%d.log" % (n, self.incarnation[n])),
+                  "w") as f:
+            f.write(text)
+        if sanitizer_report(text):
+            self.fail("droced %s: sanitizer report:\n%s" % (n, text[-3000:]))
+
+    def check_daemons_alive(self):
+        for n, d in self.d.items():
+            if d.proc is not None and d.proc.poll() is not None:
+                self.save_log(n)
+                raise TestFailure("droced %s exited with %s:\n%s" %
+                                  (n, d.proc.returncode, d.log_text()[-3000:]))
+
+    # ---- samples ----
+
+    def sample(self, phase):
+        for n in "ab":
+            st = ctl(self.args.droce_ctl, self.d[n])
+            pid = int(st["pid"])
+            fds, memfds = proc_fds(pid)
+            row = {"t_s": round(self.now(), 1), "daemon": n, "incarnation": self.incarnation[n],
+                   "phase": phase, "rss_kib": proc_rss_kib(pid),
+                   "hugepage_kib": hugepage_kib(pid), "fds": fds,
+                   "memfds": memfds}
+            for k in TABLES + ("mbufs_in_use", "mbufs_total", "neighbours"):
+                row[k] = int(st[k])
+            self.samples.append(row)
+            self.writer.writerow(row)
+            self.csv.flush()
+
+    def wait_idle(self):
+        """droced's tables back at idle: the persistent rping server holds one listening
+        id on one channel, and one client (its device context) with its PD; else none."""
+        deadline = time.monotonic() + IDLE_TIMEOUT
+        while True:
+            bad = {}
+            for n in "ab":
+                st = ctl(self.args.droce_ctl, self.d[n])
+                want = self.baseline[n]
+                diff = {k: (st[k], want[k]) for k in TABLES if int(st[k]) != want[k]}
+                if diff:
+                    bad[n] = diff
+            if not bad:
+                return
+            if time.monotonic() > deadline:
+                raise TestFailure("droced's tables not back at their idle counts %d s after "
+                                  "the last application (now, idle): %s" % (IDLE_TIMEOUT, bad))
+            time.sleep(0.2)
+
+    def check_idle_process(self):
+        for n in "ab":
+            pid = self.daemon_pid(n)
+            now = proc_fds(pid)
+            if now != self.start_fds[n]:
+                self.fail("droced %s holds (fds, memfds) %s idle, %s when it started: %s" %
+                          (n, now, self.start_fds[n], fd_listing(pid)))
+
+    # ---- applications ----
+
+    def launch(self):
+        kind = self.rng.choices(["stream", "rping", "churn", "ctl"], [5, 3, 3, 1])[0]
+        self.count(self.ops, kind)
+        getattr(self, "launch_" + kind)()
+
+    def add_job(self, kind, apps, daemons, desc, check):
+        job = {"kind": kind, "apps": apps, "daemons": set(daemons), "desc": desc,
+               "check": check, "hit": False, "victim": None, "kill_at": None,
+               "start": time.monotonic()}
+        if self.rng.random() < KILL_SHARE:
+            job["victim"] = self.rng.choice(apps)
+            job["kill_at"] = time.monotonic() + self.rng.uniform(0.2, 4.0)
+        self.jobs.append(job)
+
+    def launch_stream(self):
+        srv_d, cli_d = self.rng.choice([("a", "b"), ("b", "a"), ("a", "b"), ("b", "a"),
+                                        ("a", "a"), ("b", "b")])
+        qpt = self.rng.choice(["rc", "rc", "uc", "ud"])
+        size = self.rng.choice([64, 512, 1024] if qpt == "ud" else
+                               [64, 1000, 4096, 16384, 65536])
+        n = self.rng.randint(200, 20000 if size <= 1024 else 3000 if size <= 16384 else 600)
+        port = free_tcp_port()
+        common = [self.args.verbs_stream, "-t", qpt, "-s", str(size), "-n", str(n), "-p",
+                  str(port), "-T", "30", "-w", str(self.rng.choice([4, 16, 64]))]
+        if self.rng.random() < 0.3:
+            common.append("-e")
+        srv = App(common, self.d[srv_d], JOB_TIMEOUT, "stream-server", env=self.env)
+        time.sleep(0.2)
+        cli = App(common + ["127.0.0.1"], self.d[cli_d], JOB_TIMEOUT, "stream-client",
+                  env=self.env)
+        desc = "verbs_stream %s %d x %d B %s->%s" % (qpt, n, size, cli_d, srv_d)
+
+        def check(apps):
+            for a in apps:
+                m = re.search(r"done sent=(\d+) received=(\d+) lost=(\d+)", a.output)
+                if a.proc.returncode != 0 or m is None:
+                    return "%s exited %s" % (a.name, a.proc.returncode)
+                if qpt == "rc" and (int(m.group(1)) != n or int(m.group(2)) != n):
+                    return "%s: %s, want %d each way" % (a.name, m.group(0), n)
+            self.count(self.ops, "stream_msgs", 2 * n)
+            self.count(self.ops, "stream_bytes", 2 * n * size)
+            return None
+        self.add_job("stream", [srv, cli], {srv_d, cli_d}, desc, check)
+
+    def launch_rping(self):
+        srv_d = self.rng.choice("ab")
+        cli_d = self.rng.choice("ab")
+        _, port = self.rping_srv[srv_d]
+        count = self.rng.randint(20, 400)
+        size = self.rng.choice([64, 1024, 16384, 65535])
+        cli = App(LINEBUF + ["rping", "-c", "-V", "-C", str(count), "-S", str(size), "-a",
+                             IP[srv_d], "-p", str(port)],
+                  self.d[cli_d], JOB_TIMEOUT, "rping-client", env=self.env)
+
+        def check(apps):
+            a = apps[0]
+            if a.proc.returncode != 0 or re.search(r"error|fail", a.output, re.I):
+                return "rping client exited %s" % a.proc.returncode
+            self.count(self.ops, "rping_connections")
+            self.count(self.ops, "rping_pings", count)
+            return None
+        self.add_job("rping", [cli], {srv_d, cli_d},
+                     "rping %d x %d B %s->%s" % (count, size, cli_d, srv_d), check)
+
+    def launch_churn(self):
+        n = self.rng.choice("ab")
+        cases = self.rng.sample(["mr", "cq", "srq", "mcast"], self.rng.randint(1, 4))
+        iters = self.rng.randint(3, 20)
+        argv = [self.args.verbs_churn, "-n", str(iters), "-s",
+                str(self.rng.randrange(1 << 31)), "-b", IP[n]] + cases
+        app = App(argv, self.d[n], JOB_TIMEOUT, "churn", env=self.env)
+
+        def check(apps):
+            a = apps[0]
+            if a.proc.returncode != 0:
+                return "verbs_churn exited %s" % a.proc.returncode
+            for case, it in re.findall(r"verbs_churn (\w+): ok (\d+) iterations", a.output):
+                self.count(self.ops, "churn_" + case, int(it))
+            return None
+        self.add_job("churn", [app], {n}, "verbs_churn %s -n %d on %s" %
+                     (" ".join(cases), iters, n), check)
+
+    def launch_ctl(self):
+        n = self.rng.choice("ab")
+        what = self.rng.choice(["status", "ports", "qps"])
+        r = subprocess.run(["timeout", "10", self.args.droce_ctl, "--socket", self.d[n].socket,
+                            what], capture_output=True, text=True)
+        if r.returncode != 0:
+            self.fail("droce-ctl %s on %s: exit %d: %s" % (what, n, r.returncode, r.stderr))
+
+    def reap(self, force_wait=False):
+        """Kills the victims whose time came, and judges the jobs that ended."""
+        now = time.monotonic()
+        for j in list(self.jobs):
+            v = j["victim"]
+            if v is not None and j["kill_at"] is not None and now >= j["kill_at"]:
+                j["kill_at"] = None
+                if v.proc.poll() is None:
+                    v.kill9()
+                    self.count(self.ops, "kill9")
+                else:
+                    j["victim"] = None      # it ended first: judged as any other
+            if any(a.proc.poll() is None for a in j["apps"]):
+                continue
+            if j["kill_at"] is not None:
+                j["victim"] = None          # it ended before its time came: not killed
+            self.jobs.remove(j)
+            self.judge(j)
+
+    def judge(self, j):
+        for a in j["apps"]:
+            a.output = a.text()
+            if sanitizer_report(a.output):
+                self.fail("%s (%s): sanitizer report:\n%s" % (a.name, j["desc"], a.output[-3000:]))
+        if j["victim"] is not None or j["hit"]:
+            # The victim died of our SIGKILL; its peer, or anything hit by a droced
+            # restart, may fail, but not crash and not hang (it ended).
+            for a in j["apps"]:
+                rc = a.proc.returncode
+                if a is not j["victim"] and rc < 0 and rc != -signal.SIGKILL:
+                    self.fail("%s (%s) died of signal %d" % (a.name, j["desc"], -rc))
+                if rc in (124, 137) and a is not j["victim"]:
+                    self.fail("%s (%s) ran into its timeout (a hang)" % (a.name, j["desc"]))
+            self.count(self.outcomes, "killed" if j["victim"] is not None else "restart_hit")
+            return
+        err = j["check"](j["apps"])
+        if err is not None:
+            self.count(self.outcomes, "failed")
+            self.fail("%s: %s\n%s" % (j["desc"], err, "\n".join(
+                "--- %s:\n%s" % (a.name, a.output[-1500:]) for a in j["apps"])))
+        else:
+            self.count(self.outcomes, "passed")
+
+    def drain(self):
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while self.jobs:
+            self.reap()
+            self.check_daemons_alive()
+            if time.monotonic() > deadline:
+                left = ", ".join(j["desc"] for j in self.jobs)
+                for j in self.jobs:
+                    for a in j["apps"]:
+                        a.stop()
+                raise TestFailure("applications still running %d s after the last start: %s"
+                                  % (DRAIN_TIMEOUT, left))
+            time.sleep(0.1)
+
+    # ---- the run ----
+
+    def run(self):
+        a = self.args
+        for n in "ab":
+            self.start_daemon(n)
+        self.wait_link()
+        for n in "ab":
+            self.take_baseline(n)
+        log("soak: %d min, periods of %d s, seed %d; idle tables with the rping servers: %s" %
+            (a.minutes, a.period, a.seed, self.baseline))
+        self.sample("idle")
+        periods = max(1, int(a.minutes * 60 // a.period))
+        nb_restarts = max(1, min(4, int(a.minutes // 15)))
+        restart_at = {max(1, round(periods * (i + 1) / (nb_restarts + 1))): "ab"[i % 2]
+                      for i in range(nb_restarts)}
+        for p in range(periods):
+            p_start = time.monotonic()
+            launch_end = p_start + a.period * LAUNCH_FRACTION
+            restart_t = (p_start + self.rng.uniform(0.3, 0.9) * a.period * LAUNCH_FRACTION
+                         if p in restart_at else None)
+            sampled = False
+            while time.monotonic() < launch_end:
+                self.reap()
+                self.check_daemons_alive()
+                if restart_t is not None and time.monotonic() >= restart_t:
+                    self.restart(restart_at[p])
+                    restart_t = None
+                if not sampled and time.monotonic() >= p_start + a.period * LAUNCH_FRACTION / 2:
+                    self.sample("load")
+                    sampled = True
+                if len(self.jobs) < MAX_JOBS:
+                    self.launch()
+                time.sleep(self.rng.uniform(0.05, 0.6))
+            self.drain()
+            self.wait_idle()
+            self.check_idle_process()
+            self.sample("idle")
+            rest = p_start + a.period - time.monotonic()
+            log("soak: period %d/%d at %.0f s: ops %s, outcomes %s" %
+                (p + 1, periods, self.now(), self.ops, self.outcomes))
+            if rest > 0:
+                time.sleep(rest)
+        # The end: the persistent servers go too, and every table is back at zero.
+        for n in "ab":
+            self.stop_rping(n)
+        deadline = time.monotonic() + IDLE_TIMEOUT
+        while True:
+            busy = {n: {k: ctl(a.droce_ctl, self.d[n])[k] for k in TABLES
+                        if ctl(a.droce_ctl, self.d[n])[k] != "0"} for n in "ab"}
+            if not any(busy.values()):
+                break
+            if time.monotonic() > deadline:
+                raise TestFailure("after the last application: %s" % busy)
+            time.sleep(0.2)
+        self.sample("end")
+        self.slopes()
+
+    def slopes(self):
+        """Each figure of SLOPE_TOL over each incarnation's idle samples (the first, taken
+        before anything ran or right after a restart, left out as warm-up)."""
+        self.fits = []
+        for n in "ab":
+            for inc in sorted({s["incarnation"] for s in self.samples if s["daemon"] == n}):
+                pts = [s for s in self.samples if s["daemon"] == n and
+                       s["incarnation"] == inc and s["phase"] == "idle"][1:]
+                if len(pts) < 4:
+                    continue
+                for k, tol in SLOPE_TOL.items():
+                    t = [s["t_s"] / 60.0 for s in pts]
+                    y = [float(s[k]) for s in pts]
+                    b, se = fit(t, y)
+                    growth = b * (t[-1] - t[0])
+                    fit_row = {"daemon": n, "incarnation": inc, "figure": k, "samples": len(pts),
+                               "slope_per_min": round(b, 3), "stderr": round(se, 3),
+                               "growth": round(growth, 1), "tolerance": tol}
+                    self.fits.append(fit_row)
+                    if growth > tol and (se == 0 or b / se > 3):
+                        self.fail("droced %s (incarnation %d): %s grows %.1f per minute "
+                                  "(+%.0f over %d idle samples, tolerance %d)" %
+                                  (n, inc, k, b, growth, len(pts), tol))
+
+    def close(self):
+        for j in self.jobs:
+            for a in j["apps"]:
+                a.stop()
+        for n in list(self.rping_srv):
+            self.stop_rping(n, kill=True)
+        for n in "ba":
+            d = self.d[n]
+            if d.proc is None:
+                continue
+            alive = d.proc.poll() is None
+            self.save_log(n)
+            try:
+                d.stop(expect_clean=alive)
+            except TestFailure as e:
+                self.fail(str(e))
+        shutil.rmtree(os.path.dirname(self.pmd), ignore_errors=True)
+        self.csv.close()
+        summary = {"minutes": self.args.minutes, "period_s": self.args.period,
+                   "seed": self.args.seed, "asan": self.args.asan,
+                   "elapsed_s": round(self.now(), 1), "ops": self.ops,
+                   "outcomes": self.outcomes, "fits": getattr(self, "fits", []),
+                   "failures": self.failures}
+        with open(os.path.join(self.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+        plot(self.out)
+        if self.out == self.work.path and not self.failures:
+            self.work.close()
+        return summary
+
+
+# ---- /proc ----
+
+def proc_fds(pid):
+    """(open fds, of which memfds) of process pid."""
+    fds = memfds = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        fds += 1
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("/memfd:"):
+                memfds += 1
+        except OSError:
+            pass
+    return fds, memfds
+
+
+def fd_listing(pid):
+    out = []
+    for fd in sorted(os.listdir("/proc/%d/fd" % pid), key=int):
+        try:
+            out.append("%s->%s" % (fd, os.readlink("/proc/%d/fd/%s" % (pid, fd))))
+        except OSError:
+            pass
+    return " ".join(out)
+
+
+def proc_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def hugepage_kib(pid):
+    """The hugepages process pid maps (DPDK's heap, clients' hugetlb memory), in KiB."""
+    total = 0
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith(("Shared_Hugetlb:", "Private_Hugetlb:")):
+                total += int(line.split()[1])
+    return total
+
+
+def sanitizer_report(text):
+    return "ERROR: AddressSanitizer" in text or "ERROR: LeakSanitizer" in text or \
+        "runtime error:" in text
+
+
+def asan_runtime():
+    r = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True)
+    u = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True, text=True)
+    return "%s %s" % (r.stdout.strip(), u.stdout.strip())
+
+
+def fit(t, y):
+    """Least squares y = a + b t: (b, the standard error of b)."""
+    n = len(t)
+    mt, my = sum(t) / n, sum(y) / n
+    sxx = sum((x - mt) ** 2 for x in t)
+    if sxx == 0:
+        return 0.0, 0.0
+    b = sum((x - mt) * (v - my) for x, v in zip(t, y)) / sxx
+    a = my - b * mt
+    res = sum((v - a - b * x) ** 2 for x, v in zip(t, y))
+    se = (res / (n - 2) / sxx) ** 0.5 if n > 2 else 0.0
+    return b, se
+
+
+def plot(out):
+    """soak.png from samples.csv, when gnuplot is there."""
+    if shutil.which("gnuplot") is None:
+        return
+    script = """
+set datafile separator ','
+set terminal pngcairo size 1200,900 noenhanced
+set output '%(o)s/soak.png'
+set multiplot layout 3,2 title 'droce soak: idle samples (lines) and under load (points)'
+set xlabel 'minutes'
+col(n) = column(n)
+f(d, ph, c) = (strcol(2) eq d && strcol(4) eq ph) ? column(c) : 1/0
+do for [spec in "5:RSS_KiB 6:hugepage_KiB 7:fds 8:memfds 14:QPs 34:mbufs_in_use"] {
+  c = int(word(spec[1:strstrt(spec, ':') - 1], 1))
+  set title spec[strstrt(spec, ':') + 1:]
+  plot '%(o)s/samples.csv' every ::1 using ($1/60):(f('a','idle',c)) with linespoints title 'a idle', \\
+       '' every ::1 using ($1/60):(f('b','idle',c)) with linespoints title 'b idle', \\
+       '' every ::1 using ($1/60):(f('a','load',c)) with points title 'a load', \\
+       '' every ::1 using ($1/60):(f('b','load',c)) with points title 'b load'
+}
+unset multiplot
+""" % {"o": out}
+    subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, timeout=60)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=60)
+    ap.add_argument("--period", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--asan", action="store_true")
+    for p in ("droced", "droce_ctl", "compat_dir", "fault_pmd", "verbs_stream", "verbs_churn"):
+        ap.add_argument(p)
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.randrange(1 << 31)
+    for p in ("droced", "droce_ctl", "compat_dir", "fault_pmd", "verbs_stream", "verbs_churn"):
+        setattr(args, p, os.path.abspath(getattr(args, p)))
+    if args.out:
+        args.out = os.path.abspath(args.out)
+    soak = Soak(args)
+    try:
+        soak.run()
+    except TestFailure as e:
+        soak.fail(str(e))
+    except Exception as e:  # report what broke, then the summary
+        soak.fail("%s: %s" % (type(e).__name__, e))
+    finally:
+        summary = soak.close()
+    log("soak: ops %s" % json.dumps(summary["ops"], sort_keys=True))
+    log("soak: outcomes %s" % json.dumps(summary["outcomes"], sort_keys=True))
+    for f in summary["fits"]:
+        log("soak: fit %s" % json.dumps(f, sort_keys=True))
+    if summary["failures"]:
+        log("soak: FAIL, %d problem(s), seed %d (samples and logs in %s)" %
+            (len(summary["failures"]), args.seed, soak.out))
+        sys.exit(1)
+    log("soak: PASS, %.0f s, seed %d" % (summary["elapsed_s"], args.seed))
+
+
+if __name__ == "__main__":
+    main()
