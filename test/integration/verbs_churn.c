@@ -641,6 +641,24 @@ mr_max_op(const struct mr_iter *m)
 	return m->dst.len < m->src.len ? m->dst.len : m->src.len;
 }
 
+/* The n operations posted (wr_ids 0..n-1) complete in order; then every byte of both. */
+static void
+mr_ops_done(struct mr_iter *m, unsigned int n, enum ibv_wc_opcode opcode, const char *what)
+{
+	struct ibv_wc wc[MR_MAX_OPS];
+	unsigned int i;
+
+	wait_wcs(m->cq, wc, (int)n, what);
+	for (i = 0; i < n; i++) {
+		expect_wc(&wc[i], opcode, what);
+		if (wc[i].wr_id != i)
+			fail("%s: completion %u is wr_id %" PRIu64 ", want %u (in order)", what,
+			     i, wc[i].wr_id, i);
+	}
+	region_check(&m->dst, what);
+	region_check(&m->src, what);
+}
+
 /*
  * n RDMA WRITEs from the source to random ranges of the MR (now and then of no bytes),
  * posted together: RC runs them in order, so overlaps land as posted. Then every byte of
@@ -649,7 +667,6 @@ mr_max_op(const struct mr_iter *m)
 static void
 mr_writes(struct mr_iter *m, unsigned int n, const char *when)
 {
-	struct ibv_wc wc[MR_MAX_OPS];
 	char what[96];
 	unsigned int i;
 
@@ -663,22 +680,13 @@ mr_writes(struct mr_iter *m, unsigned int n, const char *when)
 		m->s->write_bytes += len;
 	}
 	snprintf(what, sizeof(what), "%u RDMA WRITEs %s", n, when);
-	wait_wcs(m->cq, wc, (int)n, what);
-	for (i = 0; i < n; i++) {
-		expect_wc(&wc[i], IBV_WC_RDMA_WRITE, what);
-		if (wc[i].wr_id != i)
-			fail("%s: completion %u is wr_id %" PRIu64 ", want %u (in order)", what,
-			     i, wc[i].wr_id, i);
-	}
-	region_check(&m->dst, what);
-	region_check(&m->src, what);
+	mr_ops_done(m, n, IBV_WC_RDMA_WRITE, what);
 }
 
 /* n RDMA READs of random ranges of the MR into the source: the bytes last written. */
 static void
 mr_reads(struct mr_iter *m, unsigned int n)
 {
-	struct ibv_wc wc[MR_MAX_OPS];
 	char what[64];
 	unsigned int i;
 
@@ -692,15 +700,7 @@ mr_reads(struct mr_iter *m, unsigned int n)
 		m->s->read_bytes += len;
 	}
 	snprintf(what, sizeof(what), "%u RDMA READs", n);
-	wait_wcs(m->cq, wc, (int)n, what);
-	for (i = 0; i < n; i++) {
-		expect_wc(&wc[i], IBV_WC_RDMA_READ, what);
-		if (wc[i].wr_id != i)
-			fail("%s: completion %u is wr_id %" PRIu64 ", want %u (in order)", what,
-			     i, wc[i].wr_id, i);
-	}
-	region_check(&m->src, what);
-	region_check(&m->dst, what);
+	mr_ops_done(m, n, IBV_WC_RDMA_READ, what);
 }
 
 static void
