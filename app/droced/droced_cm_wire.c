@@ -427,6 +427,24 @@ droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 		if (conn == NULL || conn->sm.local_id != receiver ||
 		    memcmp(conn->rgid, sgid, 16) != 0) {
 			droced.gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
+			/*
+			 * Linux's cm_rep_handler: a REP for nothing we know gets REJ Invalid
+			 * Communication ID, so a passive side whose active end went away (its
+			 * process died, and the one REJ sent then was lost) lets go at its next
+			 * REP instead of after all its retries.
+			 */
+			if (m->attr_id == DROCE_CM_ATTR_REP) {
+				struct droce_cm_msg r;
+
+				memset(&r, 0, sizeof(r));
+				r.attr_id = DROCE_CM_ATTR_REJ;
+				r.tid = m->tid;
+				r.rej.local_comm_id = m->rep.remote_comm_id;
+				r.rej.remote_comm_id = m->rep.local_comm_id;
+				r.rej.message_rejected = DROCE_CM_MSG_REP;
+				r.rej.reason = DROCE_CM_REJ_INVALID_COMM_ID;
+				path_send(p, dgid, sgid, mac, &r);
+			}
 			/* Linux cm_issue_drep: a DREQ for nothing we know still gets its DREP. */
 			if (m->attr_id == DROCE_CM_ATTR_DREQ) {
 				struct droce_cm_msg r;

@@ -20,6 +20,7 @@
 
 /* REJ reasons droce sends or acts on (IB spec table 109, Linux's enum ib_cm_rej_reason). */
 #define DROCE_CM_REJ_TIMEOUT		4
+#define DROCE_CM_REJ_INVALID_COMM_ID	6	/* a REP for a connection we do not hold */
 #define DROCE_CM_REJ_INVALID_SERVICE_ID	8	/* nobody listens on the REQ's service ID */
 #define DROCE_CM_REJ_STALE_CONN		10
 #define DROCE_CM_REJ_CONSUMER_DEFINED	28
