@@ -160,7 +160,8 @@ class Soak:
         """A persistent rping server on daemon n: rping clients connect to it all run."""
         port = free_tcp_port()
         before = int(ctl(self.args.droce_ctl, self.d[n])["cm_listeners"])
-        app = App(LINEBUF + ["rping", "-s", "-P", "-V", "-a", IP[n], "-p", str(port)],
+        # -d: its CM events, for diagnostics() when a connection stays
+        app = App(LINEBUF + ["rping", "-s", "-P", "-V", "-d", "-a", IP[n], "-p", str(port)],
                   self.d[n], int(self.args.minutes * 60 + 1200), "rping-server-" + n,
                   env=self.env)
         deadline = time.monotonic() + 30
@@ -259,8 +260,21 @@ class Soak:
                 return
             if time.monotonic() > deadline:
                 raise TestFailure("droced's tables not back at their idle counts %d s after "
-                                  "the last application (now, idle): %s" % (IDLE_TIMEOUT, bad))
+                                  "the last application (now, idle): %s\n%s" %
+                                  (IDLE_TIMEOUT, bad, self.diagnostics(bad)))
             time.sleep(0.2)
+
+    def diagnostics(self, daemons):
+        """What helps find who holds what: each daemon's QPs, the end of its rping
+        server's debug output (CM events per connection)."""
+        out = []
+        for n in daemons:
+            out.append("--- droce-ctl qps on %s:\n%s" % (n, "\n".join(
+                str(q) for q in ctl_lines(self.args.droce_ctl, self.d[n], "qps"))))
+            if n in self.rping_srv:
+                out.append("--- rping -P on %s, last lines:\n%s" %
+                           (n, self.rping_srv[n][0].text()[-4000:]))
+        return "\n".join(out)
 
     def check_idle_process(self):
         for n in "ab":
