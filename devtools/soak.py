@@ -660,6 +660,9 @@ def main():
         setattr(args, p, os.path.abspath(getattr(args, p)))
     if args.out:
         args.out = os.path.abspath(args.out)
+    # SIGTERM (a timeout, a user) ends the run as an exception would: everything it
+    # started is stopped and cleaned up, and the summary still written.
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(143))
     soak = Soak(args)
     try:
         soak.run()
@@ -667,6 +670,8 @@ def main():
         soak.fail(str(e))
     except Exception as e:  # report what broke, then the summary
         soak.fail("%s: %s" % (type(e).__name__, e))
+    except SystemExit:
+        soak.fail("stopped by SIGTERM")
     finally:
         summary = soak.close()
     log("soak: ops %s" % json.dumps(summary["ops"], sort_keys=True))
