@@ -428,10 +428,11 @@ droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 		    memcmp(conn->rgid, sgid, 16) != 0) {
 			droced.gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
 			/*
-			 * Linux's cm_rep_handler: a REP for nothing we know gets REJ Invalid
-			 * Communication ID, so a passive side whose active end went away (its
-			 * process died, and the one REJ sent then was lost) lets go at its next
-			 * REP instead of after all its retries.
+			 * A REP for nothing we know gets REJ Invalid Communication ID (table
+			 * 109), so a passive side whose active end went away (its process died,
+			 * and the one REJ sent then was lost) lets go at its next REP instead of
+			 * after all its retries (68 s with rdma_cm's timeouts). Linux stays
+			 * silent here (cm_dup_rep_handler); its cm_rej_handler takes this REJ.
 			 */
 			if (m->attr_id == DROCE_CM_ATTR_REP) {
 				struct droce_cm_msg r;

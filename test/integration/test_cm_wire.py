@@ -1,0 +1,506 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""droced's CM on the wire, seen from a peer that is not droce: one droced on
+net_af_packet at one end of a veth pair (namespace a), and in namespace b, at the other
+end, a raw AF_PACKET socket that sends hand-built RoCEv2 frames (Ethernet / IPv4 / UDP
+4791 / BTH UD SEND ONLY to QP1 / DETH from QP1 with the GSI Q_Key / 256-byte CM MAD /
+ICRC, built with scapy.contrib.roce) and decodes what comes back. No connection exists
+in droced, so every MAD names a connection droced does not hold:
+
+  rep_rej     a REP is answered by one REJ: LocalCommID = the REP's RemoteCommID,
+              RemoteCommID = the REP's LocalCommID, MessageREJected 1 (REP), Reason 6
+              (Invalid Communication ID), no ARI, the REP's TID, to the REP's source MAC
+              and IP, from QP1 to QP1.
+  bad_icrc    the same REP with one ICRC bit flipped gets no answer and never reaches
+              QP1 (so the answers above are to frames whose ICRC droced checked).
+  dreq_drep   a DREQ is answered by one DREP with the comm IDs swapped and its TID
+              (Linux cm_issue_drep).
+  rtu_silent  an RTU gets no answer within RTU_QUIET_S, though QP1 took it.
+
+Each case also checks droce-ctl status: the MAD counted in cm_rx_mads and cm_rx_bad
+(unmatched), one MAD out per answer (cm_tx_mads), no connection left (cm_conns). The
+frames sent and received are written to a pcap that droce-pcap --verify must accept
+(every ICRC good, both directions), and, when tshark is installed, that tshark's
+InfiniBand dissector must decode to the same CM fields.
+
+MAD layout: IB spec vol. 1 13.4.2 (common MAD header) and tables 108 (REJ), 110 (REP),
+111 (RTU), 112 (DREQ), 113 (DREP); byte offsets from the start of the MAD body (byte 24),
+bit 0 the most significant, as lib/cm/cm_mad.c has them.
+
+usage: test_cm_wire.py DROCED DROCE_CTL DROCE_PCAP [CASE...]
+"""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from droce_harness import (VETH_DEVARGS, VethPair, check, ctl, ctl_lines, expect_idle, log,
+                           main, parse_args, run_cases)
+
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap"])
+
+ROCE_PORT = 4791
+UD_SEND_ONLY = 0x64
+GSI_QPN = 1
+GSI_QKEY = 0x80010000
+MAD_LEN = 256
+MAD_HDR_LEN = 24
+ATTR_REJ, ATTR_REP, ATTR_RTU, ATTR_DREQ, ATTR_DREP = 0x0012, 0x0013, 0x0014, 0x0015, 0x0016
+REJ_MSG_REP = 1
+REJ_INVALID_COMM_ID = 6
+# The peer in namespace b: a MAC of its own (not the veth end's, which droced never
+# learns: the kernel end has no address), so an answer to it can only have taken its
+# destination from the frame it answers.
+PEER_MAC = "02:c3:00:00:00:02"
+UDP_SPORT = 0xC0DE
+# How long an answer may take, and how long after it (or, for a MAD that gets none,
+# after sending) the sniffer goes on listening for anything else droced sends.
+ANSWER_TIMEOUT_S = 5.0
+LINGER_S = 0.5
+RTU_QUIET_S = 1.0
+PROC_TIMEOUT_S = 30
+
+# (name, byte, bit, width) per attribute; byte arrays (ARI, private data) are (name,
+# byte, None, length).
+FIELDS = {
+    ATTR_REP: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
+               ("local_qkey", 8, 0, 32), ("local_qpn", 12, 0, 24), ("local_eecn", 16, 0, 24),
+               ("starting_psn", 20, 0, 24), ("responder_resources", 24, 0, 8),
+               ("initiator_depth", 25, 0, 8), ("target_ack_delay", 26, 0, 5),
+               ("failover_accepted", 26, 5, 2), ("end_to_end_flow_control", 26, 7, 1),
+               ("rnr_retry_count", 27, 0, 3), ("srq", 27, 3, 1),
+               ("local_ca_guid", 28, 0, 64), ("private_data", 36, None, 196)],
+    ATTR_REJ: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
+               ("message_rejected", 8, 0, 2), ("rejected_info_length", 9, 0, 7),
+               ("reason", 10, 0, 16), ("ari", 12, None, 72), ("private_data", 84, None, 148)],
+    ATTR_RTU: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
+               ("private_data", 8, None, 224)],
+    ATTR_DREQ: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
+                ("remote_qpn_eecn", 8, 0, 24), ("private_data", 12, None, 220)],
+    ATTR_DREP: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
+                ("private_data", 8, None, 224)],
+}
+ATTR_NAMES = {ATTR_REJ: "REJ", ATTR_REP: "REP", ATTR_RTU: "RTU", ATTR_DREQ: "DREQ",
+              ATTR_DREP: "DREP"}
+
+# The MADs sent: every ID and TID distinct, each comm ID with a nonzero slot (its low 16
+# bits) that a fresh droced has not given out.
+REP = {"tid": 0xC3A5000000010013, "local_comm_id": 0xA1B2C3D4, "remote_comm_id": 0x5EED0042,
+       "local_qkey": 0, "local_qpn": 0x00ABCD, "local_eecn": 0, "starting_psn": 0x123456,
+       "responder_resources": 4, "initiator_depth": 4, "target_ack_delay": 15,
+       "failover_accepted": 0, "end_to_end_flow_control": 1, "rnr_retry_count": 7, "srq": 0,
+       "local_ca_guid": 0x0200C3FFFE000002}
+DREQ = {"tid": 0xC3A5000000020015, "local_comm_id": 0x0BADF00D, "remote_comm_id": 0x77770043,
+        "remote_qpn_eecn": 0x000456}
+RTU = {"tid": 0xC3A5000000030014, "local_comm_id": 0x13572468, "remote_comm_id": 0x24680044}
+
+# Runs in namespace b: opens a raw socket on the interface, sends the frame, and prints
+# (as hex, one a line) every RoCEv2 frame received until `first` seconds have passed or,
+# once one came, `linger` seconds after it. The socket is open before the frame goes, so
+# no answer can be missed.
+SNIFFER = r'''
+import select, socket, sys, time
+ifn, frame, first, linger = sys.argv[1], bytes.fromhex(sys.argv[2]), float(sys.argv[3]), \
+    float(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind((ifn, 0))
+s.send(frame)
+t0 = time.monotonic()
+deadline = t0 + first
+got = 0
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        break
+    if not select.select([s], [], [], left)[0]:
+        continue
+    f, addr = s.recvfrom(65535)
+    if addr[2] == socket.PACKET_OUTGOING or len(f) < 42 or f[12:14] != b"\x08\x00":
+        continue
+    ihl = (f[14] & 15) * 4
+    if f[23] != 17 or int.from_bytes(f[14 + ihl + 2:14 + ihl + 4], "big") != 4791:
+        continue
+    print("%.6f %s" % (time.monotonic() - t0, f.hex()), flush=True)
+    if got == 0:
+        deadline = min(deadline, time.monotonic() + linger)
+    got += 1
+print("done", flush=True)
+'''
+
+
+def put_field(body, byte, bit, width, value):
+    n = (bit + width + 7) // 8
+    shift = n * 8 - bit - width
+    mask = ((1 << width) - 1) << shift
+    word = int.from_bytes(body[byte:byte + n], "big")
+    word = (word & ~mask) | ((value << shift) & mask)
+    body[byte:byte + n] = word.to_bytes(n, "big")
+
+
+def get_field(body, byte, bit, width):
+    n = (bit + width + 7) // 8
+    shift = n * 8 - bit - width
+    return (int.from_bytes(body[byte:byte + n], "big") >> shift) & ((1 << width) - 1)
+
+
+def build_mad(attr, msg):
+    """A CM Send MAD: common header (base version 1, class 0x07, class version 2, method
+    0x03 Send, status 0, TID, attribute ID, attribute modifier 0) and the body."""
+    hdr = struct.pack("!BBBBHHQHHI", 1, 0x07, 2, 0x03, 0, 0, msg["tid"], attr, 0, 0)
+    body = bytearray(MAD_LEN - MAD_HDR_LEN)
+    for name, byte, bit, width in FIELDS[attr]:
+        if bit is None:
+            body[byte:byte + width] = msg.get(name, bytes(width))
+        else:
+            put_field(body, byte, bit, width, msg.get(name, 0))
+    return hdr + bytes(body)
+
+
+def parse_mad(mad):
+    check(len(mad) == MAD_LEN, "MAD of %d bytes" % len(mad))
+    base, cls, clsver, method, status, cspec, tid, attr, resv, attr_mod = \
+        struct.unpack("!BBBBHHQHHI", mad[:MAD_HDR_LEN])
+    m = {"base_version": base, "mgmt_class": cls, "class_version": clsver, "method": method,
+         "status": status, "class_specific": cspec, "tid": tid, "attr_id": attr,
+         "reserved": resv, "attr_mod": attr_mod}
+    body = mad[MAD_HDR_LEN:]
+    for name, byte, bit, width in FIELDS.get(attr, []):
+        m[name] = body[byte:byte + width] if bit is None else get_field(body, byte, bit, width)
+    return m
+
+
+def build_frame(ctx, attr, msg, psn):
+    """Ethernet / IPv4 / UDP 4791 / BTH (UD SEND ONLY to QP1, P_Key 0xFFFF) / DETH (GSI
+    Q_Key, from QP1) / MAD / ICRC (scapy's)."""
+    deth = struct.pack("!IB", GSI_QKEY, 0) + GSI_QPN.to_bytes(3, "big")
+    pkt = (Ether(src=PEER_MAC, dst=ctx.droced_mac) /
+           IP(src=ctx.peer_ip, dst=ctx.droced_ip, ttl=64, id=psn, flags="DF") /
+           UDP(sport=UDP_SPORT, dport=ROCE_PORT, chksum=0) /
+           BTH(opcode=UD_SEND_ONLY, pkey=0xFFFF, dqpn=GSI_QPN, psn=psn) /
+           Raw(deth + build_mad(attr, msg)))
+    return bytes(pkt)
+
+
+def parse_frame(f):
+    """The headers of a RoCEv2 UD frame over IPv4 and its MAD; raises on anything else."""
+    check(len(f) >= 14 + 20 and f[12:14] == b"\x08\x00", "not IPv4: %s" % f.hex())
+    ip = 14
+    ihl = (f[ip] & 15) * 4
+    tot = int.from_bytes(f[ip + 2:ip + 4], "big")
+    udp = ip + ihl
+    bth = udp + 8
+    out = {"dst_mac": f[0:6].hex(":"), "src_mac": f[6:12].hex(":"), "ip_version": f[ip] >> 4,
+           "ip_proto": f[ip + 9], "src_ip": ".".join(str(b) for b in f[ip + 12:ip + 16]),
+           "dst_ip": ".".join(str(b) for b in f[ip + 16:ip + 20]),
+           "dport": int.from_bytes(f[udp + 2:udp + 4], "big"),
+           "udp_len": int.from_bytes(f[udp + 4:udp + 6], "big"), "ip_len": tot,
+           "opcode": f[bth], "pad": (f[bth + 1] >> 4) & 3, "tver": f[bth + 1] & 15,
+           "pkey": int.from_bytes(f[bth + 2:bth + 4], "big"),
+           "dqpn": int.from_bytes(f[bth + 5:bth + 8], "big"),
+           "qkey": int.from_bytes(f[bth + 12:bth + 16], "big"),
+           "src_qp": int.from_bytes(f[bth + 17:bth + 20], "big")}
+    # IP header, UDP, BTH, DETH, one MAD, ICRC: nothing more, nothing less.
+    check(tot == ihl + 8 + 12 + 8 + MAD_LEN + 4 and ip + tot <= len(f),
+          "IP length %d for a %d-byte frame: not one MAD" % (tot, len(f)))
+    out["mad"] = parse_mad(f[bth + 20:bth + 20 + MAD_LEN])
+    return out
+
+
+class Ctx:
+    pass
+
+
+def sniff(ctx, frame, first, linger):
+    """Sends frame from namespace b; returns [(seconds after the send, frame)] of the RoCEv2
+    frames received there."""
+    r = subprocess.run(["timeout", "--kill-after=5", str(PROC_TIMEOUT_S), "ip", "netns", "exec",
+                        ctx.pair.ns[1], "/usr/bin/python3", "-c", SNIFFER, ctx.pair.ifs[1],
+                        frame.hex(), str(first), str(linger)],
+                       capture_output=True, text=True, timeout=PROC_TIMEOUT_S + 10)
+    check(r.returncode == 0 and r.stdout.endswith("done\n"),
+          "sniffer exited %d: %s%s" % (r.returncode, r.stdout, r.stderr))
+    out = []
+    for line in r.stdout.splitlines()[:-1]:
+        t, h = line.split()
+        out.append((float(t), bytes.fromhex(h)))
+    ctx.pcap.append(frame)
+    ctx.pcap.extend(f for _, f in out)
+    return out
+
+
+def counters(ctx):
+    st = ctl(BIN["droce_ctl"], ctx.pair.a)
+    return {k: int(st[k]) for k in ("cm_rx_mads", "cm_rx_bad", "cm_tx_mads", "cm_conns")}
+
+
+def expect_counters(ctx, before, rx_mads, rx_bad, tx_mads):
+    # droce-ctl answers from droced's control thread, the one that handles QP1: by the
+    # time an answer was on the wire its counts were taken; a MAD with no answer is
+    # counted once droced has read it, which it has within RTU_QUIET_S or ANSWER_TIMEOUT_S.
+    want = {"cm_rx_mads": before["cm_rx_mads"] + rx_mads,
+            "cm_rx_bad": before["cm_rx_bad"] + rx_bad,
+            "cm_tx_mads": before["cm_tx_mads"] + tx_mads, "cm_conns": 0}
+    deadline = time.monotonic() + ANSWER_TIMEOUT_S
+    while True:
+        got = counters(ctx)
+        if got == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    check(got == want, "droce-ctl status: %s, expected %s" % (got, want))
+
+
+def mismatches(got, want):
+    """{field: (got, expected)} of the fields of want that got does not have, integers in
+    hex."""
+    def h(v):
+        return "%#x" % v if isinstance(v, int) else v
+    return {k: (h(got.get(k)), h(v)) for k, v in want.items() if got.get(k) != v}
+
+
+def expect_gsi_frame(ctx, f):
+    """An answer from droced's QP1 to ours, to the address the MAD came from."""
+    p = parse_frame(f)
+    want = {"dst_mac": PEER_MAC, "src_mac": ctx.droced_mac, "ip_version": 4, "ip_proto": 17,
+            "src_ip": ctx.droced_ip, "dst_ip": ctx.peer_ip, "dport": ROCE_PORT,
+            "opcode": UD_SEND_ONLY, "pad": 0, "tver": 0, "pkey": 0xFFFF, "dqpn": GSI_QPN,
+            "qkey": GSI_QKEY, "src_qp": GSI_QPN}
+    bad = mismatches(p, want)
+    check(not bad, "answer's headers (got, expected): %s" % bad)
+    m = p["mad"]
+    hdr = {"base_version": 1, "mgmt_class": 0x07, "class_version": 2, "method": 0x03,
+           "status": 0, "class_specific": 0, "reserved": 0, "attr_mod": 0}
+    bad = mismatches(m, hdr)
+    check(not bad, "answer's MAD header (got, expected): %s" % bad)
+    return m
+
+
+def one_answer(got, what):
+    check(len(got) == 1, "%s: %d frames came back, expected one: %s" %
+          (what, len(got), [f.hex() for _, f in got]))
+    return got[0][1]
+
+
+def case_rep_rej(ctx):
+    before = counters(ctx)
+    got = sniff(ctx, build_frame(ctx, ATTR_REP, REP, 1), ANSWER_TIMEOUT_S, LINGER_S)
+    check(got, "no answer to a REP for a connection droced does not hold (LocalCommID "
+          "0x%08x, RemoteCommID 0x%08x) within %.0f s" %
+          (REP["local_comm_id"], REP["remote_comm_id"], ANSWER_TIMEOUT_S))
+    m = expect_gsi_frame(ctx, one_answer(got, "REP"))
+    want = {"attr_id": ATTR_REJ, "tid": REP["tid"], "local_comm_id": REP["remote_comm_id"],
+            "remote_comm_id": REP["local_comm_id"], "message_rejected": REJ_MSG_REP,
+            "rejected_info_length": 0, "reason": REJ_INVALID_COMM_ID, "ari": bytes(72),
+            "private_data": bytes(148)}
+    bad = mismatches(m, want)
+    check(not bad, "REJ fields (got, expected): %s" % bad)
+    log("  REP 0x%08x -> 0x%08x tid 0x%016x: REJ after %.1f ms: local 0x%08x remote 0x%08x "
+        "msg %d reason %d" % (REP["local_comm_id"], REP["remote_comm_id"], REP["tid"],
+                              got[0][0] * 1000, m["local_comm_id"], m["remote_comm_id"],
+                              m["message_rejected"], m["reason"]))
+    expect_counters(ctx, before, rx_mads=1, rx_bad=1, tx_mads=1)
+
+
+def case_bad_icrc(ctx):
+    before = counters(ctx)
+    f = bytearray(build_frame(ctx, ATTR_REP, REP, 2))
+    f[-1] ^= 0x01
+    got = sniff(ctx, bytes(f), RTU_QUIET_S, 0)
+    ctx.bad_icrc_frames.add(len(ctx.pcap) - len(got) - 1)
+    check(not got, "a REP with a bad ICRC was answered: %s" % [g.hex() for _, g in got])
+    # Dropped before QP1: not a MAD received, let alone a bad one.
+    expect_counters(ctx, before, rx_mads=0, rx_bad=0, tx_mads=0)
+    log("  REP with a bad ICRC: no answer in %.1f s, not counted by QP1" % RTU_QUIET_S)
+
+
+def case_dreq_drep(ctx):
+    before = counters(ctx)
+    got = sniff(ctx, build_frame(ctx, ATTR_DREQ, DREQ, 3), ANSWER_TIMEOUT_S, LINGER_S)
+    check(got, "no DREP for a DREQ for a connection droced does not hold within %.0f s" %
+          ANSWER_TIMEOUT_S)
+    m = expect_gsi_frame(ctx, one_answer(got, "DREQ"))
+    want = {"attr_id": ATTR_DREP, "tid": DREQ["tid"], "local_comm_id": DREQ["remote_comm_id"],
+            "remote_comm_id": DREQ["local_comm_id"], "private_data": bytes(224)}
+    bad = mismatches(m, want)
+    check(not bad, "DREP fields (got, expected): %s" % bad)
+    log("  DREQ 0x%08x -> 0x%08x tid 0x%016x: DREP after %.1f ms: local 0x%08x remote 0x%08x"
+        % (DREQ["local_comm_id"], DREQ["remote_comm_id"], DREQ["tid"], got[0][0] * 1000,
+           m["local_comm_id"], m["remote_comm_id"]))
+    expect_counters(ctx, before, rx_mads=1, rx_bad=1, tx_mads=1)
+
+
+def case_rtu_silent(ctx):
+    before = counters(ctx)
+    got = sniff(ctx, build_frame(ctx, ATTR_RTU, RTU, 4), RTU_QUIET_S, 0)
+    check(not got, "an RTU for a connection droced does not hold was answered: %s" %
+          [parse_frame(f)["mad"] for _, f in got])
+    # Taken by QP1 (so the silence is droced's choice, not a lost frame), unmatched.
+    expect_counters(ctx, before, rx_mads=1, rx_bad=1, tx_mads=0)
+    log("  RTU: no answer in %.1f s, counted as received and unmatched" % RTU_QUIET_S)
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", i, 0, len(fr), len(fr)) + fr)
+
+
+def case_pcap(ctx):
+    """Every frame sent and received: droce-pcap --verify (lib/wire's parser and ICRC) and
+    tshark's InfiniBand dissector."""
+    check(ctx.pcap, "no frames captured")
+    path = ctx.pair.work.file("cm_wire.pcap")
+    good = [f for i, f in enumerate(ctx.pcap) if i not in ctx.bad_icrc_frames]
+    write_pcap(path, good)
+    r = subprocess.run(["timeout", "30", BIN["droce_pcap"], "--verify", "--json", path],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "droce-pcap --verify exited %d:\n%s%s" %
+          (r.returncode, r.stdout, r.stderr))
+    rows = [json.loads(l) for l in r.stdout.splitlines()]
+    summary = rows.pop()["summary"]
+    check(summary.get("roce") == len(good) == summary.get("ok") == len(rows),
+          "droce-pcap summary %s for %d frames" % (summary, len(good)))
+    for row in rows:
+        check(row["result"] == "OK" and row["icrc_ok"] and row["opcode"] == UD_SEND_ONLY and
+              row["dqpn"] == GSI_QPN and row["pkey"] == 0xFFFF and
+              row["deth"] == {"qkey": GSI_QKEY, "src_qp": GSI_QPN} and
+              row["payload_len"] == MAD_LEN, "droce-pcap: %s" % row)
+    # The control: droce-pcap does reject the frame whose ICRC bit was flipped.
+    if ctx.bad_icrc_frames:
+        bad_path = ctx.pair.work.file("bad_icrc.pcap")
+        write_pcap(bad_path, [ctx.pcap[i] for i in sorted(ctx.bad_icrc_frames)])
+        rb = subprocess.run(["timeout", "30", BIN["droce_pcap"], "--verify", "--json",
+                             bad_path], capture_output=True, text=True)
+        check(rb.returncode == 1 and '"BAD_ICRC"' in rb.stdout,
+              "droce-pcap accepted the flipped ICRC: %d %s" % (rb.returncode, rb.stdout))
+    log("  droce-pcap --verify: %d frames, every ICRC good (%s)" %
+        (len(good), ", ".join("%s %s" % (row["src"], row["icrc"]) for row in rows)))
+    tshark_check(ctx, path, good)
+
+
+# lib/cm field -> tshark 4.0 field (infiniband.cm.*), per attribute (as test_cm_tshark).
+TSHARK_CM = {
+    ATTR_REP: {"local_comm_id": "rep", "remote_comm_id": "rep.remotecommid",
+               "local_qpn": "rep.localqpn", "starting_psn": "rep.startpsn",
+               "local_ca_guid": "rep.localcaguid"},
+    ATTR_REJ: {"local_comm_id": "rej.localcommid", "remote_comm_id": "rej.remotecommid",
+               "message_rejected": "rej.msgrej", "rejected_info_length": "rej.rejinfolen",
+               "reason": "rej.reason"},
+    ATTR_RTU: {"local_comm_id": "rtu.localcommid", "remote_comm_id": "rtu.remotecommid"},
+    ATTR_DREQ: {"local_comm_id": "dreq.localcommid", "remote_comm_id": "dreq.remotecommid",
+                "remote_qpn_eecn": "req.remoteqpneecn"},
+    ATTR_DREP: {"local_comm_id": "drsp.localcommid", "remote_comm_id": "drsp.remotecommid"},
+}
+TSHARK_HDR = [("infiniband.bth.opcode", "opcode"), ("infiniband.bth.p_key", "pkey"),
+              ("infiniband.bth.destqp", "dqpn"), ("infiniband.deth.q_key", "qkey"),
+              ("infiniband.deth.srcqp", "src_qp")]
+TSHARK_MAD = [("infiniband.mad.baseversion", "base_version"),
+              ("infiniband.mad.mgmtclass", "mgmt_class"),
+              ("infiniband.mad.classversion", "class_version"),
+              ("infiniband.mad.method", "method"),
+              ("infiniband.mad.transactionid", "tid"),
+              ("infiniband.mad.attributeid", "attr_id")]
+# Dissectors that would claim the private data (test_cm_tshark.py).
+TSHARK_PROTOCOLS_OFF = ["infiniband_sdp", "smc", "smb_direct", "rpcordma", "nvme-rdma", "lnet",
+                        "iser", "infiniband.eoib", "fcoib"]
+
+
+def tshark_check(ctx, path, frames):
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        log("  tshark not installed: its decode not checked")
+        return
+    fields = (["frame.number", "_ws.malformed", "infiniband.invariant.crc"] +
+              [f for f, _ in TSHARK_HDR] + [f for f, _ in TSHARK_MAD] +
+              sorted({"infiniband.cm." + t for d in TSHARK_CM.values() for t in d.values()}))
+    args = [tshark, "-n", "-r", path, "-T", "fields", "-E", "separator=/t", "-E",
+            "occurrence=a", "-E", "aggregator=|", "--disable-heuristic", "eth_over_ib"]
+    for p in TSHARK_PROTOCOLS_OFF:
+        args += ["--disable-protocol", p]
+    for f in fields:
+        args += ["-e", f]
+    r = subprocess.run(["timeout", "60"] + args, capture_output=True, text=True)
+    check(r.returncode == 0, "tshark exited %d: %s" % (r.returncode, r.stderr))
+    lines = r.stdout.splitlines()
+    check(len(lines) == len(frames), "tshark printed %d frames of %d" %
+          (len(lines), len(frames)))
+    n = 0
+    for line, frame in zip(lines, frames):
+        v = dict(zip(fields, line.split("\t")))
+        p = parse_frame(frame)
+        m = p["mad"]
+        what = "tshark frame %s (%s)" % (v["frame.number"], ATTR_NAMES.get(m["attr_id"]))
+
+        def num(f):
+            s = v.get(f, "")
+            check(s != "" and "|" not in s, "%s: %s is %r" % (what, f, s))
+            return int(s, 16) if s.startswith("0x") else int(s)
+
+        check(v["_ws.malformed"] == "", "%s: malformed" % what)
+        check(num("infiniband.invariant.crc") == int.from_bytes(frame[-4:], "big"),
+              "%s: ICRC %s" % (what, v["infiniband.invariant.crc"]))
+        for f, k in TSHARK_HDR:
+            check(num(f) == p[k], "%s: %s = %s, frame has %#x" % (what, f, v[f], p[k]))
+            n += 1
+        for f, k in TSHARK_MAD:
+            check(num(f) == m[k], "%s: %s = %s, MAD has %#x" % (what, f, v[f], m[k]))
+            n += 1
+        for k, t in TSHARK_CM[m["attr_id"]].items():
+            f = "infiniband.cm." + t
+            check(num(f) == m[k], "%s: %s = %s, MAD has %#x" % (what, f, v[f], m[k]))
+            n += 1
+    log("  tshark: %d frames, %d fields equal to this test's decode" % (len(frames), n))
+
+
+def run():
+    ctx = Ctx()
+    ctx.pcap = []
+    ctx.bad_icrc_frames = set()
+    ctx.pair = VethPair(BIN["droced"], "cmwire", devargs=VETH_DEVARGS)
+    pair = ctx.pair
+    try:
+        # Only daemon a: namespace b's end of the veth is the test's raw socket.
+        try:
+            pair.setup()
+            pair.a.start()
+        except BaseException:
+            pair.close(False)
+            raise
+        ok = False
+        try:
+            ports = ctl_lines(BIN["droce_ctl"], pair.a, "ports")
+            check(len(ports) == 1 and "mac" in ports[0], "droce-ctl ports: %s" % ports)
+            ctx.droced_mac = ports[0]["mac"]
+            ctx.droced_ip, ctx.peer_ip = pair.ip_a, pair.ip_b
+            check(ports[0].get("ipv4", "").split("/")[0] == ctx.droced_ip,
+                  "droce-ctl ports: %s" % ports)
+            check(counters(ctx)["cm_conns"] == 0, "droced holds connections already")
+            log("  droced %s %s on %s (namespace %s); peer %s %s on %s (namespace %s)" %
+                (ctx.droced_mac, ctx.droced_ip, pair.ifs[0], pair.ns[0], PEER_MAC,
+                 ctx.peer_ip, pair.ifs[1], pair.ns[1]))
+            run_cases([("rep_rej", lambda: case_rep_rej(ctx)),
+                       ("bad_icrc", lambda: case_bad_icrc(ctx)),
+                       ("dreq_drep", lambda: case_dreq_drep(ctx)),
+                       ("rtu_silent", lambda: case_rtu_silent(ctx)),
+                       ("pcap", lambda: case_pcap(ctx))], CASES)
+            expect_idle(BIN["droce_ctl"], pair.a)
+            ok = True
+        finally:
+            pair.close(ok)
+    finally:
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout
+        check(pair.ns[0] not in names and pair.ns[1] not in names, "namespace left behind")
+
+
+if __name__ == "__main__":
+    main([("cm_wire", run)], [])
