@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A soak: two droced (adaptive engines) on a memif link that loses 1% of the packets each
 way and reorders 1%, and for --minutes a churn of applications through them, drawn at
-random (--seed): verbs_stream pairs (RC, UC, UD; every byte checked), rping clients of a
-persistent rping server on each daemon (rdma_cm connects and disconnects, data
-validated), verbs_churn (MR register/rereg/deregister with the memory checked, CQ resize,
+random (--seed): verbs_stream pairs (RC, UC, UD; every byte checked), rping servers and
+clients (rdma_cm connects and disconnects, data validated on both ends), verbs_churn (MR register/rereg/deregister with the memory checked, CQ resize,
 SRQ limit events, multicast join/leave), droce-ctl queries; one application in five is
 killed with SIGKILL mid-transfer, and droced itself is killed (SIGKILL) and restarted a
 few times with applications running.
@@ -97,7 +96,8 @@ class Soak:
         self.incarnation = {"a": 0, "b": 0}
         self.start_fds = {}
         self.baseline = {}
-        self.rping_srv = {}
+        self.rping_servers = []     # (daemon, App) of the rping servers started
+        self.recent = []            # (desc, app name, exit, output) of the last ended
         self.jobs = []
         self.samples = []
         self.ops = {}
@@ -129,21 +129,15 @@ class Soak:
         d = self.d[n]
         d.start()
         self.incarnation[n] += 1
-        self.start_rping(n)
 
     def take_baseline(self, n):
-        """Daemon n's idle counts: with its rping server, after that server's first
-        connection has left the CM's time-wait (a connection there is not idle), the
-        link up; its fds and memfds then too."""
-        deadline = time.monotonic() + IDLE_TIMEOUT
-        while True:
-            st = ctl(self.args.droce_ctl, self.d[n])
-            if st["cm_conns"] == "0":
-                break
-            if time.monotonic() > deadline:
-                raise TestFailure("droced %s: CM connections left: %s" % (n, st))
-            time.sleep(0.2)
+        """Daemon n's idle counts, once started with its link up: every table empty, and
+        its fds and memfds as they are now."""
+        st = ctl(self.args.droce_ctl, self.d[n])
         self.baseline[n] = {k: int(st[k]) for k in TABLES}
+        busy = {k: v for k, v in self.baseline[n].items() if v != 0}
+        if busy:
+            raise TestFailure("droced %s holds %s before any application" % (n, busy))
         self.start_fds[n] = proc_fds(int(st["pid"]))
 
     def wait_link(self):
@@ -156,45 +150,6 @@ class Soak:
             time.sleep(0.2)
         raise TestFailure("the memif link did not come up again within 30 s")
 
-    def start_rping(self, n):
-        """A persistent rping server on daemon n: rping clients connect to it all run."""
-        port = free_tcp_port()
-        before = int(ctl(self.args.droce_ctl, self.d[n])["cm_listeners"])
-        # -d: its CM events, for diagnostics() when a connection stays
-        app = App(LINEBUF + ["rping", "-s", "-P", "-V", "-d", "-a", IP[n], "-p", str(port)],
-                  self.d[n], int(self.args.minutes * 60 + 1200), "rping-server-" + n,
-                  env=self.env)
-        deadline = time.monotonic() + 30
-        while int(ctl(self.args.droce_ctl, self.d[n])["cm_listeners"]) <= before:
-            if app.proc.poll() is not None or time.monotonic() > deadline:
-                raise TestFailure("rping -P on %s did not listen:\n%s" % (n, app.text()))
-            time.sleep(0.1)
-        self.rping_srv[n] = (app, port)
-        # One connection first: what the server keeps between clients is then part of the
-        # idle counts (its device context and PD, if it keeps them).
-        cli = App(LINEBUF + ["rping", "-c", "-V", "-C", "3", "-a", IP[n], "-p", str(port)],
-                  self.d[n], JOB_TIMEOUT, "rping-warmup", env=self.env)
-        rc = cli.wait(JOB_TIMEOUT + 10)
-        if rc != 0:
-            raise TestFailure("the first rping to %s exited %s:\n%s" % (n, rc, cli.output))
-
-    def stop_rping(self, n, kill=False):
-        app, _ = self.rping_srv.pop(n)
-        if app.proc.poll() is None:
-            if kill:
-                app.kill9()
-            else:
-                os.killpg(app.proc.pid, signal.SIGTERM)
-            try:
-                app.wait(20)
-            except subprocess.TimeoutExpired:
-                app.kill9()
-                app.wait()
-                self.fail("rping -P on %s ignored SIGTERM for 20 s" % n)
-        text = app.text()
-        if sanitizer_report(text):
-            self.fail("rping server on %s: sanitizer report:\n%s" % (n, text[-3000:]))
-
     def restart(self, n):
         """droced n killed with SIGKILL under load, then started again."""
         log("soak: %.0f s: kill -9 droced %s (incarnation %d) with %d applications running" %
@@ -206,7 +161,6 @@ class Soak:
         self.save_log(n)
         d.kill9()
         d.cleanup_files()
-        self.stop_rping(n, kill=True)
         self.count(self.ops, "droced_restarts")
         self.start_daemon(n)
         self.wait_link()
@@ -245,8 +199,9 @@ class Soak:
             self.csv.flush()
 
     def wait_idle(self):
-        """droced's tables back at idle: the persistent rping server holds one listening
-        id on one channel, and one client (its device context) with its PD; else none."""
+        """droced's tables back at idle (empty) within IDLE_TIMEOUT of the last
+        application's end: what a killed client held torn down, its CM connections
+        through their time-wait."""
         deadline = time.monotonic() + IDLE_TIMEOUT
         while True:
             bad = {}
@@ -265,15 +220,15 @@ class Soak:
             time.sleep(0.2)
 
     def diagnostics(self, daemons):
-        """What helps find who holds what: each daemon's QPs, the end of its rping
-        server's debug output (CM events per connection)."""
+        """What helps find who holds what: each daemon's QPs, the period's last
+        applications on it and how they ended."""
         out = []
         for n in daemons:
             out.append("--- droce-ctl qps on %s:\n%s" % (n, "\n".join(
                 str(q) for q in ctl_lines(self.args.droce_ctl, self.d[n], "qps"))))
-            if n in self.rping_srv:
-                out.append("--- rping -P on %s, last lines:\n%s" %
-                           (n, self.rping_srv[n][0].text()[-4000:]))
+            for desc, name, rc, text in self.recent:
+                if n in desc.split()[-1]:
+                    out.append("--- %s, %s: exit %s:\n%s" % (desc, name, rc, text[-1500:]))
         return "\n".join(out)
 
     def check_idle_process(self):
@@ -331,23 +286,51 @@ class Soak:
         self.add_job("stream", [srv, cli], {srv_d, cli_d}, desc, check)
 
     def launch_rping(self):
+        """An rping server (-C count) on one daemon and its client on either, each
+        validating the data (-V). The client starts once droced holds the server's
+        listening id: rping's client tries once, and a guess at the server's start-up
+        time does not hold on a loaded machine."""
         srv_d = self.rng.choice("ab")
         cli_d = self.rng.choice("ab")
-        _, port = self.rping_srv[srv_d]
+        port = free_tcp_port()
         count = self.rng.randint(20, 400)
         size = self.rng.choice([64, 1024, 16384, 65535])
-        cli = App(LINEBUF + ["rping", "-c", "-V", "-C", str(count), "-S", str(size), "-a",
-                             IP[srv_d], "-p", str(port)],
-                  self.d[cli_d], JOB_TIMEOUT, "rping-client", env=self.env)
+        common = ["-V", "-C", str(count), "-S", str(size), "-a", IP[srv_d], "-p", str(port)]
+        # -d: the server says when it listens, and its CM events (diagnostics())
+        srv = App(LINEBUF + ["rping", "-s", "-d"] + common, self.d[srv_d], JOB_TIMEOUT,
+                  "rping-server", env=self.env)
+        srv.listen_port = port
+        self.rping_servers.append((srv_d, srv))
+        deadline = time.monotonic() + 30
+        while True:
+            # every live server of this daemon that asked for its listen holds one
+            self.rping_servers = [(n, a) for n, a in self.rping_servers
+                                  if a.proc.poll() is None]
+            want = sum(1 for n, a in self.rping_servers
+                       if n == srv_d and "rdma_listen" in a.text())
+            if srv.proc.poll() is not None:
+                break       # judged with the job: its output says why
+            if want > 0 and int(ctl(self.args.droce_ctl, self.d[srv_d])["cm_listeners"]) >= want:
+                break
+            if time.monotonic() > deadline:
+                srv.stop()
+                self.fail("rping server on %s: no listening id after 30 s:\n%s" %
+                          (srv_d, srv.text()[-1500:]))
+                return
+            time.sleep(0.05)
+        cli = App(LINEBUF + ["rping", "-c"] + common, self.d[cli_d], JOB_TIMEOUT,
+                  "rping-client", env=self.env)
 
         def check(apps):
-            a = apps[0]
-            if a.proc.returncode != 0 or re.search(r"error|fail", a.output, re.I):
-                return "rping client exited %s" % a.proc.returncode
+            for a in apps:
+                if a.proc.returncode != 0:
+                    return "%s exited %s" % (a.name, a.proc.returncode)
+            if re.search(r"error|fail", cli.output, re.I):
+                return "the rping client reported an error"
             self.count(self.ops, "rping_connections")
             self.count(self.ops, "rping_pings", count)
             return None
-        self.add_job("rping", [cli], {srv_d, cli_d},
+        self.add_job("rping", [srv, cli], {srv_d, cli_d},
                      "rping %d x %d B %s->%s" % (count, size, cli_d, srv_d), check)
 
     def launch_churn(self):
@@ -398,6 +381,8 @@ class Soak:
     def judge(self, j):
         for a in j["apps"]:
             a.output = a.text()
+            self.recent = (self.recent + [(j["desc"], a.name, a.proc.returncode,
+                                           a.output)])[-12:]
             if sanitizer_report(a.output):
                 self.fail("%s (%s): sanitizer report:\n%s" % (a.name, j["desc"], a.output[-3000:]))
         if j["victim"] is not None or j["hit"]:
@@ -442,8 +427,7 @@ class Soak:
         self.wait_link()
         for n in "ab":
             self.take_baseline(n)
-        log("soak: %d min, periods of %d s, seed %d; idle tables with the rping servers: %s" %
-            (a.minutes, a.period, a.seed, self.baseline))
+        log("soak: %d min, periods of %d s, seed %d" % (a.minutes, a.period, a.seed))
         self.sample("idle")
         periods = max(1, int(a.minutes * 60 // a.period))
         nb_restarts = max(1, min(4, int(a.minutes // 15)))
@@ -476,9 +460,7 @@ class Soak:
                 (p + 1, periods, self.now(), self.ops, self.outcomes))
             if rest > 0:
                 time.sleep(rest)
-        # The end: the persistent servers go too, and every table is back at zero.
-        for n in "ab":
-            self.stop_rping(n)
+        # The end: every table is back at zero.
         deadline = time.monotonic() + IDLE_TIMEOUT
         while True:
             busy = {n: {k: ctl(a.droce_ctl, self.d[n])[k] for k in TABLES
@@ -524,8 +506,6 @@ class Soak:
         for j in self.jobs:
             for a in j["apps"]:
                 a.stop()
-        for n in list(self.rping_srv):
-            self.stop_rping(n, kill=True)
         for n in "ba":
             d = self.d[n]
             if d.proc is None:
