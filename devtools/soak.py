@@ -157,6 +157,13 @@ class Soak:
         for j in self.jobs:
             if n in j["daemons"]:
                 j["hit"] = True
+                # An rping whose peer went with the daemon waits for its peer's next
+                # message for ever (nothing of its own is in flight, and no DREQ comes):
+                # as on Linux when the peer's host dies. verbs_stream (-T) and
+                # verbs_churn (a watchdog) end by themselves.
+                if j["kind"] == "rping":
+                    for a in j["apps"]:
+                        a.stop()
         d = self.d[n]
         self.save_log(n)
         d.kill9()
