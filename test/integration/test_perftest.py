@@ -10,13 +10,14 @@ QP), so -q 4 is run with ib_send_bw only.
 usage: test_perftest.py DROCED DROCE_CTL COMPAT_DIR [CASE...]
 """
 
+import math
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (MemifPair, check, expect_idle, main, parse_args, run_cases,
-                           run_pair)
+from droce_harness import (MemifPair, check, expect_idle, log, main, parse_args,
+                           run_cases, run_pair)
 
 TCP_PORT = 19310
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
@@ -26,8 +27,18 @@ ALL_SIZES = [1 << k for k in range(1, 24)]
 ERROR_WORDS = re.compile(r"error|fail|couldn't|unable|not supported", re.I)
 pair = None
 
-# A result row: size, iterations, then the numbers (3 for bw, 7 for lat).
-ROW = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+[\d.]+)+)[ \t]*$", re.M)
+# A result row: size, iterations, then the figures (3 for bw, 7 for lat). perftest's own
+# arithmetic can make a figure non-finite, and the row is there all the same: its latency
+# report (print_report_lat, 4.5-0.17 as upstream still) squares each deviation from the
+# average into an int, so one sample kept more than 46,341 us off the average (a READ held
+# up that long on a loaded machine) overflows it and t_stdev prints "-nan"; and a failed
+# clock calibration ("Correlation coefficient r^2: ... < 0.9" on stderr, after a
+# preemption between its TSC and gettimeofday reads) makes every time "inf". A test that
+# read digits only took such a row for a missing size (a loaded run: "ib_read_lat client:
+# sizes [..., 1048576, 4194304, 8388608], want [..., 1048576, 2097152, ...]"; the -nan
+# reproduced by stopping the responder's droced for 60 ms at a time under ib_read_lat).
+NUM = r"[-+]?(?:\d+(?:\.\d*)?|inf|nan)"
+ROW = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+%s)+)[ \t]*$" % NUM, re.M)
 
 
 def rows(out, side, ncols):
@@ -36,6 +47,9 @@ def rows(out, side, ncols):
         vals = m.group(3).split()
         if len(vals) == ncols:
             got.append((int(m.group(1)), int(m.group(2)), [float(v) for v in vals]))
+            if not all(math.isfinite(float(v)) for v in vals):
+                log("  %s: perftest's figures at %s B are not all numbers: %s" %
+                    (side, m.group(1), " ".join(vals)))
     check(got, "%s: no result rows in:\n%s" % (side, out))
     return got
 
@@ -56,8 +70,11 @@ def perftest(prog, opts, iters, sizes, timeout=180, qps=1):
         if one_sided and side == "server":
             continue
         got = rows(out, "%s %s" % (prog, side), ncols)
-        check([g[0] for g in got] == sizes, "%s %s: sizes %s, want %s" %
-              (prog, side, [g[0] for g in got], sizes))
+        missing = [str(z) for z in sizes if z not in [g[0] for g in got]]
+        check([g[0] for g in got] == sizes, "%s %s: sizes %s, want %s; lines of %s: %s\n%s" %
+              (prog, side, [g[0] for g in got], sizes, ", ".join(missing),
+               [ln for ln in out.splitlines() if ln.split()[:1] in [[z] for z in missing]],
+               out))
         want = iters * qps if ncols == 3 else iters
         for size, n, vals in got:
             check(n == want, "%s %s: %d iterations at %d B, want %d" %

@@ -15,7 +15,13 @@ for the split runs),
 --no-huge with --no-shconf (nothing left in hugetlbfs; droce-perf removes its runtime
 directory), a hard timeout on every process.
 
-    test_perf.py DROCE_PERF
+    test_perf.py DROCE_PERF GROUP...
+
+GROUP is one of the groups below (GROUPS), each a meson test of its own
+(test/perf/meson.build) so that none is one long serial job and meson runs two at a time;
+"all" runs every group, in this order. Groups that run at once share nothing: each has its
+own --file-prefix per process (the pid in it) and its own temporary directory for the
+memif sockets; no TCP port is used (the --server/--client cases are refused before any).
 """
 
 import json
@@ -24,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 # TestFailure, check and log: test/integration's harness, as test_perf_peer.py uses.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -31,23 +38,40 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from droce_harness import TestFailure, check, log  # noqa: E402
 
 
-TIMEOUT = 60
+# Each process's hard limit, against a hang (droce-perf ends a stalled run itself after
+# 10 s). The longest, -q 10000 (20000 QPs made and destroyed): 15 s alone in the ASan
+# build, 41 s beside another group and others' load; 60 s was too close. Each group's
+# meson timeout bounds the whole.
+TIMEOUT = 150
 RUNS = 0
 
 
 def eal(vdevs=(), lcores="0"):
+    """lcores "0" or "0,1": the lcore ids, as -l gives them, each free to run on any CPU
+    this process may (--lcores ID@(CPUS)): -l 0 would pin every run's lcore 0 to CPU 0, and
+    meson runs two of these groups at once (and other tests beside them), all on CPU 0."""
     global RUNS
     RUNS += 1
-    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", "-l", lcores, "-m", "1024",
+    cpus = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+    cores = "--lcores=" + ",".join("%s@(%s)" % (l, cpus) for l in lcores.split(","))
+    args = ["--no-pci", "--no-huge", "--no-shconf", "--no-telemetry", cores, "-m", "1024",
             "--file-prefix=droce-perf-test-%d-%d" % (os.getpid(), RUNS),
             "--log-level=lib.eal:warning"]
     return args + ["--vdev=%s" % v for v in vdevs]
 
 
+# The longest process of the run and how long it took (against TIMEOUT), for the log.
+LONGEST = [0.0, ""]
+
+
 def run(perf, eal_args, opts):
     cmd = [perf] + eal_args + ["--"] + opts
+    t0 = time.monotonic()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=TIMEOUT)
+    took = time.monotonic() - t0
+    if took > LONGEST[0]:
+        LONGEST[:] = [took, " ".join(opts)]
     return p.returncode, p.stdout, p.stderr, " ".join(cmd)
 
 
@@ -85,9 +109,11 @@ def check_bw(name, f, ports, raw_io=False):
               (name, b["tx_packets"], a["rx_packets"]))
 
 
-def modes(perf, eal_fn, topo):
+def modes(perf, eal_fn, topo, parts=("send", "write", "other")):
+    """parts: which of its three parts run (each a group of its own): send, write (RC and
+    UC, one QP and several, iterations and duration), other (every size, lat, raw)."""
     # send and write, RC and UC, one QP and several, iterations and duration
-    for mode in ("send", "write"):
+    for mode in [m for m in ("send", "write") if m in parts]:
         for conn in ("RC", "UC"):
             for opts in (["-s", "64", "-n", "5000"], ["-s", "65536", "-q", "4", "-n", "200"],
                          ["-s", "4096", "-m", "1024", "-D", "0.2"],
@@ -106,6 +132,8 @@ def modes(perf, eal_fn, topo):
                 check_bw(name, f, ports)
                 log("ok %s: %.3f Gb/s %.3f Mpps" % (name, f["bw_average_gbps"],
                                                     f["msg_rate_mpps"]))
+    if "other" not in parts:
+        return
     # every size, once
     figs, ports = run_json(perf, eal_fn(), ["--mode", "send", "-a", "-n", "20"])
     check([f["bytes"] for f in figs] == [1 << i for i in range(21)],
@@ -376,35 +404,74 @@ def bad_args(perf):
     log("ok %d bad arguments refused, --help" % (len(cases) + 2))
 
 
-def main():
-    perf = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="droce-perf-", dir="/tmp")
-    try:
-        bad_args(perf)
-        tables(perf)
-        split(perf, eal, "net_ring")
-        modes(perf, eal, "net_ring")
-        new_modes(perf, eal, "net_ring")
-        lossy(perf, eal, "net_ring")
+def memif_eal_in(work):
+    """The EAL line of a net_memif pair in one process, its socket in work (the group's own
+    temporary directory: two groups at once never share a socket)."""
+    def memif_eal(lcores="0"):
+        # bsize 8192: one memif buffer per packet (test/engine/test_engine_memif.c: DPDK
+        # 22.11's memif mislabels chained packets' lengths). The server is probed first
+        # and listens; the client connects once both are started.
+        sock = os.path.join(work, "memif-%d.sock" % (RUNS + 1))
+        common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
+        return eal(["net_memif0,role=server," + common, "net_memif1,role=client," + common],
+                   lcores)
+    return memif_eal
 
-        def memif_eal(lcores="0"):
-            # bsize 8192: one memif buffer per packet (test/engine/test_engine_memif.c: DPDK
-            # 22.11's memif mislabels chained packets' lengths). The server is probed first
-            # and listens; the client connects once both are started.
-            sock = os.path.join(work, "memif-%d.sock" % (RUNS + 1))
-            common = "id=0,socket=%s,socket-abstract=no,bsize=8192" % sock
-            return eal(["net_memif0,role=server," + common, "net_memif1,role=client," + common],
-                       lcores)
-        split(perf, memif_eal, "memif")
-        modes(perf, memif_eal, "memif")
-        new_modes(perf, memif_eal, "memif")
-        lossy(perf, memif_eal, "memif")
+
+def part(fn, *parts):
+    """modes() limited to some of its parts."""
+    def run_parts(perf, eal_fn, topo):
+        fn(perf, eal_fn, topo, parts)
+    return run_parts
+
+
+# Each group a meson test (test/perf/meson.build); together, in this order, what was one
+# test. Each entry: (function, topology or None); the memif topology's EAL line is made
+# with the group's temporary directory.
+GROUPS = {
+    "args": [(bad_args, None), (tables, None)],
+    "ring_split": [(split, "net_ring")],
+    "ring_send": [(part(modes, "send"), "net_ring")],
+    "ring_write": [(part(modes, "write"), "net_ring")],
+    "ring_other": [(part(modes, "other"), "net_ring")],
+    "ring_new": [(new_modes, "net_ring"), (lossy, "net_ring")],
+    "memif_split": [(split, "memif")],
+    "memif_send": [(part(modes, "send"), "memif")],
+    "memif_write": [(part(modes, "write"), "memif")],
+    "memif_other": [(part(modes, "other"), "memif")],
+    "memif_new": [(new_modes, "memif"), (lossy, "memif")],
+}
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.stderr.write("usage: test_perf.py DROCE_PERF GROUP... (GROUP: %s or all)\n" %
+                         " ".join(GROUPS))
+        return 2
+    perf, names = sys.argv[1], sys.argv[2:]
+    if names == ["all"]:
+        names = list(GROUPS)
+    unknown = [n for n in names if n not in GROUPS]
+    if unknown:
+        sys.stderr.write("test_perf.py: no group %s (groups: %s or all)\n" %
+                         (" ".join(unknown), " ".join(GROUPS)))
+        return 2
+    work = tempfile.mkdtemp(prefix="droce-perf-", dir="/tmp")
+    t0 = time.monotonic()
+    try:
+        for name in names:
+            for fn, topo in GROUPS[name]:
+                if topo is None:
+                    fn(perf)
+                else:
+                    fn(perf, eal if topo == "net_ring" else memif_eal_in(work), topo)
     except (TestFailure, subprocess.TimeoutExpired) as e:
         log("FAIL: %s" % e)
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log("ok all")
+    log("ok all of %s: %d droce-perf runs in %.1f s, the longest %.1f s (%s)" %
+        (" ".join(names), RUNS, time.monotonic() - t0, LONGEST[0], LONGEST[1]))
     return 0
 
 
