@@ -22,7 +22,12 @@ exited 0 with its data exact; no process may die of a signal we did not send; no
 sanitizer report anywhere.
 
     soak.py [--minutes N] [--period S] [--seed N] [--out DIR] [--asan]
+            [--only KIND,...] [--log-level EAL_LOG_LEVEL]
             DROCED DROCE_CTL COMPAT_DIR FAULT_PMD VERBS_STREAM VERBS_CHURN
+
+--only narrows the churn to some kinds of application (stream, rping, churn, ctl), and
+--log-level is given to both droced's EAL (e.g. droce.droced:debug): both for chasing one
+failure, not for the soak itself.
 
 Writes DIR/samples.csv (one row per sample), DIR/summary.json (operations, outcomes,
 slopes) and, with gnuplot, DIR/soak.png. Exit 0 when every check held.
@@ -55,6 +60,7 @@ DRAIN_TIMEOUT = 150         # a period's applications must have ended by then
 IDLE_TIMEOUT = 30           # droced's tables must be back at their idle counts by then
 KILL_SHARE = 0.2            # applications killed with SIGKILL mid-run
 LINEBUF = ["stdbuf", "-oL"]
+RPING_PORTS = (20000, 32000)    # the rping servers' rdma_cm ports, in turn
 
 # Tables that must be at their idle value at every idle sample.
 TABLES = ("clients", "pds", "mrs", "cqs", "srqs", "qps", "ahs", "mr_bytes",
@@ -69,9 +75,12 @@ EXACT = ("fds", "memfds")
 # a leak of one small object per application would pass it within the hour).
 WARMUP_S = 180              # an incarnation's first idle samples, left out of the fit
 FIT_SPAN_S = 600            # the fit wants at least this much time after the warm-up
-SLOPE_TOL = {"rss_kib": 4096, "hugepage_kib": 4096, "mbufs_in_use": 256}
+# heap_kib: what droced's malloc has handed out (not RSS: no arenas, no page reuse), the
+# figure a leak of small objects moves.
+SLOPE_TOL = {"rss_kib": 4096, "hugepage_kib": 4096, "mbufs_in_use": 256, "heap_kib": 1024}
 COLUMNS = (["t_s", "daemon", "incarnation", "phase", "rss_kib", "hugepage_kib", "fds",
-            "memfds"] + list(TABLES) + ["mbufs_in_use", "mbufs_total", "neighbours"])
+            "memfds"] + list(TABLES) + ["mbufs_in_use", "mbufs_total", "neighbours",
+                                        "heap_kib"])
 
 
 class Soak:
@@ -93,12 +102,15 @@ class Soak:
             self.d[n] = Daemon(args.droced, self.work, n,
                                "net_fault0,port=net_memif0,seed=%d,%s" % (seed, LINK_FAULTS),
                                IP[n] + "/24", lcore=1, mode="adaptive",
-                               eal="-d %s --vdev=%s" % (self.pmd, dev),
+                               eal="-d %s --vdev=%s%s" % (
+                                   self.pmd, dev, " --log-level=" + args.log_level
+                                   if args.log_level else ""),
                                max_s=int(args.minutes * 60 + 1200))
         self.incarnation = {"a": 0, "b": 0}
         self.start_fds = {}
         self.baseline = {}
         self.rping_servers = []     # (daemon, App) of the rping servers started
+        self.rping_launched = 0
         self.recent = []            # (desc, app name, exit, output) of the last ended
         self.jobs = []
         self.samples = []
@@ -203,6 +215,7 @@ class Soak:
                    "memfds": memfds}
             for k in TABLES + ("mbufs_in_use", "mbufs_total", "neighbours"):
                 row[k] = int(st[k])
+            row["heap_kib"] = int(st["heap_in_use"]) // 1024
             self.samples.append(row)
             self.writer.writerow(row)
             self.csv.flush()
@@ -251,7 +264,10 @@ class Soak:
     # ---- applications ----
 
     def launch(self):
-        kind = self.rng.choices(["stream", "rping", "churn", "ctl"], [5, 3, 3, 1])[0]
+        kinds = {"stream": 5, "rping": 3, "churn": 3, "ctl": 1}
+        if self.args.only:
+            kinds = {k: w for k, w in kinds.items() if k in self.args.only.split(",")}
+        kind = self.rng.choices(list(kinds), list(kinds.values()))[0]
         self.count(self.ops, kind)
         getattr(self, "launch_" + kind)()
 
@@ -301,7 +317,12 @@ class Soak:
         time does not hold on a loaded machine."""
         srv_d = self.rng.choice("ab")
         cli_d = self.rng.choice("ab")
-        port = free_tcp_port()
+        # droced's rdma_cm port, not a kernel one: a free TCP port (what verbs_stream's
+        # side channel needs) could be the ephemeral port droced gave another rping
+        # client's id (32768-60999, as Linux's), and the server failed with "rdma_bind_addr:
+        # Address already in use". Below that range, each port once per 12000 servers.
+        port = RPING_PORTS[0] + self.rping_launched % (RPING_PORTS[1] - RPING_PORTS[0])
+        self.rping_launched += 1
         count = self.rng.randint(20, 400)
         size = self.rng.choice([64, 1024, 16384, 65535])
         common = ["-V", "-C", str(count), "-S", str(size), "-a", IP[srv_d], "-p", str(port)]
@@ -319,7 +340,11 @@ class Soak:
                        if n == srv_d and "rdma_listen" in a.text())
             if srv.proc.poll() is not None:
                 break       # judged with the job: its output says why
-            if want > 0 and int(ctl(self.args.droce_ctl, self.d[srv_d])["cm_listeners"]) >= want:
+            # this server among them: without it, other servers' listeners satisfied the
+            # count before this one had even reached droced (the client got REJ 8, nobody
+            # listening, and the server waited out its timeout for a client)
+            if "rdma_listen" in srv.text() and \
+                    int(ctl(self.args.droce_ctl, self.d[srv_d])["cm_listeners"]) >= want:
                 break
             if time.monotonic() > deadline:
                 srv.stop()
@@ -498,10 +523,11 @@ class Soak:
                 if len(pts) < 4 or pts[-1]["t_s"] - pts[0]["t_s"] < FIT_SPAN_S:
                     continue
                 for k, tol in SLOPE_TOL.items():
-                    if k == "rss_kib" and self.args.asan:
+                    if k in ("rss_kib", "heap_kib") and self.args.asan:
                         # ASan keeps freed memory in its quarantine (256 MiB) and maps
                         # shadow as it goes: RSS rises by design. LeakSanitizer judges
-                        # leaks instead, when droced exits at the end.
+                        # leaks instead, when droced exits at the end; glibc's
+                        # heap figures do not see ASan's allocator.
                         continue
                     t = [s["t_s"] / 60.0 for s in pts]
                     y = [float(s[k]) for s in pts]
@@ -613,28 +639,44 @@ def fit(t, y):
     return b, se
 
 
+# The figures soak.png plots, one panel each.
+PLOTTED = ("rss_kib", "hugepage_kib", "fds", "memfds", "qps", "mbufs_in_use", "heap_kib")
+
+
 def plot(out):
-    """soak.png from samples.csv, when gnuplot is there."""
+    """soak.png from samples.csv, when gnuplot is there: a panel per figure of PLOTTED,
+    each daemon's idle samples joined by lines (one line per incarnation: a restart
+    starts afresh) and its samples under load as points."""
     if shutil.which("gnuplot") is None:
         return
-    script = """
-set datafile separator ','
-set terminal pngcairo size 1200,900 noenhanced
-set output '%(o)s/soak.png'
-set multiplot layout 3,2 title 'droce soak: idle samples (lines) and under load (points)'
-set xlabel 'minutes'
-col(n) = column(n)
-f(d, ph, c) = (strcol(2) eq d && strcol(4) eq ph) ? column(c) : 1/0
-do for [spec in "5:RSS_KiB 6:hugepage_KiB 7:fds 8:memfds 14:QPs 34:mbufs_in_use"] {
-  c = int(word(spec[1:strstrt(spec, ':') - 1], 1))
-  set title spec[strstrt(spec, ':') + 1:]
-  plot '%(o)s/samples.csv' every ::1 using ($1/60):(f('a','idle',c)) with linespoints title 'a idle', \\
-       '' every ::1 using ($1/60):(f('b','idle',c)) with linespoints title 'b idle', \\
-       '' every ::1 using ($1/60):(f('a','load',c)) with points title 'a load', \\
-       '' every ::1 using ($1/60):(f('b','load',c)) with points title 'b load'
-}
-unset multiplot
-""" % {"o": out}
+    with open(os.path.join(out, "samples.csv")) as f:
+        rows = list(csv.DictReader(f))
+    # A gnuplot data block per series; blank lines split a line between incarnations.
+    blocks, panels = [], []
+    for fig in PLOTTED:
+        plots = []
+        for d in "ab":
+            for phase, style in (("idle", "linespoints"), ("load", "points")):
+                name = "$%s_%s_%s" % (fig, d, phase)
+                lines, inc = [], None
+                for r in rows:
+                    if r["daemon"] != d or r["phase"] != phase:
+                        continue
+                    if inc is not None and r["incarnation"] != inc:
+                        lines.append("")
+                    inc = r["incarnation"]
+                    lines.append("%.3f %s" % (float(r["t_s"]) / 60, r[fig]))
+                if lines:
+                    blocks.append("%s << EOD\n%s\nEOD" % (name, "\n".join(lines)))
+                    plots.append("%s with %s title '%s %s'" % (name, style, d, phase))
+        if plots:
+            panels.append("set title '%s'\nplot %s" % (fig, ", ".join(plots)))
+    script = "\n".join(blocks + [
+        "set terminal pngcairo size 1200,1200 noenhanced",
+        "set output '%s'" % os.path.join(out, "soak.png"),
+        "set multiplot layout %d,2 title 'droce soak: idle samples (lines) and under load "
+        "(points)'" % ((len(panels) + 1) // 2),
+        "set xlabel 'minutes'", "set key outside right"] + panels + ["unset multiplot"])
     subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, timeout=60)
 
 
@@ -645,6 +687,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--asan", action="store_true")
+    ap.add_argument("--only", default=None, help="stream,rping,churn,ctl: only these")
+    ap.add_argument("--log-level", default=None, help="droced's EAL --log-level")
     for p in ("droced", "droce_ctl", "compat_dir", "fault_pmd", "verbs_stream", "verbs_churn"):
         ap.add_argument(p)
     args = ap.parse_args()

@@ -10,7 +10,7 @@
 # Results and how to read them: doc/reliability.md.
 #
 # Usage: devtools/soak.sh [--minutes N] [--period S] [--seed N] [--out DIR] [--asan]
-#                         [--build DIR]
+#                         [--build DIR] [--only KIND,...] [--log-level LEVEL]
 #   --minutes  how long (default 60)
 #   --period   seconds per period: applications start in the first 60%, then the period's
 #              idle sample (default 60; 20 for runs of 5 minutes or less)
@@ -18,6 +18,9 @@
 #   --out      keep samples.csv, summary.json, soak.png and droced's logs here
 #   --asan     the ASan + UBSan build (build-asan; --build overrides)
 #   --build    the build directory (default build)
+#   --only     only these kinds of application: stream, rping, churn, ctl (to chase one
+#              failure)
+#   --log-level  droced's EAL --log-level, e.g. droce.droced:debug (the same)
 # Builds what it runs in that directory (ninja) first; devtools/setup.sh configures it.
 
 set -euo pipefail
@@ -33,7 +36,7 @@ while (($#)); do
 	case $1 in
 	--minutes) minutes=$2; shift 2 ;;
 	--period) period=$2; shift 2 ;;
-	--seed|--out) pass+=("$1" "$2"); shift 2 ;;
+	--seed|--out|--only|--log-level) pass+=("$1" "$2"); shift 2 ;;
 	--asan) asan=1; pass+=(--asan); shift ;;
 	--build) build=$2; shift 2 ;;
 	-h|--help) usage ;;

@@ -114,9 +114,10 @@ print_status(const struct droce_proto_status *st)
 	       st->cm_rx_bad, st->cm_tx_mads, st->cm_qp_moves, st->cm_qp_move_fallbacks);
 	/* Gauges that return to their idle values once the clients are gone. */
 	printf("timer_qps=%" PRIu32 "\nmcast_groups=%" PRIu32 "\nmcast_attached=%" PRIu32 "\n"
-	       "neighbours=%" PRIu32 "\nmbufs_in_use=%" PRIu64 "\nmbufs_total=%" PRIu64 "\n",
+	       "neighbours=%" PRIu32 "\nmbufs_in_use=%" PRIu64 "\nmbufs_total=%" PRIu64 "\n"
+	       "heap_in_use=%" PRIu64 "\n",
 	       st->timer_qps, st->mcast_groups, st->mcast_attached, st->neighbours,
-	       st->mbufs_in_use, st->mbufs_total);
+	       st->mbufs_in_use, st->mbufs_total, st->heap_in_use);
 }
 
 static void

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -557,6 +558,7 @@ op_status(struct droce_proto_resp *resp)
 	struct droce_proto_status *st = &resp->stat;
 	const struct droced_client *c;
 	struct droce_engine_dev_objects objs;
+	struct mallinfo2 mi;
 	uint32_t i;
 
 	st->pid = (uint32_t)getpid();
@@ -583,6 +585,8 @@ op_status(struct droce_proto_resp *resp)
 		st->mbufs_in_use += rte_mempool_in_use_count(droced.ports[i].mp);
 		st->mbufs_total += droced.ports[i].mp->size;
 	}
+	mi = mallinfo2();
+	st->heap_in_use = mi.uordblks + mi.hblkhd;
 	droced_cm_status(st);
 	return 0;
 }

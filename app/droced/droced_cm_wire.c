@@ -255,9 +255,17 @@ droced_cm_conn_out(struct droced_cm_conn *conn, const struct droce_cm_out *out,
 {
 	unsigned int i;
 
-	for (i = 0; i < out->nmads; i++)
+	for (i = 0; i < out->nmads; i++) {
+		DROCED_LOG(DEBUG, "cm: conn 0x%08x (peer 0x%08x) sends %s", conn->sm.local_id,
+			   conn->sm.remote_id, droce_cm_attr_name(
+			   (uint16_t)(out->mads[i][16] << 8 | out->mads[i][17])));	/* MAD AttributeID */
 		conn_send(conn, out->mads[i]);
+	}
 	conn_timer_arm(conn);
+	if (out->event != DROCE_CM_EVENT_NONE)
+		DROCED_LOG(DEBUG, "cm: conn 0x%08x (peer 0x%08x) %s: %s%s", conn->sm.local_id,
+			   conn->sm.remote_id, droce_cm_state_name(conn->sm.state),
+			   droce_cm_event_name(out->event), conn->id == NULL ? " (orphan)" : "");
 	if (out->event != DROCE_CM_EVENT_NONE && conn->id != NULL)
 		droced_cm_conn_event(conn->id, out->event, m, out->rej_reason);
 	/* Back in IDLE (rejected, unreachable, timewait over, SIDR done): nothing left to do. */
@@ -351,6 +359,11 @@ reject_req(struct droced_port *p, const uint8_t lgid[16], const uint8_t rgid[16]
 {
 	struct droce_cm_msg m;
 
+	/* Debug level: a port scan must not fill the log; a refused connect is traceable. */
+	DROCED_LOG(DEBUG, "cm: %s for service 0x%" PRIx64 " refused (REJ reason %u)",
+		   req->attr_id == DROCE_CM_ATTR_SIDR_REQ ? "SIDR REQ" : "REQ",
+		   req->attr_id == DROCE_CM_ATTR_SIDR_REQ ? req->sidr_req.service_id :
+		   req->req.service_id, reason);
 	memset(&m, 0, sizeof(m));
 	m.tid = req->tid;
 	if (req->attr_id == DROCE_CM_ATTR_SIDR_REQ) {
@@ -408,6 +421,8 @@ droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 	cw_init();
 	if (droce_cm_msg_ids(m, &sender, &receiver) != 0)
 		return;
+	DROCED_LOG(DEBUG, "cm: %s to 0x%08x from 0x%08x", droce_cm_attr_name(m->attr_id),
+		   receiver, sender);
 	/* A local MAD carries no MAC; a peer's comes from its frame (rxe fills none: ARP). */
 	memcpy(mac, smac, 6);
 	if (m->attr_id == DROCE_CM_ATTR_REQ || m->attr_id == DROCE_CM_ATTR_SIDR_REQ) {

@@ -631,6 +631,12 @@ struct droce_proto_status {
 	uint32_t neighbours;		/* the engines' neighbour table (MACs ARP learnt) */
 	uint64_t mbufs_in_use;		/* the ports' pools: taken (lcore caches count as free) */
 	uint64_t mbufs_total;
+	/*
+	 * droced's C heap: bytes malloc has handed out and not had back (mallinfo2's
+	 * uordblks + hblkhd; 0 under ASan, whose allocator glibc's figures do not see). RSS
+	 * also moves with arenas and page reuse; this moves only with what droced holds.
+	 */
+	uint64_t heap_in_use;
 };
 
 struct droce_proto_resp {
