@@ -42,7 +42,6 @@
 #define CM_PS_COUNT		4
 #define CM_MCAST_HOP_LIMIT	64	/* IPV6_DEFAULT_HOPLIMIT: Linux's RoCEv2 joins */
 #define CM_MAX_MCAST		65536	/* multicast joins per channel: -ENOMEM beyond */
-#define IBV_EVENT_COMM_EST	5	/* enum ibv_event_type */
 
 #define CM_ID_STATE_LIST(X) \
 	X(IDLE) X(ADDR_BOUND) X(ADDR_QUERY) X(ADDR_RESOLVED) X(ROUTE_RESOLVED) X(LISTEN) \
@@ -1282,7 +1281,7 @@ op_notify(struct droced_cm_id *id, uint32_t event)
 	struct droce_cm_conn *sm;
 	struct droce_cm_msg m;
 
-	if (event != IBV_EVENT_COMM_EST)
+	if (event != DROCE_SHM_EVENT_COMM_EST)
 		return -EINVAL;
 	if (id->conn == NULL)
 		return -EINVAL;

@@ -75,8 +75,6 @@ extern int droced_logtype;
 #define DROCED_HUGE_PAGE	(2u << 20)	/* the region uses hugetlb only in whole 2 MiB pages */
 #define DROCED_MIB		(1ull << 20)
 #define DROCED_PAGE		4096u
-/* enum ibv_event_type IBV_EVENT_DEVICE_FATAL: droced is going away. */
-#define DROCED_EVENT_DEVICE_FATAL	8
 /*
  * The hop limit of a RoCEv2 packet to a unicast GID: the route's, as Linux's RDMA core
  * sets it (ib_resolve_unicast_gid_dmac() replaces the caller's hop_limit with the route's,

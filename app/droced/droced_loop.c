@@ -427,7 +427,7 @@ droced_loop_fini(struct droced *d)
 	droced_cm_shutdown();
 	/* Clients learn first (IBV_EVENT_DEVICE_FATAL), then lose their objects and socket. */
 	TAILQ_FOREACH(c, &d->clients, next)
-		droced_client_event_put(c, DROCED_EVENT_DEVICE_FATAL, 0);
+		droced_client_event_put(c, DROCE_SHM_EVENT_DEVICE_FATAL, 0);
 	while ((c = TAILQ_FIRST(&d->clients)) != NULL) {
 		TAILQ_REMOVE(&d->clients, c, next);
 		droced_client_free(c);

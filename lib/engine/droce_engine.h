@@ -367,16 +367,18 @@ struct droce_engine_qp *droce_engine_dev_qp_next(struct droce_engine_dev *dev, u
 
 /* ---- Domains (clients) ---- */
 
-/* Asynchronous events, enum ibv_event_type values. */
+/* The asynchronous events engines raise (droce_shm.h's, which are ibv_event_type's). */
 enum droce_engine_event_type {
-	DROCE_ENGINE_EVENT_CQ_ERR = 0,
-	DROCE_ENGINE_EVENT_QP_FATAL = 1,
-	DROCE_ENGINE_EVENT_SQ_DRAINED = 5,
+	DROCE_ENGINE_EVENT_CQ_ERR = DROCE_SHM_EVENT_CQ_ERR,
+	DROCE_ENGINE_EVENT_QP_FATAL = DROCE_SHM_EVENT_QP_FATAL,
+	/* A connected QP in RTR took its first packet (IB 11.6.3.1, Communication Established). */
+	DROCE_ENGINE_EVENT_COMM_EST = DROCE_SHM_EVENT_COMM_EST,
+	DROCE_ENGINE_EVENT_SQ_DRAINED = DROCE_SHM_EVENT_SQ_DRAINED,
 	/* The port's: droced raises them when the link goes and comes back. */
-	DROCE_ENGINE_EVENT_PORT_ACTIVE = 9,
-	DROCE_ENGINE_EVENT_PORT_ERR = 10,
-	DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED = 15,
-	DROCE_ENGINE_EVENT_QP_LAST_WQE_REACHED = 16,
+	DROCE_ENGINE_EVENT_PORT_ACTIVE = DROCE_SHM_EVENT_PORT_ACTIVE,
+	DROCE_ENGINE_EVENT_PORT_ERR = DROCE_SHM_EVENT_PORT_ERR,
+	DROCE_ENGINE_EVENT_SRQ_LIMIT_REACHED = DROCE_SHM_EVENT_SRQ_LIMIT_REACHED,
+	DROCE_ENGINE_EVENT_QP_LAST_WQE_REACHED = DROCE_SHM_EVENT_QP_LAST_WQE_REACHED,
 };
 
 struct droce_engine_event {

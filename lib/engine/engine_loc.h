@@ -452,6 +452,7 @@ struct droce_engine_qp {
 		uint32_t rd_head;	/* slot of the next READ */
 		uint32_t rd_send;	/* oldest slot that may have responses to send */
 		bool ack_deferred;	/* an ACK waits behind READ responses */
+		bool comm_est;		/* COMM_EST raised since RESET (resp_rx) */
 	} resp;
 };
 

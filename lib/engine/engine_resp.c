@@ -1144,6 +1144,16 @@ resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
 		ENGINE_STAT(qp->engine, rx_bad_state);
 		return;
 	}
+	/*
+	 * 11.6.3 (affiliated events): the first packet a connected QP takes in RTR raises Communication
+	 * Established, once. A passive rdma_cm end whose RTU was lost learns from it that the
+	 * connection is up (rdma_notify), as with a NIC, instead of waiting out a REP retry.
+	 */
+	if (qp->state == DROCE_SHM_QPS_RTR && !qp->resp.comm_est &&
+	    (qp->type == DROCE_SHM_QPT_RC || qp->type == DROCE_SHM_QPT_UC)) {
+		qp->resp.comm_est = true;
+		engine_event(qp->dom, DROCE_ENGINE_EVENT_COMM_EST, qp->qpn);
+	}
 	switch (qp->type) {
 	case DROCE_SHM_QPT_RC:
 		resp_rc(qp, pkt, &src);

@@ -336,8 +336,35 @@ struct droce_shm_doorbell {
  * engines report, and writes lost when the ring is full); the application consumes and
  * publishes ring.cons. Entry i lives in ev[i & (DROCE_SHM_EVENT_RING - 1)].
  */
+/*
+ * enum ibv_event_type, for droced and the engines, which do not include rdma-core's
+ * headers (shm_abi_check.c proves every value equal to rdma-core's).
+ */
+enum droce_shm_event_type {
+	DROCE_SHM_EVENT_CQ_ERR = 0,
+	DROCE_SHM_EVENT_QP_FATAL = 1,
+	DROCE_SHM_EVENT_QP_REQ_ERR = 2,
+	DROCE_SHM_EVENT_QP_ACCESS_ERR = 3,
+	DROCE_SHM_EVENT_COMM_EST = 4,
+	DROCE_SHM_EVENT_SQ_DRAINED = 5,
+	DROCE_SHM_EVENT_PATH_MIG = 6,
+	DROCE_SHM_EVENT_PATH_MIG_ERR = 7,
+	DROCE_SHM_EVENT_DEVICE_FATAL = 8,
+	DROCE_SHM_EVENT_PORT_ACTIVE = 9,
+	DROCE_SHM_EVENT_PORT_ERR = 10,
+	DROCE_SHM_EVENT_LID_CHANGE = 11,
+	DROCE_SHM_EVENT_PKEY_CHANGE = 12,
+	DROCE_SHM_EVENT_SM_CHANGE = 13,
+	DROCE_SHM_EVENT_SRQ_ERR = 14,
+	DROCE_SHM_EVENT_SRQ_LIMIT_REACHED = 15,
+	DROCE_SHM_EVENT_QP_LAST_WQE_REACHED = 16,
+	DROCE_SHM_EVENT_CLIENT_REREGISTER = 17,
+	DROCE_SHM_EVENT_GID_CHANGE = 18,
+	DROCE_SHM_EVENT_WQ_FATAL = 19,
+};
+
 struct droce_shm_event {
-	uint32_t type;		/* enum ibv_event_type */
+	uint32_t type;		/* enum droce_shm_event_type (ibv_event_type) */
 	uint32_t handle;	/* CQ or SRQ handle, QPN for QP events; unused for device events */
 };
 

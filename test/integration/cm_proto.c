@@ -32,6 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Header only, nothing linked: rdma-core's ibv_event_type is the oracle for NOTIFY. */
+#include <infiniband/verbs.h>
+
 #include "droce_shm.h"
 #include "droce_shm_proto.h"
 #include "droce_shm_qp_attr.h"
@@ -454,10 +457,13 @@ mode_basic_more(struct chan *a, struct chan *b, const char *ip)
 	srv = accept_one(a, l, NULL);
 	if (expect_event(b, DROCE_PROTO_CM_EVENT_CONNECT_RESPONSE, &ev) == 0) {
 		CHECK(qp_attr(b, cli, DROCE_SHM_QPS_RTS, &qa) == 0, "RTS");
+		/* rdma_notify takes only COMM_EST (rdma-core's value, not a copy of ours). */
 		req_init(&req, DROCE_PROTO_OP_CM_NOTIFY);
 		req.cm_notify.id = srv;
-		req.cm_notify.event = 5;	/* IBV_EVENT_COMM_EST */
-		CHECK(call(a, &req, &resp, NULL) == 0, "NOTIFY");
+		req.cm_notify.event = IBV_EVENT_SQ_DRAINED;
+		CHECK(call(a, &req, &resp, NULL) == -EINVAL, "NOTIFY(SQ_DRAINED)");
+		req.cm_notify.event = IBV_EVENT_COMM_EST;
+		CHECK(call(a, &req, &resp, NULL) == 0, "NOTIFY(COMM_EST)");
 		CHECK(expect_event(a, DROCE_PROTO_CM_EVENT_ESTABLISHED, &ev) == 0 && ev.id == srv,
 		      "ESTABLISHED by NOTIFY");
 		CHECK(qp_attr(a, srv, DROCE_SHM_QPS_RTS, &qa) == 0 && qa.timeout == 19,

@@ -15,8 +15,15 @@ in droced, so every MAD names a connection droced does not hold:
   dreq_drep   a DREQ is answered by one DREP with the comm IDs swapped and its TID
               (Linux cm_issue_drep).
   rtu_silent  an RTU gets no answer within RTU_QUIET_S, though QP1 took it.
+  comm_est    a connection whose RTU never comes: cm_comm_est (a server on droce's
+              librdmacm that owns its QP and keeps it in RTR until established) listens;
+              the peer sends a REQ, takes the REP, sends no RTU but an RC SEND ONLY to the
+              server's QP. The QP raises IBV_EVENT_COMM_EST, the server answers it with
+              rdma_notify(IBV_EVENT_COMM_EST) (rdma-core's value), which must bring
+              RDMA_CM_EVENT_ESTABLISHED; the SEND is ACKed and received whole; the peer's
+              DREQ gets a DREP and the server RDMA_CM_EVENT_DISCONNECTED.
 
-Each case also checks droce-ctl status: the MAD counted in cm_rx_mads and cm_rx_bad
+Each of the first four also checks droce-ctl status: the MAD counted in cm_rx_mads and cm_rx_bad
 (unmatched), one MAD out per answer (cm_tx_mads), no connection left (cm_conns). The
 frames sent and received are written to a pcap that droce-pcap --verify must accept
 (every ICRC good, both directions), and, when tshark is installed, that tshark's
@@ -26,27 +33,29 @@ MAD layout: IB spec vol. 1 13.4.2 (common MAD header) and tables 108 (REJ), 110 
 111 (RTU), 112 (DREQ), 113 (DREP); byte offsets from the start of the MAD body (byte 24),
 bit 0 the most significant, as lib/cm/cm_mad.c has them.
 
-usage: test_cm_wire.py DROCED DROCE_CTL DROCE_PCAP [CASE...]
+usage: test_cm_wire.py DROCED DROCE_CTL DROCE_PCAP CM_COMM_EST [CASE...]
 """
 
 import json
 import os
+import queue
 import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (VETH_DEVARGS, VethPair, check, ctl, ctl_lines, expect_idle, log,
-                           main, parse_args, run_cases)
+from droce_harness import (VETH_DEVARGS, App, TestFailure, VethPair, check, ctl, ctl_lines,
+                           expect_idle, log, main, parse_args, run_cases)
 
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap"])
+BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "cm_comm_est"])
 
 ROCE_PORT = 4791
 UD_SEND_ONLY = 0x64
@@ -54,7 +63,9 @@ GSI_QPN = 1
 GSI_QKEY = 0x80010000
 MAD_LEN = 256
 MAD_HDR_LEN = 24
-ATTR_REJ, ATTR_REP, ATTR_RTU, ATTR_DREQ, ATTR_DREP = 0x0012, 0x0013, 0x0014, 0x0015, 0x0016
+ATTR_REQ, ATTR_REJ, ATTR_REP, ATTR_RTU, ATTR_DREQ, ATTR_DREP = (0x0010, 0x0012, 0x0013, 0x0014,
+                                                                0x0015, 0x0016)
+RC_SEND_ONLY, RC_ACK = 0x04, 0x11
 REJ_MSG_REP = 1
 REJ_INVALID_COMM_ID = 6
 # The peer in namespace b: a MAC of its own (not the veth end's, which droced never
@@ -72,6 +83,21 @@ PROC_TIMEOUT_S = 30
 # (name, byte, bit, width) per attribute; byte arrays (ARI, private data) are (name,
 # byte, None, length).
 FIELDS = {
+    # table 99, its primary path at byte 52 (table 106)
+    ATTR_REQ: [("local_comm_id", 0, 0, 32), ("service_id", 8, 0, 64),
+               ("local_ca_guid", 16, 0, 64), ("local_qkey", 28, 0, 32), ("local_qpn", 32, 0, 24),
+               ("responder_resources", 35, 0, 8), ("local_eecn", 36, 0, 24),
+               ("initiator_depth", 39, 0, 8), ("remote_eecn", 40, 0, 24),
+               ("remote_cm_response_timeout", 43, 0, 5), ("transport_service_type", 43, 5, 2),
+               ("end_to_end_flow_control", 43, 7, 1), ("starting_psn", 44, 0, 24),
+               ("local_cm_response_timeout", 47, 0, 5), ("retry_count", 47, 5, 3),
+               ("partition_key", 48, 0, 16), ("path_mtu", 50, 0, 4), ("rdc_exists", 50, 4, 1),
+               ("rnr_retry_count", 50, 5, 3), ("max_cm_retries", 51, 0, 4), ("srq", 51, 4, 1),
+               ("local_lid", 52, 0, 16), ("remote_lid", 54, 0, 16),
+               ("local_gid", 56, None, 16), ("remote_gid", 72, None, 16),
+               ("flow_label", 88, 0, 20), ("packet_rate", 91, 2, 6), ("traffic_class", 92, 0, 8),
+               ("hop_limit", 93, 0, 8), ("sl", 94, 0, 4), ("subnet_local", 94, 4, 1),
+               ("local_ack_timeout", 95, 0, 5), ("private_data", 140, None, 92)],
     ATTR_REP: [("local_comm_id", 0, 0, 32), ("remote_comm_id", 4, 0, 32),
                ("local_qkey", 8, 0, 32), ("local_qpn", 12, 0, 24), ("local_eecn", 16, 0, 24),
                ("starting_psn", 20, 0, 24), ("responder_resources", 24, 0, 8),
@@ -134,6 +160,32 @@ while True:
         deadline = min(deadline, time.monotonic() + linger)
     got += 1
 print("done", flush=True)
+'''
+
+# Runs in namespace b for a dialogue (comm_est): a raw socket on the interface; each line
+# of stdin is a frame (hex) to send, "quit" ends it; every RoCEv2 frame received is printed
+# as in SNIFFER. "ready" once the socket is open.
+RELAY = r'''
+import select, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind((sys.argv[1], 0))
+t0 = time.monotonic()
+print("ready", flush=True)
+while True:
+    r = select.select([s, sys.stdin], [], [], 1.0)[0]
+    if sys.stdin in r:
+        line = sys.stdin.readline().strip()
+        if not line or line == "quit":
+            break
+        s.send(bytes.fromhex(line))
+    if s in r:
+        f, addr = s.recvfrom(65535)
+        if addr[2] == socket.PACKET_OUTGOING or len(f) < 42 or f[12:14] != b"\x08\x00":
+            continue
+        ihl = (f[14] & 15) * 4
+        if f[23] != 17 or int.from_bytes(f[14 + ihl + 2:14 + ihl + 4], "big") != 4791:
+            continue
+        print("%.6f %s" % (time.monotonic() - t0, f.hex()), flush=True)
 '''
 
 
@@ -347,6 +399,194 @@ def case_rtu_silent(ctx):
     log("  RTU: no answer in %.1f s, counted as received and unmatched" % RTU_QUIET_S)
 
 
+# comm_est: the peer's connection (its IDs distinct from the other cases'), the server's
+# port, and what its one SEND carries (16 bytes: no pad).
+COMM_EST_PORT = 18515
+COMM_EST_REQ = {"tid": 0xC3A5000000050010, "local_comm_id": 0xC0EE0001, "local_qkey": 0,
+                "local_qpn": 0x00C0E5, "responder_resources": 1, "initiator_depth": 1,
+                "remote_cm_response_timeout": 20, "transport_service_type": 0,
+                "end_to_end_flow_control": 1, "starting_psn": 0x00AB00,
+                "local_cm_response_timeout": 20, "retry_count": 7, "partition_key": 0xFFFF,
+                "path_mtu": 3, "rnr_retry_count": 7, "max_cm_retries": 15,
+                "local_lid": 0xFFFF, "remote_lid": 0xFFFF, "packet_rate": 3, "hop_limit": 64,
+                "subnet_local": 1, "local_ack_timeout": 14,
+                "local_ca_guid": 0x0200C3FFFE000002}
+COMM_EST_DREQ_TID = 0xC3A5000000060015
+COMM_EST_SPORT = 40001          # the peer's rdma_cm port, in the REQ's private data
+COMM_EST_PAYLOAD = b"first, no RTU.\n\0"
+RDMA_PS_TCP = 0x0106
+
+
+def mapped_gid(ip):
+    return bytes(10) + b"\xff\xff" + bytes(int(x) for x in ip.split("."))
+
+
+def bth_of(f):
+    """(opcode, destination QPN, PSN, AETH syndrome or None) of a RoCEv2 frame over IPv4."""
+    bth = 14 + (f[14] & 15) * 4 + 8
+    op = f[bth]
+    aeth = f[bth + 12] if op == RC_ACK else None
+    return (op, int.from_bytes(f[bth + 5:bth + 8], "big"),
+            int.from_bytes(f[bth + 9:bth + 12], "big"), aeth)
+
+
+class Relay:
+    """RELAY in namespace b, driven from here: send(frame), and expect(pred) for the first
+    frame received that pred does not answer None for."""
+
+    def __init__(self, ctx):
+        self.p = subprocess.Popen(["timeout", "--kill-after=5", str(PROC_TIMEOUT_S), "ip",
+                                   "netns", "exec", ctx.pair.ns[1], "/usr/bin/python3", "-c",
+                                   RELAY, ctx.pair.ifs[1]], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        check(self._line(PROC_TIMEOUT_S) == "ready", "the relay did not start: %s" %
+              self.p.stderr.read() if self.p.poll() is not None else "")
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(line.strip())
+        self.q.put(None)
+
+    def _line(self, timeout):
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+
+    def send(self, frame):
+        self.p.stdin.write(frame.hex() + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, pred, what, timeout=ANSWER_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            line = self._line(deadline - time.monotonic())
+            check(line is not None, "%s: the relay ended" % what)
+            if not line:
+                continue
+            f = bytes.fromhex(line.split()[1])
+            got = pred(f)
+            if got is not None:
+                return got
+            seen.append(bth_of(f))
+        raise TestFailure("%s: nothing within %.0f s (other frames, as (opcode, QPN, PSN, "
+                          "syndrome): %s)" % (what, timeout, seen))
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            self.p.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
+def peer_address(ctx, op):
+    """The peer's IP on namespace b's end ("add" or "del"): the server's QP needs the
+    peer's MAC, which droced asks for with ARP (the kernel there answers it, with the veth
+    end's MAC: the relay sees frames to either)."""
+    subprocess.run(["ip", "-n", ctx.pair.ns[1], "addr", op, ctx.peer_ip + "/24", "dev",
+                    ctx.pair.ifs[1]], check=op == "add", timeout=30,
+                   stderr=subprocess.DEVNULL if op == "del" else None)
+
+
+def case_comm_est(ctx):
+    peer_address(ctx, "add")
+    srv = App([BIN["cm_comm_est"], ctx.droced_ip, str(COMM_EST_PORT), "20"], ctx.pair.a,
+              timeout=40, name="cm_comm_est")
+    relay = None
+    try:
+        deadline = time.monotonic() + 20
+        while "listening" not in srv.text():
+            check(srv.proc.poll() is None and time.monotonic() < deadline,
+                  "cm_comm_est did not listen: %s" % srv.text())
+            time.sleep(0.05)
+        relay = Relay(ctx)
+        req = dict(COMM_EST_REQ)
+        req["service_id"] = RDMA_PS_TCP << 16 | COMM_EST_PORT
+        req["local_gid"] = mapped_gid(ctx.peer_ip)
+        req["remote_gid"] = mapped_gid(ctx.droced_ip)
+        # rdma_cm's IP header (cma_hdr): version 0, IPv4, the source port, both addresses
+        req["private_data"] = (bytes([0, 4 << 4]) + COMM_EST_SPORT.to_bytes(2, "big") +
+                               bytes(12) + bytes(req["local_gid"][12:]) +
+                               bytes(12) + bytes(req["remote_gid"][12:])).ljust(92, b"\0")
+        relay.send(build_frame(ctx, ATTR_REQ, req, 5))
+
+        def rep_for_us(f):
+            if bth_of(f)[:2] != (UD_SEND_ONLY, GSI_QPN):
+                return None
+            m = parse_frame(f)["mad"]
+            if m["attr_id"] == ATTR_REP and m["remote_comm_id"] == req["local_comm_id"]:
+                return m
+            check(m["attr_id"] != ATTR_REJ, "the REQ was rejected: reason %s; cm_comm_est: %s"
+                  % (m.get("reason"), srv.text()))
+            return None
+        rep = relay.expect(rep_for_us, "a REP to the REQ")
+        check(rep["starting_psn"] < 1 << 24 and rep["local_qpn"] != 0, "REP: %s" % rep)
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while "accepted qpn" not in srv.text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check("accepted qpn %d\n" % rep["local_qpn"] in srv.text(),
+              "the REP's QPN %#x is not the server's: %s" % (rep["local_qpn"], srv.text()))
+        check("established" not in srv.text(), "ESTABLISHED with no RTU and no packet: %s" %
+              srv.text())
+        # No RTU: the first packet on the QP stands for it. Its PSN is the REP's Starting
+        # PSN: with rdma_cm each end receives from the PSN it advertised (Linux's cma
+        # seq_num; droced's rdma_init_qp_attr RTR).
+        data = (Ether(src=PEER_MAC, dst=ctx.droced_mac) /
+                IP(src=ctx.peer_ip, dst=ctx.droced_ip, ttl=64, flags="DF") /
+                UDP(sport=UDP_SPORT, dport=ROCE_PORT, chksum=0) /
+                BTH(opcode=RC_SEND_ONLY, pkey=0xFFFF, dqpn=rep["local_qpn"], ackreq=1,
+                    psn=rep["starting_psn"]) / Raw(COMM_EST_PAYLOAD))
+        relay.send(bytes(data))
+        ack = relay.expect(lambda f: bth_of(f) if bth_of(f)[0] == RC_ACK else None,
+                           "an ACK of the SEND")
+        check(ack[1:3] == (req["local_qpn"], rep["starting_psn"]) and ack[3] >> 5 == 0,
+              "the ACK (opcode, QPN, PSN, syndrome) %s: expected QPN %#x PSN %#x, syndrome "
+              "ACK" % (ack, req["local_qpn"], rep["starting_psn"]))
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        text = COMM_EST_PAYLOAD.rstrip(b"\0").decode()
+        want = ["comm_est qpn %d" % rep["local_qpn"], "notify 0", "established",
+                "recv %d bytes: %s" % (len(COMM_EST_PAYLOAD), text.rstrip("\n"))]
+        while not all(w in srv.text() for w in want) and time.monotonic() < deadline:
+            check(srv.proc.poll() is None, "cm_comm_est exited %s:\n%s" %
+                  (srv.proc.returncode, srv.text()))
+            time.sleep(0.05)
+        out = srv.text()
+        check(all(w in out for w in want), "cm_comm_est printed:\n%s\nexpected lines %s" %
+              (out, want))
+        lines = out.splitlines()
+        check(lines.index(want[0]) < lines.index(want[1]) < lines.index(want[2]),
+              "COMM_EST, notify, ESTABLISHED out of order:\n%s" % out)
+        dreq = {"tid": COMM_EST_DREQ_TID, "local_comm_id": req["local_comm_id"],
+                "remote_comm_id": rep["local_comm_id"], "remote_qpn_eecn": rep["local_qpn"]}
+        relay.send(build_frame(ctx, ATTR_DREQ, dreq, 6))
+
+        def drep_for_us(f):
+            if bth_of(f)[:2] != (UD_SEND_ONLY, GSI_QPN):
+                return None
+            m = parse_frame(f)["mad"]
+            ok = (m["attr_id"] == ATTR_DREP and m["local_comm_id"] == rep["local_comm_id"] and
+                  m["remote_comm_id"] == req["local_comm_id"])
+            return m if ok else None
+        relay.expect(drep_for_us, "a DREP to the DREQ")
+        check(srv.wait(timeout=ANSWER_TIMEOUT_S) == 0 and "disconnected" in srv.output,
+              "cm_comm_est exited %s:\n%s" % (srv.proc.returncode, srv.output))
+        log("  REQ, REP (server QPN %#x), no RTU; SEND PSN %#x ACKed; server: %s" %
+            (rep["local_qpn"], rep["starting_psn"], ", ".join(want[:3])))
+    finally:
+        if relay is not None:
+            relay.close()
+        if srv.proc.poll() is None:
+            srv.kill9()
+            srv.wait(10)
+        peer_address(ctx, "del")
+
+
 def write_pcap(path, frames):
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
@@ -491,7 +731,8 @@ def run():
                        ("bad_icrc", lambda: case_bad_icrc(ctx)),
                        ("dreq_drep", lambda: case_dreq_drep(ctx)),
                        ("rtu_silent", lambda: case_rtu_silent(ctx)),
-                       ("pcap", lambda: case_pcap(ctx))], CASES)
+                       ("pcap", lambda: case_pcap(ctx)),
+                       ("comm_est", lambda: case_comm_est(ctx))], CASES)
             expect_idle(BIN["droce_ctl"], pair.a)
             ok = True
         finally:
