@@ -129,42 +129,10 @@ DREQ = {"tid": 0xC3A5000000020015, "local_comm_id": 0x0BADF00D, "remote_comm_id"
         "remote_qpn_eecn": 0x000456}
 RTU = {"tid": 0xC3A5000000030014, "local_comm_id": 0x13572468, "remote_comm_id": 0x24680044}
 
-# Runs in namespace b: opens a raw socket on the interface, sends the frame, and prints
-# (as hex, one a line) every RoCEv2 frame received until `first` seconds have passed or,
-# once one came, `linger` seconds after it. The socket is open before the frame goes, so
-# no answer can be missed.
-SNIFFER = r'''
-import select, socket, sys, time
-ifn, frame, first, linger = sys.argv[1], bytes.fromhex(sys.argv[2]), float(sys.argv[3]), \
-    float(sys.argv[4])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-s.bind((ifn, 0))
-s.send(frame)
-t0 = time.monotonic()
-deadline = t0 + first
-got = 0
-while True:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        break
-    if not select.select([s], [], [], left)[0]:
-        continue
-    f, addr = s.recvfrom(65535)
-    if addr[2] == socket.PACKET_OUTGOING or len(f) < 42 or f[12:14] != b"\x08\x00":
-        continue
-    ihl = (f[14] & 15) * 4
-    if f[23] != 17 or int.from_bytes(f[14 + ihl + 2:14 + ihl + 4], "big") != 4791:
-        continue
-    print("%.6f %s" % (time.monotonic() - t0, f.hex()), flush=True)
-    if got == 0:
-        deadline = min(deadline, time.monotonic() + linger)
-    got += 1
-print("done", flush=True)
-'''
-
-# Runs in namespace b for a dialogue (comm_est): a raw socket on the interface; each line
-# of stdin is a frame (hex) to send, "quit" ends it; every RoCEv2 frame received is printed
-# as in SNIFFER. "ready" once the socket is open.
+# Runs in namespace b: a raw socket on the interface, open before any frame goes (so no
+# answer can be missed; "ready" says so); each line of stdin is a frame (hex) to send,
+# "quit" ends it; every RoCEv2 frame received is printed, as hex, one a line, with the
+# seconds since the start.
 RELAY = r'''
 import select, socket, sys, time
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
@@ -271,19 +239,84 @@ class Ctx:
     pass
 
 
+class Relay:
+    """RELAY in namespace b, driven from here: send(frame), and expect(pred) for the first
+    frame received that pred does not answer None for."""
+
+    def __init__(self, ctx):
+        self.p = subprocess.Popen(["timeout", "--kill-after=5", str(PROC_TIMEOUT_S), "ip",
+                                   "netns", "exec", ctx.pair.ns[1], "/usr/bin/python3", "-c",
+                                   RELAY, ctx.pair.ifs[1]], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        if self.line(PROC_TIMEOUT_S) != "ready":
+            self.p.kill()
+            raise TestFailure("the relay did not start: %s" % self.p.stderr.read())
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(line.strip())
+        self.q.put(None)
+
+    def line(self, timeout):
+        """The relay's next line within timeout ("" if none; None once it ended)."""
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+
+    def send(self, frame):
+        self.p.stdin.write(frame.hex() + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, pred, what, timeout=ANSWER_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            line = self.line(deadline - time.monotonic())
+            check(line is not None, "%s: the relay ended" % what)
+            if not line:
+                continue
+            f = bytes.fromhex(line.split()[1])
+            got = pred(f)
+            if got is not None:
+                return got
+            seen.append(bth_of(f))
+        raise TestFailure("%s: nothing within %.0f s (other frames, as (opcode, QPN, PSN, "
+                          "syndrome): %s)" % (what, timeout, seen))
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            self.p.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
 def sniff(ctx, frame, first, linger):
     """Sends frame from namespace b; returns [(seconds after the send, frame)] of the RoCEv2
-    frames received there."""
-    r = subprocess.run(["timeout", "--kill-after=5", str(PROC_TIMEOUT_S), "ip", "netns", "exec",
-                        ctx.pair.ns[1], "/usr/bin/python3", "-c", SNIFFER, ctx.pair.ifs[1],
-                        frame.hex(), str(first), str(linger)],
-                       capture_output=True, text=True, timeout=PROC_TIMEOUT_S + 10)
-    check(r.returncode == 0 and r.stdout.endswith("done\n"),
-          "sniffer exited %d: %s%s" % (r.returncode, r.stdout, r.stderr))
-    out = []
-    for line in r.stdout.splitlines()[:-1]:
-        t, h = line.split()
-        out.append((float(t), bytes.fromhex(h)))
+    frames received there until `first` seconds have passed or, once one came, `linger`
+    seconds after it."""
+    relay = Relay(ctx)
+    try:
+        t0 = time.monotonic()
+        relay.send(frame)
+        deadline = t0 + first
+        out = []
+        while time.monotonic() < deadline:
+            line = relay.line(deadline - time.monotonic())
+            if line is None:
+                raise TestFailure("the relay ended: %s" % relay.p.stderr.read())
+            if not line:
+                continue
+            out.append((time.monotonic() - t0, bytes.fromhex(line.split()[1])))
+            if len(out) == 1:
+                deadline = min(deadline, time.monotonic() + linger)
+    finally:
+        relay.close()
     ctx.pcap.append(frame)
     ctx.pcap.extend(f for _, f in out)
     return out
@@ -428,61 +461,6 @@ def bth_of(f):
     aeth = f[bth + 12] if op == RC_ACK else None
     return (op, int.from_bytes(f[bth + 5:bth + 8], "big"),
             int.from_bytes(f[bth + 9:bth + 12], "big"), aeth)
-
-
-class Relay:
-    """RELAY in namespace b, driven from here: send(frame), and expect(pred) for the first
-    frame received that pred does not answer None for."""
-
-    def __init__(self, ctx):
-        self.p = subprocess.Popen(["timeout", "--kill-after=5", str(PROC_TIMEOUT_S), "ip",
-                                   "netns", "exec", ctx.pair.ns[1], "/usr/bin/python3", "-c",
-                                   RELAY, ctx.pair.ifs[1]], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.q = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        check(self._line(PROC_TIMEOUT_S) == "ready", "the relay did not start: %s" %
-              self.p.stderr.read() if self.p.poll() is not None else "")
-
-    def _read(self):
-        for line in self.p.stdout:
-            self.q.put(line.strip())
-        self.q.put(None)
-
-    def _line(self, timeout):
-        try:
-            return self.q.get(timeout=timeout)
-        except queue.Empty:
-            return ""
-
-    def send(self, frame):
-        self.p.stdin.write(frame.hex() + "\n")
-        self.p.stdin.flush()
-
-    def expect(self, pred, what, timeout=ANSWER_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        seen = []
-        while time.monotonic() < deadline:
-            line = self._line(deadline - time.monotonic())
-            check(line is not None, "%s: the relay ended" % what)
-            if not line:
-                continue
-            f = bytes.fromhex(line.split()[1])
-            got = pred(f)
-            if got is not None:
-                return got
-            seen.append(bth_of(f))
-        raise TestFailure("%s: nothing within %.0f s (other frames, as (opcode, QPN, PSN, "
-                          "syndrome): %s)" % (what, timeout, seen))
-
-    def close(self):
-        try:
-            self.p.stdin.write("quit\n")
-            self.p.stdin.flush()
-            self.p.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-            self.p.wait()
 
 
 def peer_address(ctx, op):
