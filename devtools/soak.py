@@ -22,12 +22,13 @@ exited 0 with its data exact; no process may die of a signal we did not send; no
 sanitizer report anywhere.
 
     soak.py [--minutes N] [--period S] [--seed N] [--out DIR] [--asan]
-            [--only KIND,...] [--log-level EAL_LOG_LEVEL]
+            [--only KIND,...] [--log-level EAL_LOG_LEVEL] [--kill-share F]
             DROCED DROCE_CTL COMPAT_DIR FAULT_PMD VERBS_STREAM VERBS_CHURN
 
 --only narrows the churn to some kinds of application (stream, rping, churn, ctl), and
---log-level is given to both droced's EAL (e.g. droce.droced:debug): both for chasing one
-failure, not for the soak itself.
+--log-level is given to both droced's EAL (e.g. droce.droced:debug), and --kill-share
+sets the share of applications killed (0.2): all for chasing one failure, not for the
+soak itself.
 
 Writes DIR/samples.csv (one row per sample), DIR/summary.json (operations, outcomes,
 slopes) and, with gnuplot, DIR/soak.png. Exit 0 when every check held.
@@ -61,6 +62,13 @@ IDLE_TIMEOUT = 30           # droced's tables must be back at their idle counts 
 KILL_SHARE = 0.2            # applications killed with SIGKILL mid-run
 LINEBUF = ["stdbuf", "-oL"]
 RPING_PORTS = (20000, 32000)    # the rping servers' rdma_cm ports, in turn
+# A killed rping client may not have sent its REQ yet (it dies loading its libraries or
+# resolving): its server then waits for a connection for ever, as rping does on Linux.
+# Once the client is dead, a REQ it did send reaches the server's droced within a link
+# latency (or never: lost, and its orphan's REJ finds nothing); the server is stopped if
+# this long after the kill it has seen no CONNECT_REQUEST. Past it nothing is judged
+# wrongly either way: a later CONNECT_REQUEST only means that case went unchecked.
+RPING_NO_REQ_GRACE = 10
 
 # Tables that must be at their idle value at every idle sample.
 TABLES = ("clients", "pds", "mrs", "cqs", "srqs", "qps", "ahs", "mr_bytes",
@@ -275,7 +283,7 @@ class Soak:
         job = {"kind": kind, "apps": apps, "daemons": set(daemons), "desc": desc,
                "check": check, "hit": False, "victim": None, "kill_at": None,
                "start": time.monotonic()}
-        if self.rng.random() < KILL_SHARE:
+        if self.rng.random() < self.args.kill_share:
             job["victim"] = self.rng.choice(apps)
             job["kill_at"] = time.monotonic() + self.rng.uniform(0.2, 4.0)
         self.jobs.append(job)
@@ -402,9 +410,22 @@ class Soak:
                 j["kill_at"] = None
                 if v.proc.poll() is None:
                     v.kill9()
+                    j["killed_at"] = now
+                    j["killed_in"] = now - j["start"]
                     self.count(self.ops, "kill9")
                 else:
                     j["victim"] = None      # it ended first: judged as any other
+            if j["kind"] == "rping" and v is j["apps"][1] and \
+                    j.get("killed_at") is not None and now > j["killed_at"] + RPING_NO_REQ_GRACE:
+                j["killed_at"] = None
+                srv = j["apps"][0]
+                if srv.proc.poll() is None and \
+                        "RDMA_CM_EVENT_CONNECT_REQUEST" not in srv.text():
+                    srv.stop()
+                    log("soak: %.0f s: %s: the client, killed %.2f s after its start, had "
+                        "sent no REQ: its server stopped" %
+                        (self.now(), j["desc"], j["killed_in"]))
+                    self.count(self.ops, "rping_client_killed_before_req")
             if any(a.proc.poll() is None for a in j["apps"]):
                 continue
             if j["kill_at"] is not None:
@@ -427,7 +448,11 @@ class Soak:
                 if a is not j["victim"] and rc < 0 and rc != -signal.SIGKILL:
                     self.fail("%s (%s) died of signal %d" % (a.name, j["desc"], -rc))
                 if rc in (124, 137) and a is not j["victim"]:
-                    self.fail("%s (%s) ran into its timeout (a hang)" % (a.name, j["desc"]))
+                    self.fail("%s (%s) ran into its timeout (a hang)%s" %
+                              (a.name, j["desc"], "".join(
+                                  "\n--- %s (exit %s):\n%s" % (b.name, b.proc.returncode,
+                                                                b.output[-1500:])
+                                  for b in j["apps"])))
             self.count(self.outcomes, "killed" if j["victim"] is not None else "restart_hit")
             return
         err = j["check"](j["apps"])
@@ -689,6 +714,8 @@ def main():
     ap.add_argument("--asan", action="store_true")
     ap.add_argument("--only", default=None, help="stream,rping,churn,ctl: only these")
     ap.add_argument("--log-level", default=None, help="droced's EAL --log-level")
+    ap.add_argument("--kill-share", type=float, default=KILL_SHARE,
+                    help="the share of applications killed (default %.1f)" % KILL_SHARE)
     for p in ("droced", "droce_ctl", "compat_dir", "fault_pmd", "verbs_stream", "verbs_churn"):
         ap.add_argument(p)
     args = ap.parse_args()

@@ -11,6 +11,7 @@
 #
 # Usage: devtools/soak.sh [--minutes N] [--period S] [--seed N] [--out DIR] [--asan]
 #                         [--build DIR] [--only KIND,...] [--log-level LEVEL]
+#                         [--kill-share F]
 #   --minutes  how long (default 60)
 #   --period   seconds per period: applications start in the first 60%, then the period's
 #              idle sample (default 60; 20 for runs of 5 minutes or less)
@@ -21,6 +22,7 @@
 #   --only     only these kinds of application: stream, rping, churn, ctl (to chase one
 #              failure)
 #   --log-level  droced's EAL --log-level, e.g. droce.droced:debug (the same)
+#   --kill-share the share of applications killed with SIGKILL, default 0.2 (the same)
 # Builds what it runs in that directory (ninja) first; devtools/setup.sh configures it.
 
 set -euo pipefail
@@ -31,12 +33,12 @@ period=
 build=
 asan=
 pass=()
-usage() { sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 while (($#)); do
 	case $1 in
 	--minutes) minutes=$2; shift 2 ;;
 	--period) period=$2; shift 2 ;;
-	--seed|--out|--only|--log-level) pass+=("$1" "$2"); shift 2 ;;
+	--seed|--out|--only|--log-level|--kill-share) pass+=("$1" "$2"); shift 2 ;;
 	--asan) asan=1; pass+=(--asan); shift ;;
 	--build) build=$2; shift 2 ;;
 	-h|--help) usage ;;

@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from droce_harness import (App, MemifPair, TestFailure, check, ctl, expect_idle, log, main,
                            parse_args, run_cases, run_pair)
+import perftest_report  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "compat_dir"])
 ENV = {"LD_LIBRARY_PATH": BIN["compat_dir"]}
@@ -427,7 +428,8 @@ LISTEN_RACE_ATTEMPTS = 4
 
 
 def perftest(prog, opts, sizes, iters):
-    common = [prog, "-d", "droce0", "-R", "-n", str(iters)] + list(opts)
+    # -F: perftest_report.py
+    common = [prog, "-F", "-d", "droce0", "-R", "-n", str(iters)] + list(opts)
     for attempt in range(1, LISTEN_RACE_ATTEMPTS + 1):
         try:
             srv, cli = both(common, common + [pair.ip_a], timeout=180)
@@ -439,14 +441,10 @@ def perftest(prog, opts, sizes, iters):
                 raise
             log("     %s -R: the REQ beat the server's data listener (REJ reason 8), "
                 "attempt %d again" % (prog, attempt))
-    ncols = 3 if prog.endswith("_bw") else 7
-    row = re.compile(r"^[ \t]*(\d+)[ \t]+(\d+)((?:[ \t]+[\d.]+)+)[ \t]*$", re.M)
-    got = [(int(m.group(1)), int(m.group(2))) for m in row.finditer(cli)
-           if len(m.group(3).split()) == ncols]
-    check([g[0] for g in got] == sizes and all(g[1] == iters for g in got),
-          "%s -R client rows %s, want sizes %s x %d:\n%s" % (prog, got, sizes, iters, cli))
+    perftest_report.check_report(prog, "-R client", cli, sizes, iters)
     for side, out in (("server", srv), ("client", cli)):
-        no_errors(out, "%s -R %s" % (prog, side), r"error|fail|couldn't|unable")
+        no_errors(perftest_report.clean(out)[0], "%s -R %s" % (prog, side),
+                  r"error|fail|couldn't|unable")
 
 
 def t_send_bw_rdma_cm():
