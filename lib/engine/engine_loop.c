@@ -5,7 +5,7 @@
  *   -> slow tx -> READ responses -> requester -> timers -> errors -> tx flush
  * run on the engine's lcore, which owns every QP of the engine (no locks). This file is
  * that sequence and the run loop only (an idle engine waits in engine_wait.c); each stage lives in its own file and
- * calls only downwards (devtools/engine-calls.py checks it).
+ * calls only downwards (layers.txt, checked by devtools/layer-check.py).
  */
 #include <rte_cycles.h>
 

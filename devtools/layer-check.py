@@ -1,57 +1,33 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""File-level call graph of lib/engine, and the rule it must follow.
+"""File-level call graph of one component of droce (lib/engine, app/droced,
+app/droce-perf), and the rule it must follow: calls run one way.
 
-Calls run one way (doc/engine.md, "Files and layers"):
+The component's directory holds layers.txt: its layers, top first, each a line "[name]"
+followed by its files, one per line ("#" starts a comment). A file may call a file of its
+own layer or of a lower one, never of a higher one, and the graph of files has no cycle
+(two files calling each other would be one). Every .c file of the directory must be in
+layers.txt, so a new file has to be placed before it builds a test that passes; a header
+is in the graph only if layers.txt names it (one with inline functions). A function is
+found by its definition (DPDK style: the name at the start of a line, then the
+parameters, then the body) and a use is any mention of its name in another function's
+body, a call or a pointer taken, after comments and strings are removed. Functions of
+other directories (a library the component uses) are not in the graph.
 
-    loop, objects  ->  stages  ->  services  ->  engine_loc.h's inlines  ->  lib/wire
-
-A file may call a file of its own layer or of a lower one, never of a higher one, and the
-graph of files has no cycle (two stages calling each other would be one). Every .c file
-of lib/engine must be in LAYERS: a new file has to be placed before it builds a test
-that passes. A function is found by its definition (DPDK style: the name at the start of
-a line, then the parameters, then the body) and a use is any mention of its name in
-another function's body, a call or a pointer taken, after comments and strings are
-removed.
-
-    engine-calls.py [--dot] [LIB_ENGINE_DIR]
+    layer-check.py [--dot] DIR
+    layer-check.py --self-test DIR
 
 Prints the file graph (--dot: as Graphviz) and exits 1 on an upward call, a cycle or an
-unplaced file.
+unplaced file. --self-test proves the check bites on DIR: it copies DIR, adds to a file
+of its lowest layer a function that calls one of its highest, and exits 0 only if the
+check of that copy fails with that upward call (the layer test of each component runs
+both).
 """
 import os
 import re
+import shutil
 import sys
-
-# Lower number = higher layer. Calls go from a number to the same or a greater one.
-LAYERS = {
-    # the loop and the control side's object API (called by droced and the tests only)
-    'engine_loop.c': 0,
-    'engine_objects.c': 0,
-    # CQs and QPs in a client region for programs that embed engines, over the object API
-    'engine_region.c': 0,
-    # the end of a port, for the programs that drive ports
-    'engine_port.c': 0,
-    # stages: what one pass runs, in the loop's order
-    'engine_rx.c': 1,
-    'engine_req.c': 1,
-    'engine_read_resp.c': 1,
-    'engine_resp.c': 1,
-    'engine_comp.c': 1,
-    # services the stages share
-    'engine_cmd.c': 2,
-    'engine_qp.c': 2,
-    'engine_cq.c': 2,
-    'engine_mr.c': 2,
-    'engine_mcast.c': 2,
-    'engine_tx.c': 2,
-    'engine_timer.c': 2,
-    'engine_wait.c': 2,
-    'engine_cc.c': 2,
-    # the inline helpers of the internal header
-    'engine_loc.h': 3,
-}
-LAYER_NAMES = ['loop/objects', 'stage', 'service', 'header']
+import tempfile
 
 IDENT = re.compile(r'[A-Za-z_]\w*')
 
@@ -147,9 +123,28 @@ def functions(text):
     return res
 
 
-def graph(src):
+def read_layers(src):
+    """(file -> layer number, [layer names]) from src/layers.txt."""
+    layers, names = {}, []
+    with open(os.path.join(src, 'layers.txt')) as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.split('#', 1)[0].strip()
+            if not line:
+                continue
+            if line.startswith('[') and line.endswith(']'):
+                names.append(line[1:-1])
+            elif not names:
+                raise SystemExit(f'{src}/layers.txt:{lineno}: a file before any [layer]')
+            elif line in layers:
+                raise SystemExit(f'{src}/layers.txt:{lineno}: {line} placed twice')
+            else:
+                layers[line] = len(names) - 1
+    return layers, names
+
+
+def graph(src, layers):
     files = sorted(f for f in os.listdir(src)
-                   if f.endswith('.c') or f == 'engine_loc.h')
+                   if f.endswith('.c') or (f.endswith('.h') and f in layers))
     defs = {}		# file -> [(name, body)]
     owner = {}		# function name -> file (non-static names are unique)
     for f in files:
@@ -165,7 +160,7 @@ def graph(src):
                 if ident in local or ident not in owner:
                     continue
                 edges.setdefault((f, owner[ident]), []).append((name, ident))
-    return files, edges
+    return files, edges, defs
 
 
 def cycles(files, edges):
@@ -200,44 +195,87 @@ def cycles(files, edges):
     return comps
 
 
-def main(argv):
-    dot = '--dot' in argv
-    args = [a for a in argv[1:] if a != '--dot']
-    src = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                            '..', 'lib', 'engine')
-    files, edges = graph(src)
+def check(src, dot=False, quiet=False, out=sys.stdout, err=sys.stderr):
+    """The number of errors in src's graph."""
+    layers, names = read_layers(src)
+    files, edges, _ = graph(src, layers)
     bad = 0
 
     if dot:
-        print('digraph engine {')
+        print('digraph "%s" {' % os.path.basename(os.path.normpath(src)), file=out)
         for (a, b) in sorted(edges):
-            print(f'\t"{a}" -> "{b}";')
-        print('}')
-    else:
+            print(f'\t"{a}" -> "{b}";', file=out)
+        print('}', file=out)
+    elif not quiet:
         for (a, b), calls in sorted(edges.items(), key=lambda kv: (
-                LAYERS.get(kv[0][0], -1), kv[0])):
-            names = ', '.join(sorted({callee for _, callee in calls}))
-            print(f'{a} -> {b}: {names}')
+                layers.get(kv[0][0], -1), kv[0])):
+            callees = ', '.join(sorted({callee for _, callee in calls}))
+            print(f'{a} -> {b}: {callees}', file=out)
     for f in files:
-        if f not in LAYERS:
-            print(f'error: {f} has no layer: add it to LAYERS in {argv[0]}', file=sys.stderr)
+        if f not in layers:
+            print(f'error: {f} has no layer: add it to {src}/layers.txt', file=err)
+            bad += 1
+    for f in layers:
+        if f not in files:
+            print(f'error: {src}/layers.txt names {f}, which is not there', file=err)
             bad += 1
     for (a, b), calls in sorted(edges.items()):
-        la, lb = LAYERS.get(a), LAYERS.get(b)
+        la, lb = layers.get(a), layers.get(b)
         if la is None or lb is None or la <= lb:
             continue
         for caller, callee in sorted(calls):
-            print(f'error: upward call: {a} ({LAYER_NAMES[la]}) {caller}() -> '
-                  f'{b} ({LAYER_NAMES[lb]}) {callee}()', file=sys.stderr)
+            print(f'error: upward call: {a} ({names[la]}) {caller}() -> '
+                  f'{b} ({names[lb]}) {callee}()', file=err)
             bad += 1
     for comp in cycles(files, edges):
-        print('error: cycle among ' + ', '.join(comp) + ':', file=sys.stderr)
+        print('error: cycle among ' + ', '.join(comp) + ':', file=err)
         for (a, b), calls in sorted(edges.items()):
             if a in comp and b in comp:
                 for caller, callee in sorted(calls):
-                    print(f'  {a} {caller}() -> {b} {callee}()', file=sys.stderr)
+                    print(f'  {a} {caller}() -> {b} {callee}()', file=err)
         bad += 1
-    return 1 if bad else 0
+    return bad
+
+
+def self_test(src):
+    """0 if an upward call injected into a copy of src is caught, else 1."""
+    layers, names = read_layers(src)
+    files, _, defs = graph(src, layers)
+    c_files = [f for f in files if f.endswith('.c')]
+    low = max(c_files, key=lambda f: (layers[f], f))
+    high = min((f for f in c_files if defs[f]), key=lambda f: (layers[f], f))
+    if layers[low] == layers[high]:
+        print(f'self-test: {src} has one layer of .c files', file=sys.stderr)
+        return 1
+    callee = defs[high][0][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, 'copy')
+        shutil.copytree(src, copy)
+        with open(os.path.join(copy, low), 'a') as fh:
+            fh.write('\nvoid\nlayer_check_injected(void)\n{\n\t(void)%s;\n}\n' % callee)
+        import io
+        err = io.StringIO()
+        bad = check(copy, quiet=True, err=err)
+    want = f'error: upward call: {low} ({names[layers[low]]}) layer_check_injected() -> ' \
+           f'{high} ({names[layers[high]]}) {callee}()'
+    if bad and want in err.getvalue():
+        print(f'self-test: caught {low} -> {high} {callee}()')
+        return 0
+    print(f'self-test: an upward call {low} -> {high} {callee}() was not caught:\n'
+          f'{err.getvalue()}', file=sys.stderr)
+    return 1
+
+
+def main(argv):
+    dot = '--dot' in argv
+    test = '--self-test' in argv
+    args = [a for a in argv[1:] if a not in ('--dot', '--self-test')]
+    if len(args) != 1:
+        print(__doc__.split('\n\n')[2], file=sys.stderr)
+        return 2
+    if test:
+        return self_test(args[0])
+    return 1 if check(args[0], dot=dot) else 0
 
 
 if __name__ == '__main__':
