@@ -73,15 +73,20 @@ def strip(text):
 
 
 def functions(text):
-    """[(name, body)] of the function definitions of a stripped file."""
+    """[(name, body, static)] of the function definitions of a stripped file."""
     res = []
     i, n, depth = 0, len(text), 0
+    decl = 0		# where the current top-level declaration began
     while i < n:
         c = text[i]
         if c == '{':
             depth += 1
         elif c == '}':
             depth -= 1
+            if depth == 0:
+                decl = i + 1
+        elif depth == 0 and c == ';':
+            decl = i + 1
         elif depth == 0 and (c.isalpha() or c == '_'):
             m = IDENT.match(text, i)
             name = m.group(0)
@@ -112,8 +117,10 @@ def functions(text):
                             if bd == 0:
                                 break
                         b += 1
-                    res.append((name, text[k:b + 1]))
+                    static = 'static' in IDENT.findall(text[decl:i])
+                    res.append((name, text[k:b + 1], static))
                     i = b + 1
+                    decl = i
                     continue
                 i = k
                 continue
@@ -150,12 +157,15 @@ def graph(src, layers):
     for f in files:
         with open(os.path.join(src, f)) as fh:
             defs[f] = functions(strip(fh.read()))
-        for name, _ in defs[f]:
-            owner.setdefault(name, f)
+        # A static function of a .c file is that file's own (names like id() recur);
+        # a header's static inlines are every includer's.
+        for name, _, static in defs[f]:
+            if not static or f.endswith('.h'):
+                owner.setdefault(name, f)
     edges = {}		# (from file, to file) -> [(caller, callee)]
     for f in files:
-        local = {name for name, _ in defs[f]}
-        for name, body in defs[f]:
+        local = {name for name, _, _ in defs[f]}
+        for name, body, _ in defs[f]:
             for ident in set(IDENT.findall(body)):
                 if ident in local or ident not in owner:
                     continue
@@ -243,11 +253,12 @@ def self_test(src):
     files, _, defs = graph(src, layers)
     c_files = [f for f in files if f.endswith('.c')]
     low = max(c_files, key=lambda f: (layers[f], f))
-    high = min((f for f in c_files if defs[f]), key=lambda f: (layers[f], f))
+    high = min((f for f in c_files if any(not st for _, _, st in defs[f])),
+               key=lambda f: (layers[f], f))
     if layers[low] == layers[high]:
         print(f'self-test: {src} has one layer of .c files', file=sys.stderr)
         return 1
-    callee = defs[high][0][0]
+    callee = [name for name, _, static in defs[high] if not static][0]
     with tempfile.TemporaryDirectory() as tmp:
         copy = os.path.join(tmp, 'copy')
         shutil.copytree(src, copy)

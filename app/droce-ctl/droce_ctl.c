@@ -94,6 +94,8 @@ request(int s, uint32_t op, uint32_t start_qpn, struct droce_proto_resp *resp)
 static void
 print_status(const struct droce_proto_status *st)
 {
+	uint32_t i;
+
 	printf("pid=%" PRIu32 "\nclients=%" PRIu32 "\nports=%" PRIu32 "\nengines=%" PRIu32 "\n"
 	       "pds=%" PRIu32 "\nmrs=%" PRIu32 "\ncqs=%" PRIu32 "\nsrqs=%" PRIu32 "\n"
 	       "qps=%" PRIu32 "\nahs=%" PRIu32 "\nmr_bytes=%" PRIu64 "\n"
@@ -112,6 +114,9 @@ print_status(const struct droce_proto_status *st)
 	       "cm_tx_mads=%" PRIu64 "\ncm_qp_moves=%" PRIu64 "\ncm_qp_move_fallbacks=%" PRIu64
 	       "\n", st->cm_channels, st->cm_ids, st->cm_listeners, st->cm_conns, st->cm_rx_mads,
 	       st->cm_rx_bad, st->cm_tx_mads, st->cm_qp_moves, st->cm_qp_move_fallbacks);
+	for (i = 0; i < DROCE_PROTO_CM_ID_STATES; i++)
+		printf("cm_ids_%s=%" PRIu32 "\n", droce_proto_cm_id_state_name(i),
+		       st->cm_id_state[i]);
 	/* Gauges that return to their idle values once the clients are gone. */
 	printf("timer_qps=%" PRIu32 "\nmcast_groups=%" PRIu32 "\nmcast_attached=%" PRIu32 "\n"
 	       "neighbours=%" PRIu32 "\nmbufs_in_use=%" PRIu64 "\nmbufs_total=%" PRIu64 "\n"

@@ -22,9 +22,6 @@
 
 #include "droced_loc.h"
 
-/* P_Key 0xFFFF, the default partition; the low 15 bits 0x7FFF name it (IB 10.9.1.1). */
-#define GSI_PKEY		0xFFFF
-#define GSI_PKEY_BASE_MASK	0x7FFF
 /* MADs to our own GIDs waiting for droced_gsi_flush() (a power of two). */
 #define GSI_LOCAL_RING		1024
 
@@ -36,6 +33,8 @@ struct gsi_local {
 };
 
 static struct gsi_local local_q[GSI_LOCAL_RING];
+/* The CM's, for every CM MAD QP1 takes (droced_gsi_set_handler). */
+static droced_gsi_mad_fn mad_handler;
 static uint32_t local_prod, local_cons;
 static uint32_t tx_psn;
 
@@ -59,11 +58,8 @@ pkt_gids(const struct droce_wire_pkt *pkt, uint8_t sgid[16], uint8_t dgid[16])
 	const struct droce_ipv6_hdr *v6 = droce_pkt_ipv6(pkt);
 
 	if (v4 != NULL) {
-		memset(sgid, 0, 16);
-		memset(dgid, 0, 16);
-		sgid[10] = sgid[11] = dgid[10] = dgid[11] = 0xFF;
-		memcpy(sgid + 12, v4->src, 4);
-		memcpy(dgid + 12, v4->dst, 4);
+		droce_gid_from_ipv4(sgid, v4->src);
+		droce_gid_from_ipv4(dgid, v4->dst);
 	} else {
 		memcpy(sgid, v6->src, 16);
 		memcpy(dgid, v6->dst, 16);
@@ -82,7 +78,13 @@ gsi_deliver(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16
 		return;
 	}
 	droced.gsi.rx_mads++;
-	droced_cm_mad_input(p, sgid, dgid, smac, &m);
+	mad_handler(p, sgid, dgid, smac, &m);
+}
+
+void
+droced_gsi_set_handler(droced_gsi_mad_fn fn)
+{
+	mad_handler = fn;
 }
 
 bool
@@ -110,7 +112,8 @@ droced_gsi_rx(struct droced_port *p, struct rte_mbuf *m)
 	}
 	deth = droce_pkt_deth(&pkt);
 	/* C10-15: a GSI packet's P_Key may be either membership of the default partition. */
-	if ((droce_bth_pkey(bth) & GSI_PKEY_BASE_MASK) != GSI_PKEY_BASE_MASK) {
+	if ((droce_bth_pkey(bth) & DROCE_PKEY_BASE_MASK) !=
+	    (DROCE_PKEY_DEFAULT & DROCE_PKEY_BASE_MASK)) {
 		bad(DROCED_GSI_BAD_PKEY);
 		goto out;
 	}
@@ -190,7 +193,7 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 	a.udp_sport = droce_wire_udp_sport(DROCE_CM_GSI_QPN, DROCE_CM_GSI_QPN);
 	memset(&h, 0, sizeof(h));
 	h.opcode = DROCE_OP_UD_SEND_ONLY;
-	h.pkey = GSI_PKEY;
+	h.pkey = DROCE_PKEY_DEFAULT;
 	h.dqpn = DROCE_CM_GSI_QPN;
 	h.psn = tx_psn++ & DROCE_PSN_MASK;
 	h.deth.qkey = DROCE_CM_GSI_QKEY;

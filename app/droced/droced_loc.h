@@ -3,15 +3,20 @@
 #define DROCED_LOC_H
 
 /*
- * droced's internals, grouped by the file that defines them:
- *   droced_main.c    arguments, EAL, start-up and shut-down, the daemon's state
- *   droced_port.c    ports, their slow-path rings, lib/net glue, neighbour resolution
- *   droced_loop.c    the control socket, the epoll loop, message dispatch
- *   droced_client.c  one connection's objects (PD, MR, CQ, SRQ, QP, AH) and their teardown
- *   droced_mrmap.c   a memory region's view: its memfds and in-place file mappings mapped
- *   droced_gsi.c     QP1 (the GSI) of every port: CM MADs in and out
- *   droced_cm.c      rdma_cm: channels, ids, their operations and events
- *   droced_cm_wire.c rdma_cm: connections, MADs matched to them, their timers
+ * droced's internals, grouped by the file that defines them, in layers (layers.txt: calls
+ * go down only; what goes up is a callback droced_main.c registers):
+ *   droced_main.c     arguments, EAL, start-up and shut-down, the daemon's state, the wiring
+ *   droced_loop.c     the control socket, the epoll loop, the tick
+ *   droced_dispatch.c one table of every request: its size, who may make it, its handler
+ *   droced_session.c  HELLO, a client's end, engine events to it, device and status queries
+ *   droced_pd.c, droced_mr.c, droced_cq.c, droced_srq.c, droced_qp.c  the verbs objects
+ *   droced_rdmacm.c, droced_rdmacm_conn.c, droced_rdmacm_id.c  the rdma_cm side: channels,
+ *                     ids, their operations and events (droced_rdmacm_loc.h)
+ *   droced_client.c   a connection's handle tables, notification pipes, event ring, parking
+ *   droced_ibcm.c     the IB CM side: connections on the wire, MADs matched to them, timers
+ *   droced_gsi.c      QP1 (the GSI) of every port: CM MADs in and out
+ *   droced_port.c     ports, their slow-path rings, lib/net glue, neighbour resolution
+ *   droced_mrmap.c    a memory region's view: its memfds and in-place file mappings mapped
  *   droced_devnodes.c /dev/infiniband/uverbs_droce<N> for programs that check the node
  * Everything here runs on the control thread (the EAL main lcore); engines run on their own
  * lcores and are reached only through lib/engine's control functions.
@@ -21,6 +26,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <rte_log.h>
 
@@ -31,12 +37,32 @@
 #include <droce_shm_arena.h>
 #include <droce_shm_proto.h>
 #include <droce_shm_qp_attr.h>
+#include <droce_wire_gid.h>
 
 #include "droced_config.h"
 
 extern int droced_logtype;
 #define DROCED_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, droced_logtype, "droced: " fmt "\n", ##__VA_ARGS__)
+
+/*
+ * droced's one clock: CLOCK_MONOTONIC, in nanoseconds (lib/cm's time, the CM's timers) or
+ * milliseconds (parked requests, the loop's tick, uptime).
+ */
+static inline uint64_t
+droced_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t
+droced_now_ms(void)
+{
+	return droced_now_ns() / 1000000;
+}
 
 /* ---- Sizes of droced's own resources ---- */
 
@@ -177,19 +203,31 @@ struct droced {
 
 extern struct droced droced;
 
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t droced_now_ms(void);
 
 /* ---- droced_port.c ---- */
 
+/*
+ * What the ports tell the layers above (droced_main.c sets them before the ports start):
+ * the port is the bottom of droced's layers, and these calls go up.
+ */
+struct droced_port_hooks {
+	/* lib/net resolved (status 0) or gave up on ip (host order) */
+	void (*resolved)(struct droced_port *p, uint32_t ip, int status);
+	/* the port's link went down or came back */
+	void (*link)(struct droced_port *p, bool up);
+	/* a frame the engines handed over: true when it was QP1's (consumed: taken or dropped) */
+	bool (*qp1_rx)(struct droced_port *p, struct rte_mbuf *m);
+	/* after each batch of frames: QP1's MADs to our own GIDs delivered; how many */
+	unsigned int (*qp1_flush)(void);
+};
+
+void droced_ports_set_hooks(const struct droced_port_hooks *h);
 /* Probes, configures and starts every port; creates rings, mempools and lib/net state. */
 int droced_ports_init(struct droced *d);
 /* After the engines run: static neighbours, own GIDs, gratuitous ARPs, the start-up lines. */
 int droced_ports_announce(struct droced *d);
 /* Slow path of every port: received ARP/ICMP to lib/net, lib/net's timers. */
 void droced_ports_tick(struct droced *d);
-/* Every client's port state and a PORT_ERR or PORT_ACTIVE event (droced_client.c). */
-void droced_clients_port_event(struct droced_port *p, bool up);
 /* The frames engines handed over (ARP, ICMP to lib/net; QP1's MADs to the CM), bounded. */
 unsigned int droced_ports_rx(struct droced *d);
 void droced_ports_fini(struct droced *d);
@@ -209,12 +247,15 @@ int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
 void droced_port_tx_wake(struct droced_port *p);
 /* The address vector as the wire will carry it (the route's hop limit, see above). */
 void droced_route_av(struct droce_shm_ah_attr *ah);
-/* A multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
-bool droced_gid_is_multicast(const uint8_t gid[16]);
 
 /* ---- droced_gsi.c ---- */
 
 extern const char *const droced_gsi_bad_names[DROCED_GSI_BAD_COUNT];
+/* Who takes the CM MADs QP1 receives (the CM's wire side, set at start-up). */
+typedef void (*droced_gsi_mad_fn)(struct droced_port *p, const uint8_t sgid[16],
+				  const uint8_t dgid[16], const uint8_t smac[6],
+				  const struct droce_cm_msg *m);
+void droced_gsi_set_handler(droced_gsi_mad_fn fn);
 /* A frame from slow_rx: true when it was a RoCEv2 packet to QP1 (consumed: taken or dropped). */
 bool droced_gsi_rx(struct droced_port *p, struct rte_mbuf *m);
 /*
@@ -233,11 +274,6 @@ int droced_loop_init(struct droced *d);
 int droced_loop_run(struct droced *d);
 /* Stops accepting, tells and drops every client, removes the socket. */
 void droced_loop_fini(struct droced *d);
-/* Stops or resumes reading a client's socket (a request waits for ARP). */
-void droced_loop_client_pause(struct droced_client *c, bool pause);
-/* Sends a response; on failure the client is marked dead (torn down by the loop). */
-void droced_loop_respond(struct droced_client *c, struct droce_proto_resp *resp,
-			 const int *fds, unsigned int nfds);
 
 /* ---- droced_client.c ---- */
 
@@ -247,6 +283,7 @@ struct droced_table {
 	uint32_t nb;
 	uint32_t max;	/* the client's limit: -ENOMEM beyond it */
 	uint32_t hint;
+	bool lowest_first;	/* a freed handle is the next one given (rdma_cm ids) */
 };
 
 struct droced_client {
@@ -259,7 +296,7 @@ struct droced_client {
 	bool dead;			/* torn down at the end of this loop pass */
 	bool paused;
 	struct droced_port *port;
-	struct droced_cm_chan *cm;	/* a CM channel (CM_OPEN), never with HELLO */
+	struct droced_rdmacm_chan *cm;	/* a CM channel (CM_OPEN), never with HELLO */
 	/* The region: mapped here, its memfd passed to the client at HELLO. */
 	uint8_t *region;
 	uint64_t region_size;
@@ -289,86 +326,248 @@ struct droced_client {
 
 struct droced_client *droced_client_new(int fd);
 /*
+ * Handle tables, droced's one kind: index = handle, grown on demand up to the client's
+ * limit (then -ENOMEM); a handle the client sends is only ever looked up in its own
+ * tables. Handles are given in turn, so a stale one does not name the next object at
+ * once, or, lowest_first, the lowest free one (rdma_cm ids: librdmacm hashes them into a
+ * fixed number of buckets).
+ */
+void droced_table_init(struct droced_table *t, uint32_t max, bool lowest_first);
+int droced_table_add(struct droced_table *t, void *obj, uint32_t *handle);
+void *droced_table_get(const struct droced_table *t, uint32_t handle);
+void droced_table_del(struct droced_table *t, uint32_t handle);
+void droced_table_free(struct droced_table *t);
+/*
+ * A notification pipe (droce_shm_proto.h): *rfd for the application, *wfd (non-blocking)
+ * for droced or an engine. 0 or -errno. A kick never blocks: a full pipe already has
+ * notifications to read, a closed one has nobody to tell.
+ */
+int droced_notify_pipe(int *rfd, int *wfd);
+void droced_notify_pipe_close(int rfd, int wfd);
+void droced_notify_kick(int wfd);
+uint32_t droced_pow2_at_least(uint32_t n);
+/* The address of offset off of the client's region. */
+void *droced_region_ptr(const struct droced_client *c, int64_t off);
+/* An event to the client's event ring (no notification: see droced_client_event_put). */
+void droced_client_event_ring_put(struct droced_client *c, uint32_t type, uint32_t handle);
+/* An event droced itself raises (PORT_ERR, DEVICE_FATAL at shut-down), and its notification. */
+void droced_client_event_put(struct droced_client *c, uint32_t type, uint32_t handle);
+/*
+ * Parks req until lib/net answers for dgid (or DROCED_PARK_TIMEOUT_MS): returns 1, what a
+ * handler answers for a parked request (droced_dispatch.c).
+ */
+int droced_client_park(struct droced_client *c, const struct droce_proto_req *req,
+		       const uint8_t dgid[16]);
+/* lib/net resolved (status 0) or gave up on ip: the requests waiting for it may go on. */
+void droced_client_resolved(struct droced_port *p, uint32_t ip, int status);
+
+/* ---- The objects: droced_pd.c, droced_mr.c, droced_cq.c, droced_srq.c, droced_qp.c ---- */
+
+struct droced_rdmacm_id;
+
+/* One request as droced_dispatch hands it to its handler. */
+struct droced_call {
+	const struct droce_proto_req *req;
+	size_t len;			/* the message's bytes */
+	const int *fds;			/* what came with it */
+	unsigned int nfds;
+	struct droce_proto_resp *resp;	/* zeroed; op and seq set */
+	int *out_fds;			/* what goes back with the response */
+	unsigned int *out_nfds;
+	struct droced_rdmacm_id *cm_id;	/* the id a CM request names (GATE_CM_ID) */
+};
+
+/* A handler: 0 or -errno (the response's status), or 1: parked (droced_client_park). */
+typedef int (*droced_op_fn)(struct droced_client *c, struct droced_call *call);
+
+struct droced_pd {
+	uint32_t users;		/* MRs, SRQs, QPs and AHs on it: DEALLOC_PD -> -EBUSY */
+};
+
+struct droced_xrcd;
+
+/* A client's open of an XRC domain. */
+struct droced_xrcd_ref {
+	struct droced_xrcd *x;
+	uint32_t users;		/* its XRC SRQs and targets: CLOSE_XRCD -> -EBUSY */
+};
+
+struct droced_cq {
+	struct droce_engine_cq *cq;
+	int64_t ctl_off, ring_off;
+	uint32_t size;
+	int efd;		/* notification pipe: write end (the engine's), -1 without */
+	int rfd;		/* its read end, the application's copy sent with CREATE_CQ */
+};
+
+struct droced_srq {
+	struct droce_engine_srq *srq;
+	int64_t ctl_off, ring_off;
+	uint64_t ring_len;
+	uint32_t size, stride, max_sge, pd;
+	uint32_t xrcd;		/* XRC SRQ: its XRC domain's handle; else DROCE_PROTO_NO_HANDLE */
+};
+
+/* droced_pd.c */
+int droced_pd_alloc(struct droced_client *c, struct droced_call *call);
+int droced_pd_dealloc(struct droced_client *c, struct droced_call *call);
+struct droced_pd *droced_pd_get(const struct droced_client *c, uint32_t handle);
+int droced_xrcd_open(struct droced_client *c, struct droced_call *call);
+int droced_xrcd_close(struct droced_client *c, struct droced_call *call);
+struct droced_xrcd_ref *droced_xrcd_get(struct droced_client *c, uint32_t handle);
+/* The domain's droced-wide id, what the engines compare. */
+uint32_t droced_xrcd_id(const struct droced_xrcd_ref *ref);
+int droced_ah_create(struct droced_client *c, struct droced_call *call);
+int droced_ah_destroy(struct droced_client *c, struct droced_call *call);
+void droced_pd_release_all(struct droced_client *c);
+/* droced_mr.c */
+int droced_mr_reg(struct droced_client *c, struct droced_call *call);
+int droced_mr_rereg(struct droced_client *c, struct droced_call *call);
+int droced_mr_dereg(struct droced_client *c, struct droced_call *call);
+int droced_mw_alloc(struct droced_client *c, struct droced_call *call);
+int droced_mw_dealloc(struct droced_client *c, struct droced_call *call);
+void droced_mr_release_all(struct droced_client *c);
+/* droced_cq.c */
+int droced_cq_create(struct droced_client *c, struct droced_call *call);
+int droced_cq_resize(struct droced_client *c, struct droced_call *call);
+int droced_cq_destroy(struct droced_client *c, struct droced_call *call);
+struct droced_cq *droced_cq_get(const struct droced_client *c, uint32_t handle);
+void droced_cq_release_all(struct droced_client *c);
+/* droced_srq.c */
+int droced_srq_create(struct droced_client *c, struct droced_call *call);
+int droced_srq_modify(struct droced_client *c, struct droced_call *call);
+int droced_srq_query(struct droced_client *c, struct droced_call *call);
+int droced_srq_destroy(struct droced_client *c, struct droced_call *call);
+struct droced_srq *droced_srq_get(const struct droced_client *c, uint32_t handle);
+void droced_srq_release_all(struct droced_client *c);
+/* droced_qp.c */
+int droced_qp_create(struct droced_client *c, struct droced_call *call);
+int droced_qp_modify(struct droced_client *c, struct droced_call *call);
+int droced_qp_query(struct droced_client *c, struct droced_call *call);
+int droced_qp_destroy(struct droced_client *c, struct droced_call *call);
+int droced_qp_attach_mcast(struct droced_client *c, struct droced_call *call);
+int droced_qp_detach_mcast(struct droced_client *c, struct droced_call *call);
+/*
  * Modifies QP number qpn of a device context of owner's process (same pid and uid): how
  * droced's CM moves an rdma_cm id's QP (DROCE_PROTO_CM_CONN_F_MOVE_QP). 0; -ENOENT: no
  * such QP of that process; -EAGAIN: the AV's neighbour is not resolved yet (nothing
  * changed); or the engine's refusal.
  */
-int droced_client_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
-				const struct droce_shm_qp_attr *attr);
-/*
- * Handles one request of n bytes with nfds descriptors: fills resp, or returns 1 when the
- * request is parked (no response yet). Descriptors it keeps are set to -1 in fds.
- */
-int droced_client_handle(struct droced_client *c, const struct droce_proto_req *req, size_t n,
-			 int *fds, unsigned int nfds, struct droce_proto_resp *resp,
-			 int *out_fds, unsigned int *out_nfds);
-/* A parked request whose neighbour resolved or failed, or timed out: answer it now. */
-void droced_client_unpark(struct droced_client *c, int status);
-/* Engine events to the client's event ring and eventfd. */
+int droced_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
+			 const struct droce_shm_qp_attr *attr);
+void droced_qp_release_all(struct droced_client *c);
+
+/* ---- droced_session.c ---- */
+
+int droced_session_hello(struct droced_client *c, struct droced_call *call);
+int droced_session_query_ports(struct droced_client *c, struct droced_call *call);
+int droced_session_query_qps(struct droced_client *c, struct droced_call *call);
+int droced_session_status(struct droced_client *c, struct droced_call *call);
+/* Engine events to the client's event ring and notification pipe. */
 void droced_client_events(struct droced_client *c);
-/* An event droced itself raises (DEVICE_FATAL at shut-down). */
-void droced_client_event_put(struct droced_client *c, uint32_t type, uint32_t handle);
+/* Every client's port state and a PORT_ERR or PORT_ACTIVE event. */
+void droced_clients_port_event(struct droced_port *p, bool up);
 /* Frees everything the client owned and the client; counts it in clients_torn_down. */
 void droced_client_free(struct droced_client *c);
-/* Adds the client's live objects to st. */
-void droced_client_status(const struct droced_client *c, struct droce_proto_status *st);
-/* lib/net resolved (status 0) or gave up on ip: wake the requests waiting for it. */
-void droced_client_resolved(struct droced_port *p, uint32_t ip, int status);
 
-/* ---- droced_cm.c ---- */
+/* ---- droced_dispatch.c ---- */
 
-struct droced_cm_chan;
-struct droced_cm_id;
-struct droced_cm_conn;
+/*
+ * Handles one request of n bytes with nfds descriptors: fills resp, or returns 1 when the
+ * request is parked (no response yet: stop reading the client). Descriptors it keeps are
+ * set to -1 in fds.
+ */
+int droced_dispatch(struct droced_client *c, const struct droce_proto_req *req, size_t n,
+		    int *fds, unsigned int nfds, struct droce_proto_resp *resp, int *out_fds,
+		    unsigned int *out_nfds);
+/*
+ * A parked request whose neighbour resolved (status 0) or failed, or that timed out: runs
+ * it again or answers its failure in resp (0), or parks it again (1).
+ */
+int droced_dispatch_resume(struct droced_client *c, int status, struct droce_proto_resp *resp);
 
-/* True for the rdma_cm ops (CM_OPEN .. CM_NOTIFY). */
-bool droced_cm_op(uint32_t op);
-/* One CM request of a client (CM_OPEN, or any on a channel); fills resp as droced_client_handle. */
-int droced_cm_handle(struct droced_client *c, const struct droce_proto_req *req, size_t n,
-		     struct droce_proto_resp *resp, int *out_fds, unsigned int *out_nfds);
+/* ---- droced_rdmacm.c ---- */
+
+struct droced_rdmacm_chan;
+struct droced_ibcm_conn;
+
+/* The requests of a CM channel (droced_dispatch.c's rows). */
+struct droced_rdmacm_id *droced_rdmacm_id_lookup(const struct droced_client *c, uint32_t handle);
+int droced_rdmacm_open(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_create_id(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_get_event(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_migrate(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_destroy_id(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_bind(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_resolve_addr(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_resolve_route(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_query(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_listen(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_connect(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_accept(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_establish(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_reject(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_disconnect(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_init_qp_attr(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_set_option(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_notify(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_join_mcast(struct droced_client *c, struct droced_call *call);
+int droced_rdmacm_leave_mcast(struct droced_client *c, struct droced_call *call);
 /* The channel's connection closed: its ids are destroyed (their connections ended on the wire). */
-void droced_cm_chan_free(struct droced_client *c);
+void droced_rdmacm_chan_free(struct droced_client *c);
 /* Address resolutions that ended (lib/net) or timed out; pipe bytes still owed. */
-void droced_cm_tick(uint64_t now_ns);
+void droced_rdmacm_tick(uint64_t now_ns);
 /* lib/net resolved (status 0) or gave up on ip on port p. */
-void droced_cm_resolved(struct droced_port *p, uint32_t ip, int status);
+void droced_rdmacm_resolved(struct droced_port *p, uint32_t ip, int status);
 /* droced stops: DEVICE_REMOVAL to every id with a device. */
-void droced_cm_shutdown(void);
+void droced_rdmacm_shutdown(void);
 /* Channels, ids, connections and QP1's counters, for droce-ctl status. */
-void droced_cm_status(struct droce_proto_status *st);
+void droced_rdmacm_status(struct droce_proto_status *st);
 
-/* What droced_cm_wire.c calls back in droced_cm.c when the wire moves a connection. */
-void droced_cm_conn_event(struct droced_cm_id *id, enum droce_cm_event ev,
-			  const struct droce_cm_msg *m, uint16_t rej_reason);
+/* What droced_ibcm.c calls back (struct droced_ibcm_hooks) when the wire moves a
+ * connection. */
+void droced_rdmacm_conn_event(struct droced_rdmacm_id *id, enum droce_cm_event ev,
+			      const struct droce_cm_msg *m, uint16_t rej_reason);
 /* A new REQ or SIDR_REQ to a listener: a new id; NULL (and *reject set) when refused. */
-struct droced_cm_id *droced_cm_req_listener(struct droced_port *p, const uint8_t dgid[16],
-					    const struct droce_cm_msg *m, uint16_t *reject);
-void droced_cm_id_attach(struct droced_cm_id *id, struct droced_cm_conn *conn);
+struct droced_rdmacm_id *droced_rdmacm_req_listener(struct droced_port *p, const uint8_t dgid[16],
+						    const struct droce_cm_msg *m, uint16_t *reject);
+void droced_rdmacm_id_attach(struct droced_rdmacm_id *id, struct droced_ibcm_conn *conn);
 
-/* ---- droced_cm_wire.c ---- */
+/* ---- droced_ibcm.c ---- */
 
-/* CLOCK_MONOTONIC in nanoseconds: lib/cm's time. */
-uint64_t droced_now_ns(void);
+/* The rdma_cm side, called up from the wire side (droced_main.c sets them at start-up). */
+struct droced_ibcm_hooks {
+	/* the connection of id moved: its event (m: the MAD that caused it, or NULL) */
+	void (*conn_event)(struct droced_rdmacm_id *id, enum droce_cm_event ev,
+			   const struct droce_cm_msg *m, uint16_t rej_reason);
+	/* a new REQ or SIDR_REQ to a listener: a new id; NULL (and *reject set) when refused */
+	struct droced_rdmacm_id *(*req_listener)(struct droced_port *p, const uint8_t dgid[16],
+					     const struct droce_cm_msg *m, uint16_t *reject);
+	/* id now has conn as its connection (NULL: none) */
+	void (*id_attach)(struct droced_rdmacm_id *id, struct droced_ibcm_conn *conn);
+};
+
+void droced_ibcm_set_hooks(const struct droced_ibcm_hooks *h);
+
 /* A MAD QP1 took, from sgid (MAC smac) to our dgid on port p. */
-void droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
-			 const uint8_t smac[6], const struct droce_cm_msg *m);
+void droced_ibcm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
+			   const uint8_t smac[6], const struct droce_cm_msg *m);
 /* A connection end for an id, on port p between lgid and rgid (-> NULL: none left). */
-struct droced_cm_conn *droced_cm_conn_new(struct droced_cm_id *id, struct droced_port *p,
-					  const uint8_t lgid[16], const uint8_t rgid[16],
-					  const uint8_t rmac[6], uint8_t tclass);
-struct droce_cm_conn *droced_cm_conn_sm(struct droced_cm_conn *conn);
+struct droced_ibcm_conn *droced_ibcm_conn_new(struct droced_rdmacm_id *id, struct droced_port *p,
+					      const uint8_t lgid[16], const uint8_t rgid[16],
+					      const uint8_t rmac[6], uint8_t tclass);
+struct droce_cm_conn *droced_ibcm_conn_sm(struct droced_ibcm_conn *conn);
 /*
  * Sends what a lib/cm call put in out, arms its timer, reports its event to the id (m: the
  * MAD that caused it, or NULL); frees the connection when it is back in IDLE.
  */
-void droced_cm_conn_out(struct droced_cm_conn *conn, const struct droce_cm_out *out,
-			const struct droce_cm_msg *m);
+void droced_ibcm_conn_out(struct droced_ibcm_conn *conn, const struct droce_cm_out *out,
+			  const struct droce_cm_msg *m);
 /* The id goes: its connection is ended on the wire as Linux does, then lives on alone. */
-void droced_cm_conn_orphan(struct droced_cm_conn *conn);
+void droced_ibcm_conn_orphan(struct droced_ibcm_conn *conn);
 /* Retransmissions and timewaits whose deadline passed. */
-void droced_cm_conn_timers(uint64_t now_ns);
-uint32_t droced_cm_conn_count(void);
+void droced_ibcm_conn_timers(uint64_t now_ns);
+uint32_t droced_ibcm_conn_count(void);
 
 /* ---- droced_mrmap.c ---- */
 

@@ -205,9 +205,10 @@ accept_clients(struct droced *d)
 	}
 }
 
-void
-droced_loop_respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
-		    unsigned int nfds)
+/* Sends a response; on failure the client is marked dead (torn down by the loop). */
+static void
+respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
+	unsigned int nfds)
 {
 	int rc = droce_proto_send(c->fd, resp, sizeof(*resp), fds, nfds);
 
@@ -216,8 +217,9 @@ droced_loop_respond(struct droced_client *c, struct droce_proto_resp *resp, cons
 		c->dead = true;
 }
 
-void
-droced_loop_client_pause(struct droced_client *c, bool pause)
+/* Stops or resumes reading a client's socket (a request waits for ARP). */
+static void
+client_pause(struct droced_client *c, bool pause)
 {
 	struct epoll_event ev = {
 		.events = pause ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP,
@@ -259,16 +261,30 @@ client_read(struct droced_client *c)
 		resp.op = req.op;
 		resp.seq = req.seq;
 		resp.status = -EINVAL;
-		droced_loop_respond(c, &resp, NULL, 0);
+		respond(c, &resp, NULL, 0);
 		return;
 	}
 	if (n <= 0) {
 		c->dead = true;
 		return;
 	}
-	if (droced_client_handle(c, &req, (size_t)n, fds, nfds, &resp, out_fds, &out_nfds) == 0)
-		droced_loop_respond(c, &resp, out_fds, out_nfds);
+	if (droced_dispatch(c, &req, (size_t)n, fds, nfds, &resp, out_fds, &out_nfds) == 0)
+		respond(c, &resp, out_fds, out_nfds);
+	else
+		client_pause(c, true);	/* parked: nothing more from it until it is answered */
 	close_fds(fds, nfds);
+}
+
+/* A parked request whose neighbour resolved or failed, or timed out: answer it now. */
+static void
+unpark(struct droced_client *c, int status)
+{
+	struct droce_proto_resp resp;
+
+	if (droced_dispatch_resume(c, status, &resp) == 1)
+		return;
+	respond(c, &resp, NULL, 0);
+	client_pause(c, false);
 }
 
 static void
@@ -289,13 +305,13 @@ tick(struct droced *d)
 	uint64_t now;
 
 	droced_ports_tick(d);
-	droced_cm_tick(droced_now_ns());
+	droced_rdmacm_tick(droced_now_ns());
 	now = droced_now_ms();
 	TAILQ_FOREACH(c, &d->clients, next) {
 		if (c->dead)
 			continue;
 		if (c->parked && (c->park_done || now >= c->park_deadline_ms))
-			droced_client_unpark(c, c->park_done ? c->park_status : -EHOSTUNREACH);
+			unpark(c, c->park_done ? c->park_status : -EHOSTUNREACH);
 	}
 	clients_events(d);
 }
@@ -424,7 +440,7 @@ droced_loop_fini(struct droced *d)
 		unlink(d->cfg.socket);
 	d->socket_bound = false;
 	/* rdma_cm ids with a device get DEVICE_REMOVAL (the pipe then ends). */
-	droced_cm_shutdown();
+	droced_rdmacm_shutdown();
 	/* Clients learn first (IBV_EVENT_DEVICE_FATAL), then lose their objects and socket. */
 	TAILQ_FOREACH(c, &d->clients, next)
 		droced_client_event_put(c, DROCE_SHM_EVENT_DEVICE_FATAL, 0);

@@ -44,15 +44,6 @@ RTE_LOG_REGISTER(droced_logtype, droce.droced, NOTICE);
 
 struct droced droced;
 
-uint64_t
-droced_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void
 usage(const char *prog)
 {
@@ -354,6 +345,39 @@ raise_fd_limit(void)
 	}
 }
 
+/* Both users of an address resolution: parked client requests and rdma_cm ids. */
+static void
+port_resolved(struct droced_port *p, uint32_t ip, int status)
+{
+	droced_client_resolved(p, ip, status);
+	droced_rdmacm_resolved(p, ip, status);
+}
+
+/*
+ * The calls that go up droced's layers (layers.txt), as callbacks registered here, the
+ * top: the ports tell the clients, the CM and QP1 what they see; QP1 hands CM MADs to the
+ * CM's wire side; that tells the rdma_cm side what happened to a connection.
+ */
+static void
+wire_layers(void)
+{
+	static const struct droced_port_hooks port_hooks = {
+		.resolved = port_resolved,
+		.link = droced_clients_port_event,
+		.qp1_rx = droced_gsi_rx,
+		.qp1_flush = droced_gsi_flush,
+	};
+	static const struct droced_ibcm_hooks wire_hooks = {
+		.conn_event = droced_rdmacm_conn_event,
+		.req_listener = droced_rdmacm_req_listener,
+		.id_attach = droced_rdmacm_id_attach,
+	};
+
+	droced_ports_set_hooks(&port_hooks);
+	droced_gsi_set_handler(droced_ibcm_mad_input);
+	droced_ibcm_set_hooks(&wire_hooks);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -407,6 +431,7 @@ main(int argc, char **argv)
 	}
 	d->start_ms = droced_now_ms();
 	TAILQ_INIT(&d->clients);
+	wire_layers();
 	d->epfd = d->lsock = d->sigfd = d->timerfd = d->wake_fd = -1;
 	if (lcores_check(d) == 0 && droced_ports_init(d) == 0 && engines_start(d) == 0 &&
 	    droced_ports_announce(d) == 0 && droced_loop_init(d) == 0) {

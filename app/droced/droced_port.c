@@ -28,18 +28,15 @@
 #define GID_STR_MAX	INET6_ADDRSTRLEN
 #define LINE_MAX_LEN	1024
 
-/* The IPv4-mapped GID of ip (host order): ::ffff:a.b.c.d (RoCEv2 A17.8). */
-static void
-ipv4_gid(uint32_t ip, uint8_t gid[16])
+/* The layers above, told what the ports see (droced_ports_set_hooks). */
+static struct droced_port_hooks hooks;
+
+void
+droced_ports_set_hooks(const struct droced_port_hooks *h)
 {
-	memset(gid, 0, 16);
-	gid[10] = 0xff;
-	gid[11] = 0xff;
-	gid[12] = ip >> 24;
-	gid[13] = ip >> 16;
-	gid[14] = ip >> 8;
-	gid[15] = ip;
+	hooks = *h;
 }
+
 
 uint8_t
 droced_mtu_enum(uint32_t mtu)
@@ -109,12 +106,11 @@ net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
 	uint8_t gid[16];
 
 	if (status == 0) {
-		ipv4_gid(ip, gid);
+		droce_gid_from_ipv4_host(gid, ip);
 		if (droce_engine_dev_neigh_add(droced.dev, gid, mac) != 0)
 			status = -EHOSTUNREACH;
 	}
-	droced_client_resolved(p, ip, status);
-	droced_cm_resolved(p, ip, status);
+	hooks.resolved(p, ip, status);
 }
 
 /* ---- Start-up ---- */
@@ -390,7 +386,7 @@ droced_ports_announce(struct droced *d)
 				uint32_t ip = (uint32_t)nb->ip[0] << 24 | (uint32_t)nb->ip[1] << 16 |
 					      (uint32_t)nb->ip[2] << 8 | nb->ip[3];
 
-				ipv4_gid(ip, gid);
+				droce_gid_from_ipv4_host(gid, ip);
 				rc = droce_net_neigh_add_static(p->net, ip, nb->mac);
 			} else {
 				memcpy(gid, nb->ip, 16);
@@ -435,12 +431,12 @@ droced_ports_rx(struct droced *d)
 		/* Bounded per call, so a flood of ARP or MADs cannot starve the clients. */
 		n = rte_ring_sc_dequeue_burst(p->slow_rx, (void **)pkts, RTE_DIM(pkts), NULL);
 		for (j = 0; j < n; j++)
-			if (!droced_gsi_rx(p, pkts[j]))
+			if (!hooks.qp1_rx(p, pkts[j]))
 				droce_net_rx(p->net, pkts[j], now);
 		total += n;
 	}
 	/* MADs between two ends on this droced, after the ones that came in. */
-	total += droced_gsi_flush();
+	total += hooks.qp1_flush();
 	return total;
 }
 
@@ -517,7 +513,7 @@ port_link_check(struct droced *d, struct droced_port *p, uint64_t now)
 			   "IBV_EVENT_PORT_ERR; the port is restarted until it comes back",
 			   p->cfg->name, p->link_downs);
 	}
-	droced_clients_port_event(p, up);
+	hooks.link(p, up);
 }
 
 void
@@ -543,7 +539,7 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	int rc;
 
 	/* A multicast group: the engines derive its MAC from the address (no ARP). */
-	if (droced_gid_is_multicast(dgid))
+	if (droce_gid_is_multicast(dgid))
 		return 0;
 	/* A GID of this daemon: its MAC went into the engines' table at start. */
 	for (i = 0; i < droced.nb_ports; i++)
@@ -560,21 +556,11 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	return 0;
 }
 
-bool
-droced_gid_is_multicast(const uint8_t gid[16])
-{
-	static const uint8_t v4_mapped[12] = { [10] = 0xFF, [11] = 0xFF };
-
-	if (gid[0] == 0xFF)
-		return true;
-	return memcmp(gid, v4_mapped, sizeof(v4_mapped)) == 0 && (gid[12] & 0xF0) == 0xE0;
-}
-
 void
 droced_route_av(struct droce_shm_ah_attr *ah)
 {
 	/* Linux keeps the caller's hop limit only for multicast (and RoCE v1, not ours). */
-	if (ah->is_global && !droced_gid_is_multicast(ah->dgid))
+	if (ah->is_global && !droce_gid_is_multicast(ah->dgid))
 		ah->hop_limit = DROCED_ROUTE_HOP_LIMIT;
 }
 

@@ -2,17 +2,13 @@
 
 /*
  * The GID table of a port: RoCEv2 GIDs are IPv6 addresses (IBA Annex A17.4.4), IPv4 ones
- * in IPv4-mapped form ::ffff:a.b.c.d (RFC 4291 2.5.5.2).
+ * in IPv4-mapped form ::ffff:a.b.c.d (RFC 4291 2.5.5.2, lib/wire's droce_wire_gid.h).
  */
 
 #include <errno.h>
 #include <string.h>
 
 #include "net_loc.h"
-
-static const uint8_t v4_mapped_prefix[12] = {
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF
-};
 
 /* fe80::/64, RFC 4291 2.5.6 */
 static const uint8_t link_local_prefix[8] = { 0xFE, 0x80, 0, 0, 0, 0, 0, 0 };
@@ -21,23 +17,12 @@ static const uint8_t link_local_prefix[8] = { 0xFE, 0x80, 0, 0, 0, 0, 0, 0 };
 #define EUI64_FILL0	0xFF
 #define EUI64_FILL1	0xFE
 
-void
-net_ipv4_to_mapped(uint32_t ip, uint8_t addr[16])
-{
-	memcpy(addr, v4_mapped_prefix, sizeof(v4_mapped_prefix));
-	addr[12] = ip >> 24;
-	addr[13] = ip >> 16;
-	addr[14] = ip >> 8;
-	addr[15] = ip;
-}
-
 int
 droce_net_gid_to_ipv4(const uint8_t gid[16], uint32_t *ip)
 {
-	if (memcmp(gid, v4_mapped_prefix, sizeof(v4_mapped_prefix)) != 0)
+	if (!droce_gid_is_ipv4(gid))
 		return -EOPNOTSUPP;
-	*ip = (uint32_t)gid[12] << 24 | (uint32_t)gid[13] << 16 | (uint32_t)gid[14] << 8 |
-		gid[15];
+	*ip = droce_gid_ipv4_host(gid);
 	return 0;
 }
 
@@ -49,7 +34,7 @@ net_gid_table_init(struct droce_net *n)
 	uint32_t i;
 
 	if (n->conf.ipv4 != 0) {
-		net_ipv4_to_mapped(n->conf.ipv4, n->gids[DROCE_NET_GID_IPV4]);
+		droce_gid_from_ipv4_host(n->gids[DROCE_NET_GID_IPV4], n->conf.ipv4);
 		n->gid_valid[DROCE_NET_GID_IPV4] = true;
 	}
 	memcpy(ll, link_local_prefix, sizeof(link_local_prefix));

@@ -13,6 +13,7 @@
 #include <rte_log.h>
 
 #include <droce_wire_hdr.h>
+#include <droce_wire_gid.h>
 
 #include "droce_net.h"
 
@@ -175,7 +176,6 @@ void net_mbuf_copy(const struct rte_mbuf *m, uint32_t off, uint32_t len, void *d
 
 /* net_gid.c */
 void net_gid_table_init(struct droce_net *n);
-void net_ipv4_to_mapped(uint32_t ip, uint8_t addr[16]);
 
 /* net_neigh.c */
 struct net_neigh *net_neigh_find(const struct droce_net *n, const uint8_t addr[16]);

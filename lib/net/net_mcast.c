@@ -152,7 +152,7 @@ igmp_send(struct droce_net *n, uint8_t type, uint32_t dst, uint32_t group)
 	if (m == NULL)
 		return false;
 	eth = rte_pktmbuf_mtod(m, struct droce_eth_hdr *);
-	net_ipv4_to_mapped(dst, gid);
+	droce_gid_from_ipv4_host(gid, dst);
 	droce_net_mcast_mac(gid, eth->dst);
 	memcpy(eth->src, n->conf.mac, 6);
 	droce_eth_set_type(eth, DROCE_ETHERTYPE_IPV4);
@@ -398,7 +398,7 @@ net_igmp_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr 
 	/* To all hosts or a group we joined, behind its MAC; or to us (a unicast query). */
 	dst = get_be32(ip->dst);
 	if (ipv4_is_mcast(dst)) {
-		net_ipv4_to_mapped(dst, gid);
+		droce_gid_from_ipv4_host(gid, dst);
 		droce_net_mcast_mac(gid, mac);
 		if (memcmp(eth->dst, mac, 6) != 0 ||
 		    (dst != NET_IPV4_ALL_HOSTS && mcast_find(n, gid) == NULL))
@@ -412,7 +412,7 @@ net_igmp_rx(struct droce_net *n, struct rte_mbuf *m, const struct droce_eth_hdr 
 	    net_cksum_fold(net_mbuf_sum(m, off, len)) != 0)
 		return -EBADMSG;
 	group = get_be32(igmp->group);
-	net_ipv4_to_mapped(group, gid);
+	droce_gid_from_ipv4_host(gid, group);
 	switch (igmp->type) {
 	case NET_IGMP_QUERY:
 		/* RFC 3376 7.1: 8 bytes is IGMPv1 (code 0) or v2, 12 or more IGMPv3. */

@@ -146,7 +146,7 @@ net_neigh_learn(struct droce_net *n, uint32_t ip, const uint8_t mac[6], bool cre
 	struct net_neigh *e;
 	uint8_t addr[16];
 
-	net_ipv4_to_mapped(ip, addr);
+	droce_gid_from_ipv4_host(addr, ip);
 	e = net_neigh_find(n, addr);
 	if (e == NULL) {
 		if (!create)
@@ -198,7 +198,7 @@ droce_net_neigh_add_static(struct droce_net *n, uint32_t ip, const uint8_t mac[6
 {
 	uint8_t addr[16];
 
-	net_ipv4_to_mapped(ip, addr);
+	droce_gid_from_ipv4_host(addr, ip);
 	return neigh_set_static(n, addr, mac);
 }
 
@@ -218,7 +218,7 @@ droce_net_neigh_del(struct droce_net *n, uint32_t ip)
 	struct net_neigh *e;
 	uint8_t addr[16];
 
-	net_ipv4_to_mapped(ip, addr);
+	droce_gid_from_ipv4_host(addr, ip);
 	e = net_neigh_find(n, addr);
 	if (e == NULL)
 		return -ENOENT;
@@ -233,7 +233,7 @@ droce_net_neigh_lookup(const struct droce_net *n, uint32_t ip, uint8_t mac[6])
 	const struct net_neigh *e;
 	uint8_t addr[16];
 
-	net_ipv4_to_mapped(ip, addr);
+	droce_gid_from_ipv4_host(addr, ip);
 	e = net_neigh_find(n, addr);
 	if (e == NULL)
 		return DROCE_NET_NEIGH_NONE;
@@ -269,7 +269,7 @@ droce_net_resolve(struct droce_net *n, uint32_t ip, struct rte_mbuf *m, uint8_t 
 		memcpy(mac, n->conf.mac, 6);
 		return 0;
 	}
-	net_ipv4_to_mapped(ip, addr);
+	droce_gid_from_ipv4_host(addr, ip);
 	e = net_neigh_find(n, addr);
 	if (e != NULL && (e->state == DROCE_NET_NEIGH_REACHABLE ||
 			  e->state == DROCE_NET_NEIGH_STATIC)) {

@@ -699,6 +699,7 @@ _Static_assert(DROCE_PROTO_CM_EVENT_MULTICAST_ERROR == RDMA_CM_EVENT_MULTICAST_E
 _Static_assert(DROCE_PROTO_CM_MC_FULLMEMBER == RDMA_MC_JOIN_FLAG_FULLMEMBER, "join flag");
 _Static_assert(DROCE_PROTO_CM_MC_SENDONLY_FULLMEMBER == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER,
 	       "join flag");
+_Static_assert(DROCE_PROTO_CM_UDP_QKEY == RDMA_UDP_QKEY, "UDP Q_Key");
 _Static_assert(DROCE_PROTO_CM_PS_IPOIB == RDMA_PS_IPOIB, "port space");
 _Static_assert(DROCE_PROTO_CM_PS_IB == RDMA_PS_IB, "port space");
 _Static_assert(DROCE_PROTO_CM_PS_TCP == RDMA_PS_TCP, "port space");

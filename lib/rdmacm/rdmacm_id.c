@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <droce_wire_gid.h>
+#include <droce_wire_hdr.h>
+
 #include "rdmacm_loc.h"
 
 int
@@ -45,9 +48,7 @@ rcm_addr_to_proto(const struct sockaddr *sa, struct droce_proto_cm_addr *a)
 
 		a->family = AF_INET;
 		a->port = s->sin_port;
-		a->addr[10] = 0xff;
-		a->addr[11] = 0xff;
-		memcpy(&a->addr[12], &s->sin_addr, 4);
+		droce_gid_from_ipv4(a->addr, (const uint8_t *)&s->sin_addr);
 		return 0;
 	}
 	case AF_INET6: {
@@ -94,7 +95,7 @@ int
 rcm_id_fill(struct rcm_id *r, const struct droce_proto_cm_id_info *info)
 {
 	struct rdma_addr *ra = &r->id.route.addr;
-	uint16_t pkey = info->pkey != 0 ? info->pkey : RCM_DEFAULT_PKEY;
+	uint16_t pkey = info->pkey != 0 ? info->pkey : DROCE_PKEY_DEFAULT;
 
 	addr_from_proto(&info->src, &ra->src_storage);
 	addr_from_proto(&info->dst, &ra->dst_storage);

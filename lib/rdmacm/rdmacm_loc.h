@@ -39,7 +39,6 @@
 /* Buckets of a channel's id table: droced hands out small handles, lowest free first. */
 #define RCM_ID_BUCKETS		1024
 #define RCM_DEV_PREFIX		"droce"
-#define RCM_DEFAULT_PKEY	0xFFFF
 /* rdma-core's defaults for a NULL rdma_conn_param (cma.c): retry and RNR retry 7. */
 #define RCM_DEFAULT_RETRY	7
 #define RCM_DEFAULT_RNR_RETRY	7

@@ -95,7 +95,7 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_CLOSE_XRCD,
 	DROCE_PROTO_OP_ATTACH_MCAST,
 	DROCE_PROTO_OP_DETACH_MCAST,
-	/* rdma_cm again (see droced_cm_op): multicast joins of an id */
+	/* rdma_cm again (see droced_rdmacm_op): multicast joins of an id */
 	DROCE_PROTO_OP_CM_JOIN_MCAST,
 	DROCE_PROTO_OP_CM_LEAVE_MCAST,
 	DROCE_PROTO_OP_MAX
@@ -189,6 +189,26 @@ struct droce_proto_gid {
 #define DROCE_PROTO_CM_EVENT_MULTICAST_JOIN	12
 #define DROCE_PROTO_CM_EVENT_MULTICAST_ERROR	13
 #define DROCE_PROTO_CM_EVENT_TIMEWAIT_EXIT	15
+
+/*
+ * The states of an rdma_cm id in droced, one name table for droced's logs and droce-ctl
+ * status (cm_ids_<STATE>): IDLE (created), ADDR_BOUND, ADDR_QUERY (resolving),
+ * ADDR_RESOLVED, ROUTE_RESOLVED, LISTEN, CONNECT (REQ or REP sent or taken, not yet
+ * established), ESTABLISHED, DISCONNECT (DREQ sent or received).
+ */
+#define DROCE_PROTO_CM_ID_STATE_LIST(X) \
+	X(IDLE) X(ADDR_BOUND) X(ADDR_QUERY) X(ADDR_RESOLVED) X(ROUTE_RESOLVED) X(LISTEN) \
+	X(CONNECT) X(ESTABLISHED) X(DISCONNECT)
+
+enum droce_proto_cm_id_state {
+#define DROCE_PROTO_CM_ID_STATE_ENUM(name) DROCE_PROTO_CM_ID_##name,
+	DROCE_PROTO_CM_ID_STATE_LIST(DROCE_PROTO_CM_ID_STATE_ENUM)
+#undef DROCE_PROTO_CM_ID_STATE_ENUM
+	DROCE_PROTO_CM_ID_STATES
+};
+
+/* RDMA_UDP_QKEY: the Q_Key of rdma_cm's UDP and IPoIB port spaces */
+#define DROCE_PROTO_CM_UDP_QKEY	0x01234567u
 
 /* enum rdma_port_space */
 #define DROCE_PROTO_CM_PS_IPOIB		0x0002
@@ -366,6 +386,12 @@ struct droce_proto_mr_piece {
 	uint32_t rsvd;
 };
 
+/* enum ibv_srq_type and enum ibv_srq_attr_mask, rdma-core's numbers (shm_abi_check.c). */
+#define DROCE_PROTO_SRQT_BASIC		0
+#define DROCE_PROTO_SRQT_XRC		1
+#define DROCE_PROTO_SRQ_ATTR_MAX_WR	(1u << 0)
+#define DROCE_PROTO_SRQ_ATTR_LIMIT	(1u << 1)
+
 struct droce_proto_req {
 	uint32_t op;		/* enum droce_proto_op */
 	uint32_t seq;		/* echoed in the response */
@@ -439,13 +465,13 @@ struct droce_proto_req {
 			uint32_t max_wr;
 			uint32_t max_sge;
 			uint32_t srq_limit;
-			uint32_t srq_type;	/* enum ibv_srq_type: BASIC (0) or XRC (1) */
+			uint32_t srq_type;	/* DROCE_PROTO_SRQT_* */
 			uint32_t xrcd;		/* XRC: its XRC domain and CQ */
 			uint32_t cq;
 		} create_srq;
 		struct {
 			uint32_t handle;
-			uint32_t mask;		/* enum ibv_srq_attr_mask */
+			uint32_t mask;		/* DROCE_PROTO_SRQ_ATTR_* */
 			uint32_t max_wr;
 			uint32_t srq_limit;
 		} modify_srq;
@@ -621,6 +647,7 @@ struct droce_proto_status {
 	 * the library (no such QP, a neighbour not resolved yet, a refused change). */
 	uint64_t cm_qp_moves;
 	uint64_t cm_qp_move_fallbacks;
+	uint32_t cm_id_state[DROCE_PROTO_CM_ID_STATES];	/* ids in each state */
 	/*
 	 * Gauges of what droced holds for its clients and the link, which must come back to
 	 * their idle values when the clients are gone (devtools/soak.sh fits their slopes).
@@ -760,5 +787,7 @@ int droce_proto_connect(const char *path);
 
 /* "HELLO", "CREATE_QP", ...; "UNKNOWN" out of range. */
 const char *droce_proto_op_name(uint32_t op);
+/* "IDLE", "LISTEN", ... (enum droce_proto_cm_id_state); "UNKNOWN" out of range. */
+const char *droce_proto_cm_id_state_name(uint32_t state);
 
 #endif /* DROCE_SHM_PROTO_H */

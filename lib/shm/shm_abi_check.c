@@ -4,8 +4,9 @@
  * Compile-time proof that the shared-memory ABI speaks rdma-core's numbers: libdroce copies
  * opcodes, flags, states and statuses between struct ibv_* and the rings without
  * translating them, and copies SGE lists with memcpy. Every value droce_shm.h and
- * droce_shm_qp_attr.h define is checked here against <infiniband/verbs.h>; this file produces
- * no code.
+ * droce_shm_qp_attr.h define, and the verbs values of droce_shm_proto.h, is checked here
+ * against <infiniband/verbs.h> (the rdma_cm ones, against <rdma/rdma_cma.h>, in
+ * lib/rdmacm/rdmacm_channel.c); this file produces no code.
  */
 
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <infiniband/verbs.h>
 
 #include "droce_shm.h"
+#include "droce_shm_proto.h"
 #include "droce_shm_qp_attr.h"
 
 #define SAME(a, b) _Static_assert((long long)(a) == (long long)(b), #a " == " #b)
@@ -38,6 +40,12 @@ SAME(DROCE_SHM_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
 SAME(DROCE_SHM_EVENT_CLIENT_REREGISTER, IBV_EVENT_CLIENT_REREGISTER);
 SAME(DROCE_SHM_EVENT_GID_CHANGE, IBV_EVENT_GID_CHANGE);
 SAME(DROCE_SHM_EVENT_WQ_FATAL, IBV_EVENT_WQ_FATAL);
+
+/* enum ibv_srq_type, enum ibv_srq_attr_mask (droce_shm_proto.h) */
+SAME(DROCE_PROTO_SRQT_BASIC, IBV_SRQT_BASIC);
+SAME(DROCE_PROTO_SRQT_XRC, IBV_SRQT_XRC);
+SAME(DROCE_PROTO_SRQ_ATTR_MAX_WR, IBV_SRQ_MAX_WR);
+SAME(DROCE_PROTO_SRQ_ATTR_LIMIT, IBV_SRQ_LIMIT);
 
 /* enum ibv_wr_opcode */
 SAME(DROCE_SHM_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);

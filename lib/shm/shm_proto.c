@@ -187,3 +187,15 @@ droce_proto_op_name(uint32_t op)
 {
 	return op < DROCE_PROTO_OP_MAX && op_names[op] != NULL ? op_names[op] : "UNKNOWN";
 }
+
+static const char *const cm_id_state_names[DROCE_PROTO_CM_ID_STATES] = {
+#define CM_ID_STATE_NAME(name) [DROCE_PROTO_CM_ID_##name] = #name,
+	DROCE_PROTO_CM_ID_STATE_LIST(CM_ID_STATE_NAME)
+#undef CM_ID_STATE_NAME
+};
+
+const char *
+droce_proto_cm_id_state_name(uint32_t state)
+{
+	return state < DROCE_PROTO_CM_ID_STATES ? cm_id_state_names[state] : "UNKNOWN";
+}

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <droce_wire_gid.h>
+
 #include "verbs_loc.h"
 
 /* IPv4 header fields (RFC 791) inside the 20 bytes. */
@@ -26,9 +28,6 @@
 #define GRH_FLOW_MASK		0xFFFFFu
 #define GRH_TCLASS_SHIFT	20
 #define GRH_TCLASS_MASK		0xFFu
-/* ::ffff:a.b.c.d, the IPv4-mapped GID (RoCEv2 A17.4.5.1). */
-#define V4MAPPED_PREFIX_LEN	10
-#define V4MAPPED_FFFF_OFF	10
 
 bool
 verbs_ah_check(void *arg, uint32_t ah)
@@ -157,15 +156,6 @@ ipv4_hdr_valid(const uint8_t *h)
 	return sum == 0xFFFF;
 }
 
-static void
-gid_v4mapped(uint8_t *gid, const uint8_t *ipv4)
-{
-	memset(gid, 0, V4MAPPED_PREFIX_LEN);
-	gid[V4MAPPED_FFFF_OFF] = 0xFF;
-	gid[V4MAPPED_FFFF_OFF + 1] = 0xFF;
-	memcpy(gid + V4MAPPED_PREFIX_LEN + 2, ipv4, 4);
-}
-
 /*
  * ibv_init_ah_from_wc(3): an AH attribute that answers the sender of wc: its source
  * address becomes our destination, the local GID it was sent to our source GID index.
@@ -191,8 +181,8 @@ ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc
 	ah_attr->port_num = port_num;
 	ah_attr->is_global = 1;
 	if (ipv4_hdr_valid(v4)) {
-		gid_v4mapped(ah_attr->grh.dgid.raw, v4 + IPV4_SRC_OFF);
-		gid_v4mapped(dst, v4 + IPV4_DST_OFF);
+		droce_gid_from_ipv4(ah_attr->grh.dgid.raw, v4 + IPV4_SRC_OFF);
+		droce_gid_from_ipv4(dst, v4 + IPV4_DST_OFF);
 		ah_attr->grh.traffic_class = v4[IPV4_TOS_OFF];
 	} else {
 		uint32_t vtf = be32toh(grh->version_tclass_flow);

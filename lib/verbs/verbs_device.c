@@ -577,7 +577,7 @@ ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = htobe16(VERBS_DEFAULT_PKEY);
+	*pkey = htobe16(DROCE_PKEY_DEFAULT);
 	return 0;
 }
 
@@ -592,8 +592,8 @@ ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
 		errno = EINVAL;
 		return -1;
 	}
-	if ((be16toh(pkey) & VERBS_PKEY_BASE_MASK) !=
-	    (VERBS_DEFAULT_PKEY & VERBS_PKEY_BASE_MASK)) {
+	if ((be16toh(pkey) & DROCE_PKEY_BASE_MASK) !=
+	    (DROCE_PKEY_DEFAULT & DROCE_PKEY_BASE_MASK)) {
 		errno = ENOENT;
 		return -1;
 	}

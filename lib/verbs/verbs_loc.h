@@ -42,6 +42,7 @@
 #include "droce_shm_client.h"
 #include "droce_shm_proto.h"
 #include "droce_shm_qp_attr.h"
+#include "droce_wire_hdr.h"
 
 #define VERBS_EXPORT	__attribute__((visibility("default")))
 
@@ -72,9 +73,6 @@
 #define VERBS_POLL_YIELD_DEFAULT	16
 /* The IB spec's largest message (and so the largest MR a WR can address): 2^31 bytes. */
 #define VERBS_MAX_MSG_SZ	(1u << 31)
-/* The default P_Key (full member), the only entry of the P_Key table. */
-#define VERBS_DEFAULT_PKEY	0xFFFF
-#define VERBS_PKEY_BASE_MASK	0x7FFF
 /* Local CA ACK delay code reported by query_device (4.096 us * 2^15: software pace). */
 #define VERBS_CA_ACK_DELAY	15
 /* PortPhysicalState 5: LinkUp (IB spec 14.2.5.6). */
@@ -376,6 +374,9 @@ struct ibv_cq_ex *verbs_cq_create_ex(struct ibv_context *context,
 
 /* verbs_qp.c */
 int verbs_qp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+
+/* verbs_qp_wr.c: the wr_* API of a QP made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; 0 or ENOMEM */
+int verbs_qp_batch_init(struct verbs_dqp *qp);
 
 /* verbs_srq.c: an SRQ; with xrcd (and its cq), an XRC SRQ */
 struct ibv_srq *verbs_srq_create(struct ibv_pd *pd, struct ibv_srq_init_attr *attr,

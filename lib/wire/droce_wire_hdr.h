@@ -45,7 +45,12 @@
 
 #define DROCE_PSN_MASK		0x00FFFFFFu
 #define DROCE_QPN_MASK		0x00FFFFFFu
+/*
+ * The default partition's P_Key, droce's only one: the low 15 bits name a partition, the
+ * top bit is full membership (IB 10.9.1.1), so a key matches ours when its base matches.
+ */
 #define DROCE_PKEY_DEFAULT	0xFFFF
+#define DROCE_PKEY_BASE_MASK	0x7FFF
 
 #define DROCE_PACKED __attribute__((packed))
 

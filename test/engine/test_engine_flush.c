@@ -138,7 +138,17 @@ DROCE_TEST(atomic_write_and_flush)
 	CHECK_EQ_I64(tc_first_not(env.tgt->buf, 0, 64, FILL), -1);
 	CHECK_EQ_I64(tc_first_not(env.tgt->buf, 72, TGT_LEN - 8, FILL), -1);
 	CHECK_EQ_U64(tc_counter(&env.b, "atomic_write_exec"), 2);
-	CHECK_EQ_U64(tc_counter(&env.b, "rd_resp_sent"), 2);
+	/*
+	 * One READ response each. The ACK timer (timeout 10: 4 ms) may fire when an engine
+	 * thread is off its CPU that long on a loaded machine (a loaded run: rd_resp_sent 4):
+	 * then a repeats, and b answers the duplicate again without executing it (9.7.5.1.2;
+	 * atomic_write_exec above stays 2). Exactly 2 unless a timed out.
+	 */
+	if (tc_counter(&env.a, "req_timeout") == 0)
+		CHECK_EQ_U64(tc_counter(&env.b, "rd_resp_sent"), 2);
+	else
+		CHECK(tc_counter(&env.b, "rd_resp_sent") >= 2);
+	CHECK_EQ_U64(tc_counter(&env.a, "nak_seq_rcvd"), 0);
 
 	CHECK_EQ_I64(post_write(&env, 3, 0, 5000, tgt(&env, 1000)), 0);
 	CHECK_EQ_I64(post_flush(&env, 4, tgt(&env, 1000), 5000, env.tgt->rkey,

@@ -101,6 +101,11 @@ def memif():
         log("  kill -9 of a connected client: DISCONNECTED on the survivor")
         srv = App([BIN["cm_proto"], "serve", pair.ip_a, str(PORT + 2)], a, 120, "cm-serve")
         wait_text(srv, "ready")
+        # droce-ctl's ids by state: the server's listener, and every id in one state
+        st = ctl(BIN["droce_ctl"], a)
+        states = id_states(st)
+        check(states.get("LISTEN", 0) >= 1 and sum(states.values()) == int(st["cm_ids"]),
+              "droce-ctl status: ids by state %s, cm_ids %s" % (states, st["cm_ids"]))
         out = run_app(["client", pair.ip_a, str(PORT + 2), "rate:2000"], b, "cm-rate", 100)
         log("  " + [l for l in out.splitlines() if "connections in" in l][0])
         srv.stop()
@@ -111,6 +116,13 @@ def memif():
                 (dm.name, st.get("cm_rx_mads"), st.get("cm_tx_mads"), st.get("cm_rx_bad")))
             check(int(st.get("cm_rx_mads", "0")) > 0, "no MAD received: %s" % st)
             expect_idle(BIN["droce_ctl"], dm)
+
+
+def id_states(st):
+    """droce-ctl status's ids by state: {"LISTEN": 1, ...} (the 9 of them, zeros too)."""
+    states = {k[len("cm_ids_"):]: int(v) for k, v in st.items() if k.startswith("cm_ids_")}
+    check(len(states) == 9, "droce-ctl status: want 9 cm_ids_<STATE> keys, got %s" % states)
+    return states
 
 
 def cm_idle(daemon, timeout=15):

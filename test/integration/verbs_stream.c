@@ -62,10 +62,15 @@
 #define DEFAULT_WINDOW	16
 #define DEFAULT_MTU	1024
 #define DEFAULT_TIMEOUT	60
-/* Local ACK timeout 14 (4.096 us * 2^14 = 67 ms) and 3 retries: a vanished peer is an
- * error completion within about 0.3 s; RNR timer code 1 (0.01 ms). */
-#define QP_TIMEOUT	14
-#define QP_RETRY_CNT	3
+/*
+ * Local ACK timeout 16 (4.096 us * 2^16 = 268 ms) and 7 retries: a vanished peer is an
+ * error completion within about 2 s. Not less: with 67 ms and 3 retries, a loaded 2-CPU
+ * run (the soak beside builds, load 10) saw both ends of a live RC pair give up
+ * ("transport retry counter exceeded") when their engines were off the CPU for 0.3 s.
+ * RNR timer code 1 (0.01 ms).
+ */
+#define QP_TIMEOUT	16
+#define QP_RETRY_CNT	7
 #define QP_RNR_RETRY	3
 #define QP_MIN_RNR	1
 #define UD_QKEY		0x11111111u

@@ -296,6 +296,10 @@ def perftest(prog, iters, size=None, extra=()):
     for droce_serves in (True, False):
         port = bench.next_port()
         opts = ["-p", str(port), "-n", str(iters)] + (["-s", str(size)] if size else [])
+        # QP timeout 18 (4.096 us * 2^18 = 1 s) instead of perftest's 14 (67 ms): with 7
+        # retries a TCG guest whose vCPU was off the host's CPUs for half a second (a run
+        # beside builds, load 10) made droce's ib_send_bw give up, status 12, on a live peer.
+        opts += ["-u", "18"]
         opts += list(extra)
         droce_argv = [prog, "-d", "droce0", "-x", "0"] + opts
         guest_cmd = " ".join([prog, "-d", "rxe0", "-x", str(bench.guest.info["gid_index"])] +

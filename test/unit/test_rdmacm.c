@@ -289,7 +289,7 @@ fake_answer(struct fake_cm *f, int s, const struct droce_proto_req *req)
 		if (f->mc_queued > 0) {
 			struct droce_proto_cm_qp_attr *ud = &resp.cm_event.ud;
 
-			/* droced's MULTICAST_JOIN (op_join in app/droced/droced_cm.c). */
+			/* droced's MULTICAST_JOIN (op_join in app/droced/droced_rdmacm.c). */
 			resp.cm_event.event = RDMA_CM_EVENT_MULTICAST_JOIN;
 			resp.cm_event.mc = f->mc_queue[0];
 			memmove(f->mc_queue, f->mc_queue + 1, --f->mc_queued * sizeof(uint32_t));

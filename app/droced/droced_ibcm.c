@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 
 /*
- * rdma_cm's connections on the wire: one lib/cm state machine (droce_cm_conn.h) per
- * connection end, the MADs QP1 receives matched to them, their retransmissions and
- * timewaits. A connection belongs to its rdma_cm id while the id lives and to this file
+ * The IB CM side of droced's CM (droced_ibcm_*), below the rdma_cm side: connections on
+ * the wire, one lib/cm state machine (droce_cm_conn.h) per connection end, the MADs QP1
+ * receives matched to them, their retransmissions and timewaits. A connection belongs to its rdma_cm id while the id lives and to this file
  * after (an orphan finishing its DREQ retries or its timewait), and is freed when its
  * state machine is back in IDLE.
  *
@@ -11,7 +11,7 @@
  * local comm ID is (generation << 16 | slot), so the slot is an index and the generation
  * tells a stale ID from the slot's current owner. A REQ names none yet: it is looked up by
  * the sender's comm ID and source GID (12.9.8.1's duplicate check), and only a new one
- * goes to a listener (droced_cm.c).
+ * goes to a listener (droced_rdmacm.c).
  */
 
 #include <errno.h>
@@ -30,9 +30,9 @@
 /* REJ's Message REJected for anything but a REQ or a REP (table 108). */
 #define REJ_MSG_OTHER	2
 
-struct droced_cm_conn {
+struct droced_ibcm_conn {
 	struct droce_cm_conn sm;
-	struct droced_cm_id *id;	/* NULL: an orphan */
+	struct droced_rdmacm_id *id;	/* NULL: an orphan */
 	struct droced_port *port;
 	uint8_t lgid[16];
 	uint8_t rgid[16];
@@ -42,13 +42,13 @@ struct droced_cm_conn {
 	uint32_t hash;
 	uint32_t heap_pos;		/* 1 + its index in the timer heap; 0: no timer */
 	uint64_t heap_key;		/* the deadline it is filed under */
-	TAILQ_ENTRY(droced_cm_conn) hnext;
+	TAILQ_ENTRY(droced_ibcm_conn) hnext;
 };
 
-TAILQ_HEAD(conn_list, droced_cm_conn);
+TAILQ_HEAD(conn_list, droced_ibcm_conn);
 
 static struct {
-	struct droced_cm_conn *slot[CONN_SLOTS];
+	struct droced_ibcm_conn *slot[CONN_SLOTS];
 	uint16_t gen[CONN_SLOTS];
 	uint32_t free_slot[CONN_SLOTS];
 	uint32_t nb_free;
@@ -59,17 +59,17 @@ static struct {
 	 * Connections with a deadline, a binary min-heap on it: thousands wait out their
 	 * timewait at a high set-up rate, and a tick must not walk them all.
 	 */
-	struct droced_cm_conn *heap[CONN_SLOTS];
+	struct droced_ibcm_conn *heap[CONN_SLOTS];
 	uint32_t heap_n;
 } cw;
 
-uint64_t
-droced_now_ns(void)
-{
-	struct timespec ts;
+/* The rdma_cm side above (droced_ibcm_set_hooks). */
+static struct droced_ibcm_hooks hooks;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+void
+droced_ibcm_set_hooks(const struct droced_ibcm_hooks *h)
+{
+	hooks = *h;
 }
 
 static void
@@ -101,11 +101,11 @@ conn_hash(uint32_t remote_id, const uint8_t rgid[16])
 	return h & (CONN_HASH - 1);
 }
 
-struct droced_cm_conn *
-droced_cm_conn_new(struct droced_cm_id *id, struct droced_port *p, const uint8_t lgid[16],
-		   const uint8_t rgid[16], const uint8_t rmac[6], uint8_t tclass)
+struct droced_ibcm_conn *
+droced_ibcm_conn_new(struct droced_rdmacm_id *id, struct droced_port *p, const uint8_t lgid[16],
+		     const uint8_t rgid[16], const uint8_t rmac[6], uint8_t tclass)
 {
-	struct droced_cm_conn *conn;
+	struct droced_ibcm_conn *conn;
 	uint32_t s;
 
 	cw_init();
@@ -128,13 +128,13 @@ droced_cm_conn_new(struct droced_cm_id *id, struct droced_port *p, const uint8_t
 }
 
 struct droce_cm_conn *
-droced_cm_conn_sm(struct droced_cm_conn *conn)
+droced_ibcm_conn_sm(struct droced_ibcm_conn *conn)
 {
 	return &conn->sm;
 }
 
 uint32_t
-droced_cm_conn_count(void)
+droced_ibcm_conn_count(void)
 {
 	return cw.nb;
 }
@@ -142,7 +142,7 @@ droced_cm_conn_count(void)
 /* ---- The timer heap ---- */
 
 static void
-heap_set(uint32_t i, struct droced_cm_conn *conn)
+heap_set(uint32_t i, struct droced_ibcm_conn *conn)
 {
 	cw.heap[i] = conn;
 	conn->heap_pos = i + 1;
@@ -151,7 +151,7 @@ heap_set(uint32_t i, struct droced_cm_conn *conn)
 static void
 heap_up(uint32_t i)
 {
-	struct droced_cm_conn *conn = cw.heap[i];
+	struct droced_ibcm_conn *conn = cw.heap[i];
 
 	while (i > 0 && cw.heap[(i - 1) / 2]->heap_key > conn->heap_key) {
 		heap_set(i, cw.heap[(i - 1) / 2]);
@@ -163,7 +163,7 @@ heap_up(uint32_t i)
 static void
 heap_down(uint32_t i)
 {
-	struct droced_cm_conn *conn = cw.heap[i];
+	struct droced_ibcm_conn *conn = cw.heap[i];
 
 	for (;;) {
 		uint32_t c = 2 * i + 1;
@@ -181,10 +181,10 @@ heap_down(uint32_t i)
 }
 
 static void
-heap_del(struct droced_cm_conn *conn)
+heap_del(struct droced_ibcm_conn *conn)
 {
 	uint32_t i = conn->heap_pos - 1;
-	struct droced_cm_conn *last = cw.heap[--cw.heap_n];
+	struct droced_ibcm_conn *last = cw.heap[--cw.heap_n];
 
 	conn->heap_pos = 0;
 	if (last == conn)
@@ -196,7 +196,7 @@ heap_del(struct droced_cm_conn *conn)
 
 /* Files the connection under its state machine's deadline (or takes it out: none). */
 static void
-conn_timer_arm(struct droced_cm_conn *conn)
+conn_timer_arm(struct droced_ibcm_conn *conn)
 {
 	uint64_t d = conn->sm.deadline_ns;
 
@@ -215,7 +215,7 @@ conn_timer_arm(struct droced_cm_conn *conn)
 }
 
 static void
-conn_free(struct droced_cm_conn *conn)
+conn_free(struct droced_ibcm_conn *conn)
 {
 	uint32_t s = conn->sm.local_id & (CONN_SLOTS - 1);
 
@@ -224,7 +224,7 @@ conn_free(struct droced_cm_conn *conn)
 	if (conn->heap_pos != 0)
 		heap_del(conn);
 	if (conn->id != NULL)
-		droced_cm_id_attach(conn->id, NULL);
+		hooks.id_attach(conn->id, NULL);
 	cw.slot[s] = NULL;
 	cw.gen[s]++;
 	cw.free_slot[cw.nb_free++] = s;
@@ -233,7 +233,7 @@ conn_free(struct droced_cm_conn *conn)
 }
 
 static void
-conn_send(struct droced_cm_conn *conn, const uint8_t *mad)
+conn_send(struct droced_ibcm_conn *conn, const uint8_t *mad)
 {
 	droced_gsi_send(conn->port, conn->lgid, conn->rgid, conn->rmac, conn->tclass, mad);
 }
@@ -250,8 +250,8 @@ path_send(struct droced_port *p, const uint8_t lgid[16], const uint8_t rgid[16],
 }
 
 void
-droced_cm_conn_out(struct droced_cm_conn *conn, const struct droce_cm_out *out,
-		   const struct droce_cm_msg *m)
+droced_ibcm_conn_out(struct droced_ibcm_conn *conn, const struct droce_cm_out *out,
+		     const struct droce_cm_msg *m)
 {
 	unsigned int i;
 
@@ -267,14 +267,14 @@ droced_cm_conn_out(struct droced_cm_conn *conn, const struct droce_cm_out *out,
 			   conn->sm.remote_id, droce_cm_state_name(conn->sm.state),
 			   droce_cm_event_name(out->event), conn->id == NULL ? " (orphan)" : "");
 	if (out->event != DROCE_CM_EVENT_NONE && conn->id != NULL)
-		droced_cm_conn_event(conn->id, out->event, m, out->rej_reason);
+		hooks.conn_event(conn->id, out->event, m, out->rej_reason);
 	/* Back in IDLE (rejected, unreachable, timewait over, SIDR done): nothing left to do. */
 	if (conn->sm.state == DROCE_CM_STATE_IDLE)
 		conn_free(conn);
 }
 
 void
-droced_cm_conn_orphan(struct droced_cm_conn *conn)
+droced_ibcm_conn_orphan(struct droced_ibcm_conn *conn)
 {
 	struct droce_cm_out out;
 	struct droce_cm_msg m;
@@ -329,22 +329,22 @@ droced_cm_conn_orphan(struct droced_cm_conn *conn)
 		/* DREQ_SENT, TIMEWAIT: they end by themselves. */
 		break;
 	}
-	droced_cm_conn_out(conn, &out, NULL);
+	droced_ibcm_conn_out(conn, &out, NULL);
 }
 
 /* A passive end, findable by the REQ's (remote comm ID, source GID) from now on. */
 static void
-conn_hash_add(struct droced_cm_conn *conn)
+conn_hash_add(struct droced_ibcm_conn *conn)
 {
 	conn->hash = conn_hash(conn->sm.remote_id, conn->rgid);
 	TAILQ_INSERT_TAIL(&cw.hash[conn->hash], conn, hnext);
 	conn->hashed = true;
 }
 
-static struct droced_cm_conn *
+static struct droced_ibcm_conn *
 conn_find_remote(uint32_t remote_id, const uint8_t rgid[16])
 {
-	struct droced_cm_conn *conn;
+	struct droced_ibcm_conn *conn;
 
 	TAILQ_FOREACH(conn, &cw.hash[conn_hash(remote_id, rgid)], hnext)
 		if (conn->sm.remote_id == remote_id && memcmp(conn->rgid, rgid, 16) == 0)
@@ -384,16 +384,16 @@ static void
 new_req(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
 	const uint8_t smac[6], const struct droce_cm_msg *m)
 {
-	struct droced_cm_conn *conn;
-	struct droced_cm_id *id;
+	struct droced_ibcm_conn *conn;
+	struct droced_rdmacm_id *id;
 	struct droce_cm_out out;
 	uint16_t reject = 0;
 	uint8_t tclass = m->attr_id == DROCE_CM_ATTR_REQ ? m->req.primary.traffic_class : 0;
 
-	conn = droced_cm_conn_new(NULL, p, dgid, sgid, smac, tclass);
+	conn = droced_ibcm_conn_new(NULL, p, dgid, sgid, smac, tclass);
 	if (conn == NULL)
 		return;		/* no room: the peer's retry may find some (Linux: -ENOMEM) */
-	id = droced_cm_req_listener(p, dgid, m, &reject);
+	id = hooks.req_listener(p, dgid, m, &reject);
 	if (id == NULL) {
 		conn_free(conn);
 		if (reject != 0)
@@ -405,15 +405,15 @@ new_req(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
 	droce_cm_input(&conn->sm, m, droced_now_ns(), &out);
 	conn_hash_add(conn);
 	conn->id = id;
-	droced_cm_id_attach(id, conn);
-	droced_cm_conn_out(conn, &out, m);
+	hooks.id_attach(id, conn);
+	droced_ibcm_conn_out(conn, &out, m);
 }
 
 void
-droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
-		    const uint8_t smac[6], const struct droce_cm_msg *m)
+droced_ibcm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
+		      const uint8_t smac[6], const struct droce_cm_msg *m)
 {
-	struct droced_cm_conn *conn;
+	struct droced_ibcm_conn *conn;
 	struct droce_cm_out out;
 	uint32_t sender, receiver;
 	uint8_t mac[6];
@@ -476,13 +476,13 @@ droced_cm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 		}
 	}
 	droce_cm_input(&conn->sm, m, droced_now_ns(), &out);
-	droced_cm_conn_out(conn, &out, m);
+	droced_ibcm_conn_out(conn, &out, m);
 }
 
 void
-droced_cm_conn_timers(uint64_t now_ns)
+droced_ibcm_conn_timers(uint64_t now_ns)
 {
-	struct droced_cm_conn *conn;
+	struct droced_ibcm_conn *conn;
 	struct droce_cm_out out;
 	/* Each connection at most once a call, whatever its state machine does with the time. */
 	uint32_t budget = cw.heap_n;
@@ -491,6 +491,6 @@ droced_cm_conn_timers(uint64_t now_ns)
 		conn = cw.heap[0];
 		droce_cm_timer(&conn->sm, now_ns, &out);
 		/* Re-files conn under its next deadline, or frees it. */
-		droced_cm_conn_out(conn, &out, NULL);
+		droced_ibcm_conn_out(conn, &out, NULL);
 	}
 }

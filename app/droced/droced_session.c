@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * A client's session, above its objects (layers.txt): HELLO (the region, the engine
+ * domain, the tables), the end of the connection (droced_client_free releases everything,
+ * QPs first, while the engines still run), the engines' events to the client, and the
+ * queries any connection may make (devices, droce-ctl's status and QPs).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_mempool.h>
+
+#include "droced_loc.h"
+
+/* ---- Connection ---- */
+
+static int
+region_create(struct droced_client *c)
+{
+	uint64_t size = (uint64_t)droced.cfg.limits.region_mb * DROCED_MIB;
+	int fd = -1;
+
+	/* Hugepages when the system has them to give: fallocate() makes sure it does. */
+	if (size % DROCED_HUGE_PAGE == 0) {
+		fd = memfd_create("droce-region", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+		if (fd >= 0 && (ftruncate(fd, size) != 0 || fallocate(fd, 0, 0, size) != 0)) {
+			close(fd);
+			fd = -1;
+		}
+		c->region_huge = fd >= 0;
+	}
+	if (fd < 0) {
+		fd = memfd_create("droce-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0)
+			return -errno;
+		if (ftruncate(fd, size) != 0) {
+			close(fd);
+			return -ENOMEM;
+		}
+	}
+	c->region_fd = fd;
+	/* A client that shrank the file would make our next access to it a SIGBUS. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		return -errno;
+	c->region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c->region == MAP_FAILED) {
+		c->region = NULL;
+		return -ENOMEM;
+	}
+	c->region_size = size;
+	return 0;
+}
+
+/* Everything HELLO set up and every object since; safe on a half-built client. */
+static uint32_t
+client_release(struct droced_client *c)
+{
+	uint32_t alive = c->pds.nb + c->mrs.nb + c->mws.nb + c->xrcds.nb + c->cqs.nb +
+			 c->srqs.nb + c->qps.nb + c->nb_ahs;
+
+	/* QPs first: they hold CQs and SRQs. */
+	droced_qp_release_all(c);
+	droced_srq_release_all(c);
+	droced_cq_release_all(c);
+	/* MRs and AHs go with the domain; the MR views only after no engine can use them. */
+	if (c->dom != NULL)
+		droce_engine_domain_destroy(c->dom);
+	c->dom = NULL;
+	droced_mr_release_all(c);
+	droced_pd_release_all(c);
+	free(c->arena);
+	c->arena = NULL;
+	if (c->region != NULL)
+		munmap(c->region, c->region_size);
+	c->region = NULL;
+	c->evring = NULL;
+	if (c->region_fd >= 0)
+		close(c->region_fd);
+	droced_notify_pipe_close(c->async_rfd, c->async_efd);
+	c->region_fd = c->async_efd = c->async_rfd = -1;
+	return alive;
+}
+
+void
+droced_client_free(struct droced_client *c)
+{
+	droced_rdmacm_chan_free(c);
+	if (client_release(c) != 0) {
+		droced.clients_torn_down++;
+		DROCED_LOG(INFO, "client pid %d gone: its objects were torn down", (int)c->pid);
+	}
+	close(c->fd);
+	free(c);
+}
+
+/* ---- Events ---- */
+
+void
+droced_clients_port_event(struct droced_port *p, bool up)
+{
+	struct droced_client *c;
+
+	TAILQ_FOREACH(c, &droced.clients, next) {
+		if (c->port != p || c->evring == NULL)
+			continue;
+		/* The state first: an application that reads the event and queries the port
+		 * sees the state the event announced. */
+		__atomic_store_n(&c->evring->port_state,
+				 up ? DROCE_PROTO_PORT_ACTIVE : DROCE_PROTO_PORT_DOWN, __ATOMIC_RELEASE);
+		droced_client_event_put(c, up ? DROCE_ENGINE_EVENT_PORT_ACTIVE :
+				       DROCE_ENGINE_EVENT_PORT_ERR, 0);
+	}
+}
+
+void
+droced_client_events(struct droced_client *c)
+{
+	struct droce_engine_event ev;
+	bool any = false;
+
+	if (c->dom == NULL)
+		return;
+	while (droce_engine_domain_event_get(c->dom, &ev) == 1) {
+		if (ev.type == DROCE_ENGINE_EVENT_CQ_ERR) {
+			struct droced_cq *cq = droced_cq_get(c, ev.handle);
+
+			/* 11.4.2.1: an overrun CQ takes its QPs to the error state. */
+			if (cq != NULL)
+				droce_engine_cq_error_qps(cq->cq);
+		}
+		droced_client_event_ring_put(c, ev.type, ev.handle);
+		any = true;
+	}
+	if (any)
+		droced_notify_kick(c->async_efd);
+}
+
+/* ---- Devices ---- */
+
+static void
+limits_fill(struct droce_proto_limits *l)
+{
+	const struct droced_limits *cl = &droced.cfg.limits;
+
+	memset(l, 0, sizeof(*l));
+	l->max_qp = cl->max_qps;
+	l->max_qp_wr = cl->max_wr;
+	l->max_sge = DROCE_SHM_MAX_SGE;
+	l->max_inline = DROCE_SHM_MAX_INLINE;
+	l->max_cq = cl->max_cqs;
+	l->max_cqe = cl->max_cqe;
+	l->max_mr = cl->max_mrs;
+	l->max_mr_size = cl->max_mr_bytes;
+	l->max_pd = DROCED_MAX_PDS;
+	l->max_srq = cl->max_srqs;
+	l->max_srq_wr = cl->max_wr;
+	l->max_srq_sge = DROCE_SHM_MAX_SGE;
+	l->max_ah = cl->max_ahs;
+	l->max_qp_rd_atom = DROCE_ENGINE_MAX_DEST_RD_ATOMIC;
+	l->max_qp_init_rd_atom = DROCE_ENGINE_MAX_INIT_RD_ATOMIC;
+	l->max_mcast_grp = DROCE_ENGINE_MAX_MCAST_GRPS;
+	l->max_mcast_qp_attach = DROCE_ENGINE_MAX_MCAST_QPS;
+}
+
+int
+droced_session_query_ports(struct droced_client *c, struct droced_call *call)
+{
+	struct droce_proto_resp *resp = call->resp;
+	uint32_t i;
+
+	RTE_SET_USED(c);
+	resp->ports.nb_ports = RTE_MIN(droced.nb_ports, (uint32_t)DROCE_PROTO_MAX_PORTS);
+	for (i = 0; i < resp->ports.nb_ports; i++)
+		droced_port_info(&droced.ports[i], &resp->ports.port[i]);
+	return 0;
+}
+
+/* Every engine's QPs from start_qpn on, a page at a time, for droce-ctl qps. */
+int
+droced_session_query_qps(struct droced_client *c, struct droced_call *call)
+{
+	const struct droce_proto_req *req = call->req;
+	struct droce_proto_resp *resp = call->resp;
+	struct droce_engine_qp *qp = droce_engine_dev_qp_next(droced.dev, req->query_qps.start_qpn);
+
+	RTE_SET_USED(c);
+	for (; qp != NULL; qp = droce_engine_dev_qp_next(droced.dev, resp->qps.next_qpn)) {
+		struct droce_proto_qp_cc *o;
+		struct droce_engine_qp_cc cc;
+
+		droce_engine_qp_cc_get(qp, &cc);
+		resp->qps.next_qpn = cc.qpn + 1;
+		if (resp->qps.nb_qps == DROCE_PROTO_QPS_MAX) {
+			resp->qps.next_qpn = cc.qpn;
+			return 0;
+		}
+		o = &resp->qps.qp[resp->qps.nb_qps++];
+		o->qpn = cc.qpn;
+		o->engine = cc.engine;
+		o->type = cc.type;
+		o->state = cc.state;
+		o->prio = cc.prio;
+		o->flags = (cc.rp ? DROCE_PROTO_QP_CC_RP : 0) |
+			   (cc.limited ? DROCE_PROTO_QP_CC_LIMITED : 0);
+		o->alpha = cc.alpha;
+		o->rate_kbps = cc.rate_kbps;
+		o->target_kbps = cc.target_kbps;
+		o->ce_rcvd = cc.ce_rcvd;
+		o->cnp_sent = cc.cnp_sent;
+		o->cnp_rcvd = cc.cnp_rcvd;
+		o->rate_cuts = cc.rate_cuts;
+	}
+	resp->qps.next_qpn = 0;
+	return 0;
+}
+
+static void
+client_status(const struct droced_client *c, struct droce_proto_status *st)
+{
+	if (!c->hello)
+		return;
+	st->nb_clients++;
+	st->pds += c->pds.nb;
+	st->mrs += c->mrs.nb;
+	st->cqs += c->cqs.nb;
+	st->srqs += c->srqs.nb;
+	st->qps += c->qps.nb;
+	st->ahs += c->nb_ahs;
+	st->mr_bytes += c->mr_bytes;
+}
+
+int
+droced_session_status(struct droced_client *self, struct droced_call *call)
+{
+	struct droce_proto_status *st = &call->resp->stat;
+	const struct droced_client *c;
+	struct droce_engine_dev_objects objs;
+	struct mallinfo2 mi;
+	uint32_t i;
+
+	RTE_SET_USED(self);
+	st->pid = (uint32_t)getpid();
+	st->nb_ports = droced.nb_ports;
+	st->nb_engines = droced.nb_engines;
+	TAILQ_FOREACH(c, &droced.clients, next)
+		client_status(c, st);
+	st->clients_total = droced.clients_total;
+	st->clients_torn_down = droced.clients_torn_down;
+	st->uptime_ms = droced_now_ms() - droced.start_ms;
+	droce_engine_dev_objects_get(droced.dev, &objs);
+	st->engine_domains = objs.domains;
+	st->engine_qps = objs.qps;
+	st->engine_cqs = objs.cqs;
+	st->engine_srqs = objs.srqs;
+	st->engine_mrs = objs.mrs;
+	st->engine_ahs = objs.ahs;
+	st->mcast_groups = objs.mcast_groups;
+	st->mcast_attached = objs.mcast_attached;
+	st->neighbours = objs.neighbours;
+	for (i = 0; i < droced.nb_engines; i++)
+		st->timer_qps += droce_engine_timer_qps(droced.engines[i]);
+	for (i = 0; i < droced.nb_ports; i++) {
+		st->mbufs_in_use += rte_mempool_in_use_count(droced.ports[i].mp);
+		st->mbufs_total += droced.ports[i].mp->size;
+	}
+	mi = mallinfo2();
+	st->heap_in_use = mi.uordblks + mi.hblkhd;
+	droced_rdmacm_status(st);
+	return 0;
+}
+
+
+int
+droced_session_hello(struct droced_client *c, struct droced_call *call)
+{
+	const struct droce_proto_req *req = call->req;
+	struct droce_proto_resp *resp = call->resp;
+	int *out_fds = call->out_fds;
+	unsigned int *out_nfds = call->out_nfds;
+	const struct droced_limits *l = &droced.cfg.limits;
+	struct droce_engine_domain_conf dc;
+	struct droced_port *p;
+	int64_t off;
+	uint32_t i;
+	int rc;
+
+	if (c->hello)
+		return -EINVAL;
+	if (req->hello.version != DROCE_PROTO_VERSION)
+		return -EPROTO;
+	if (req->hello.port >= droced.nb_ports)
+		return -EINVAL;
+	p = &droced.ports[req->hello.port];
+	rc = region_create(c);
+	if (rc != 0)
+		goto fail;
+	rc = -ENOMEM;
+	c->arena = malloc(sizeof(*c->arena));
+	c->ah_pd = calloc(l->max_ahs, sizeof(*c->ah_pd));
+	c->db_used = calloc(droced.nb_engines, sizeof(*c->db_used));
+	if (c->arena == NULL || c->ah_pd == NULL || c->db_used == NULL)
+		goto fail;
+	rc = droce_shm_arena_init(c->arena, c->region, c->region_size, droced.nb_engines);
+	if (rc != 0)
+		goto fail;
+	off = droce_shm_arena_alloc(c->arena, sizeof(*c->evring), DROCE_SHM_CACHE_LINE);
+	if (off < 0) {
+		rc = (int)off;
+		goto fail;
+	}
+	c->evring = droced_region_ptr(c, off);
+	c->evring->port_state = p->link_up ? DROCE_PROTO_PORT_ACTIVE : DROCE_PROTO_PORT_DOWN;
+	rc = droced_notify_pipe(&c->async_rfd, &c->async_efd);
+	if (rc != 0)
+		goto fail;
+	memset(&dc, 0, sizeof(dc));
+	dc.region = c->region;
+	dc.region_size = c->region_size;
+	/* MRs and MWs share the key table; index 0 is never used (key 0 never resolves). */
+	dc.max_mrs = 2 * l->max_mrs + 1;
+	dc.max_ahs = l->max_ahs;
+	dc.max_events = DROCED_MAX_EVENTS;
+	c->dom = droce_engine_domain_create(droced.dev, &dc);
+	if (c->dom == NULL) {
+		rc = -rte_errno;
+		goto fail;
+	}
+	droced_table_init(&c->pds, DROCED_MAX_PDS, false);
+	droced_table_init(&c->mrs, l->max_mrs, false);
+	droced_table_init(&c->mws, l->max_mrs, false);
+	droced_table_init(&c->xrcds, DROCED_MAX_PDS, false);
+	droced_table_init(&c->cqs, l->max_cqs, false);
+	droced_table_init(&c->srqs, l->max_srqs, false);
+	droced_table_init(&c->qps, l->max_qps, false);
+	c->port = p;
+	c->hello = true;
+	droced.clients_total++;
+
+	resp->hello.version = DROCE_PROTO_VERSION;
+	resp->hello.nb_engines = droced.nb_engines;
+	resp->hello.region_size = c->region_size;
+	resp->hello.event_ring_off = (uint64_t)off;
+	droced_port_info(p, &resp->hello.port);
+	limits_fill(&resp->hello.limits);
+	/* the clock of CQE timestamps: every engine's TSC, one invariant counter */
+	resp->hello.tsc_hz = rte_get_tsc_hz();
+	resp->hello.nb_gids = RTE_MIN(p->nb_gids, (uint32_t)DROCE_PROTO_MAX_GIDS);
+	for (i = 0; i < resp->hello.nb_gids; i++) {
+		memcpy(resp->hello.gids[i].gid, p->gids[i], 16);
+		resp->hello.gids[i].type = p->gid_type[i];
+		resp->hello.gids[i].valid = p->gid_valid[i];
+	}
+	out_fds[0] = c->region_fd;
+	out_fds[1] = c->async_rfd;
+	*out_nfds = 2;
+	DROCED_LOG(INFO, "client pid %d: device droce%u, region %" PRIu64 " MiB%s", (int)c->pid,
+		   p->index, (uint64_t)(c->region_size / DROCED_MIB), c->region_huge ? " (hugepages)" : "");
+	return 0;
+fail:
+	client_release(c);
+	return rc;
+}
