@@ -17,15 +17,28 @@
  * its peer another process (droce-perf or an unmodified perftest) met over perftest's
  * out-of-band TCP exchange: the client is host a, which sends, the server host b.
  *
- * Files by role: perf_main.c (EAL, ports, hosts, the run), perf_opts.c (options, --help),
- * perf_traffic.c (send, write, read, atomic, lat), perf_rdma.c (the work requests and
- * checks of write, read and atomic), perf_ud.c (UD: address handles, Q_Key),
- * perf_fault.c (the fault driver's loss options and counters), perf_raw.c (raw-tx,
- * raw-rx, raw-io), perf_report.c (perftest's tables, --json lines, port statistics),
- * perf_control.c (a run on a worker lcore, the main lcore printing --stats-period's
- * statistics or reading -i's commands), perf_prompt.c (-i's prompt, on DPDK's cmdline
- * library), perf_peer.c (the peer in another process: its out-of-band exchange in
- * perftest's order, ARP), perf_oob.c (perftest's out-of-band messages).
+ * Files by layer, top first (layers.txt; devtools/layer-check.py, test
+ * 'droce_perf_layers': a file calls its own layer or lower ones, and no two files call
+ * each other):
+ *   perf_main.c (main: EAL, signals, one run or the prompt), perf_prompt.c (-i's prompt,
+ *   on DPDK's cmdline library), perf_control.c (a run on a worker lcore, the main lcore
+ *   printing --stats-period's statistics or reading -i's commands);
+ *   perf_run.c (every size of a run through its mode's row), perf_opts.c (options,
+ *   --help);
+ *   the modes, one row each of struct perf_mode_ops listed in perf_modes.c: perf_send.c,
+ *   perf_write.c, perf_read.c, perf_atomic.c (the stream modes, on perf_stream.c's
+ *   round), perf_lat.c, perf_raw.c (raw-tx, raw-rx, raw-io);
+ *   perf_stream.c (the round of send, write, read and atomic);
+ *   perf_report.c (perftest's tables, --json lines, port statistics), perf_cc.c
+ *   (congestion's options and --per-qp's samples);
+ *   perf_host.c (the hosts: ports, engines, regions, QPs, connected; set up again, closed);
+ *   perf_peer.c (the peer in another process: its out-of-band exchange in perftest's
+ *   order), perf_fault.c (the fault driver's loss options and counters), perf_lcores.c
+ *   (host b on its own lcore), perf_ud.c (UD: address handles, Q_Key);
+ *   perf_poll.c (one pass of a host's engines, their counters), perf_qp.c (receives
+ *   posted, completions looked at);
+ *   perf_net.c (lib/net's ARP and ICMP through the engines' slow path), perf_oob.c
+ *   (perftest's out-of-band messages).
  */
 
 #include <stdbool.h>
@@ -45,12 +58,19 @@
 #include <droce_shm.h>
 #include <droce_shm_arena.h>
 #include <droce_shm_client.h>
+#include <droce_wire_gid.h>
 
 #define PERF_MIN_SIZE		1u
 #define PERF_MAX_SIZE		(1u << 20)
 #define PERF_MAX_QPS		10000u
 /* --burst: WRs per post call (raw: frames per tx burst), at most the post arrays' length. */
 #define PERF_MAX_BURST		32u
+/* The RoCE rounds' post arrays: WRs per post call (one doorbell each). */
+#define PERF_POST_CHAIN		32
+/* Completions taken per poll of a CQ. */
+#define PERF_POLL_BURST		64
+/* A round that moves nothing for this long failed (the local ACK timer is 1 s). */
+#define PERF_STALL_S		10
 /*
  * An engine has DROCE_SHM_DB_SLOTS (4096) doorbell slots per domain: a host has as many
  * engines as its QPs need, each on its own rx and tx queue of the port, QP i on engine
@@ -66,25 +86,78 @@
 #define PERF_BN_ARGS_LEN	192
 #define PERF_ATOMIC_WORDS	1024u
 
-enum perf_mode {
-	PERF_MODE_SEND,
-	PERF_MODE_WRITE,
-	PERF_MODE_READ,
-	PERF_MODE_ATOMIC,
-	PERF_MODE_LAT,
-	PERF_MODE_RAW_TX,
-	PERF_MODE_RAW_RX,
-	PERF_MODE_RAW_IO,
-	PERF_NB_MODES,
+/* What a mode runs when neither -s nor -n (-D) is given: perftest's defaults. */
+#define PERF_DEFAULT_BW_SIZE	65536
+#define PERF_DEFAULT_LAT_SIZE	2
+#define PERF_DEFAULT_RAW_SIZE	64
+#define PERF_DEFAULT_BW_ITERS	5000
+#define PERF_DEFAULT_LAT_ITERS	1000
+#define PERF_DEFAULT_RAW_ITERS	1000000
+
+struct perf_opts;
+struct perf_run;
+struct perf_qp;
+
+/*
+ * A peer in another process (perf_peer.c): the order of the out-of-band exchange, which
+ * is the perftest program's that the mode stands for, or droce-perf's own.
+ */
+enum perf_peer_order {
+	PERF_PEER_NONE,		/* no peer in another process */
+	PERF_PEER_SEND,		/* ib_send_bw's and ib_send_lat's */
+	PERF_PEER_WRITE,	/* ib_write_bw's */
+	PERF_PEER_RAW,		/* droce-perf's own, the raw modes' (perftest has none) */
 };
 
-extern const char *const perf_mode_names[PERF_NB_MODES];
+/*
+ * A mode (--mode), testpmd's struct fwd_engine: one row, filled in the mode's own file
+ * (perf_send.c, ...; the raw modes share perf_raw.c) and listed in perf_modes.c, so a new
+ * mode is a file and a row. Its flags are what the options, the hosts' set-up, the peer
+ * exchange and the output need to know of it; its callbacks run its rounds. Callbacks a
+ * mode has no use for are NULL.
+ */
+struct perf_mode_ops {
+	const char *name;		/* --mode, set mode, the header, --json, the raw hello */
+	/* The options (perf_opts.c). */
+	uint32_t default_size;		/* -s when not given */
+	uint32_t default_iters;		/* -n when neither -n nor -D is given */
+	bool several_qps;		/* -q above 1 */
+	bool uc, ud;			/* -c UC, -c UD besides RC (the raw modes: no QPs) */
+	enum perf_peer_order peer;	/* --server, --client */
+	/* Its own rules after the common ones: 0, or -1 after a message. */
+	int (*check_opts)(const struct perf_opts *o);
+	/* The hosts (perf_host.c) and the output (perf_report.c, perf_cc.c). */
+	bool raw;			/* no QP, no engine: the ports alone */
+	uint32_t qp_depth;		/* every QP's send and receive ring; 0: by the QP count */
+	bool shared_qps;		/* hosts set up for it serve any mode with shared_qps */
+	bool two_sided;			/* b posts receives, and its completions count */
+	bool latency;			/* perftest's latency figures, not bandwidth */
+	/* A round at one size, its figure printed (perf_run.c): 0, or -1 after a message. */
+	int (*run)(struct perf_run *r, uint32_t size);
+	/* The stream modes' round (perf_stream_run): before it, once its counters are taken. */
+	void (*prepare)(struct perf_run *r);
+	/* a's WR on q: its opcode and the opcode's fields; sge is a's slot, size bytes */
+	void (*wr)(struct perf_run *r, struct perf_qp *q, struct ibv_send_wr *wr,
+		   struct ibv_sge *sge, uint32_t size);
+	/* One-sided: what b's responder did of sent, from its counters b0 then b1. */
+	uint64_t (*delivered)(const struct perf_run *r, const struct droce_engine_stats *b0,
+			      const struct droce_engine_stats *b1, uint32_t size, uint64_t sent);
+	/* After a round of sent requests, every one complete: 0, or -1 after a message. */
+	int (*check)(struct perf_run *r, const struct droce_engine_stats *b0,
+		     const struct droce_engine_stats *b1, uint64_t sent, uint32_t size);
+};
 
-static inline bool
-perf_mode_is_raw(enum perf_mode m)
-{
-	return m == PERF_MODE_RAW_TX || m == PERF_MODE_RAW_RX || m == PERF_MODE_RAW_IO;
-}
+/* The rows, each in its mode's file. */
+extern const struct perf_mode_ops perf_mode_send;
+extern const struct perf_mode_ops perf_mode_write;
+extern const struct perf_mode_ops perf_mode_read;
+extern const struct perf_mode_ops perf_mode_atomic;
+extern const struct perf_mode_ops perf_mode_lat;
+extern const struct perf_mode_ops perf_mode_raw_tx;
+extern const struct perf_mode_ops perf_mode_raw_rx;
+extern const struct perf_mode_ops perf_mode_raw_io;
+/* perf_modes.c: the table, in --help's order, NULL after the last. */
+extern const struct perf_mode_ops *const perf_modes[];
 
 /* Which hosts this process runs. */
 enum perf_role {
@@ -94,7 +167,7 @@ enum perf_role {
 };
 
 struct perf_opts {
-	enum perf_mode mode;
+	const struct perf_mode_ops *mode;
 	uint32_t size;			/* message (or raw frame payload) bytes */
 	bool all_sizes;			/* -a: every power of two 1..PERF_MAX_SIZE */
 	uint32_t qps;
@@ -150,7 +223,7 @@ void perf_usage(const char *prog);
 /* The rules that tie options together; the prompt's start applies them too. 0 or -1. */
 int perf_opts_check(const struct perf_opts *o);
 /* One option's value, with the command line's message when it is bad: 0 or -1. */
-int perf_opt_mode(const char *s, enum perf_mode *m);
+int perf_opt_mode(const char *s, const struct perf_mode_ops **m);
 int perf_opt_size(const char *s, uint32_t *size);
 int perf_opt_qps(const char *s, uint32_t *qps);
 int perf_opt_burst(const char *s, uint32_t *burst);
@@ -166,7 +239,7 @@ perf_rate_msgs(const struct perf_opts *o, uint32_t bytes)
 	return o->rate_bits ? o->rate / (8.0 * bytes) : o->rate;
 }
 
-/* ---- Hosts (perf_main.c) ---- */
+/* ---- Hosts (perf_host.c) ---- */
 
 struct perf_cq {
 	struct droce_engine_cq *cq;
@@ -235,7 +308,7 @@ struct perf_host {
 	uint32_t nb_qps;
 	/*
 	 * The sums of the QPs' done and rdone, kept as they change, and the sender's QPs that
-	 * may have room to post, each at most once (perf_traffic.c): with 10,000 QPs, a pass
+	 * may have room to post, each at most once (perf_stream.c): with 10,000 QPs, a pass
 	 * over all of them cost more than the engines' work.
 	 */
 	uint64_t done_sum, rdone_sum;
@@ -250,11 +323,24 @@ struct perf_host {
 	bool have_ah;
 	uint32_t qkey;
 	struct droce_fault *fault;	/* the loss options on this port's receive path */
-	/* Alone (perf_peer.c): ARP and ICMP through the engines' slow path; else NULL. */
+	/* Alone (perf_net.c): ARP and ICMP through the engines' slow path; else NULL. */
 	struct droce_net *net;
 	struct rte_ring *slow_rx, *slow_tx;
 	uint64_t net_tick, net_tick_cycles;	/* lib/net's timer: last run, period */
 };
+
+/*
+ * The next of q's message slots in h's buffer, in turn: consecutive messages do not share
+ * cache lines. Inline: the stream modes take one per WR.
+ */
+static inline uint64_t
+perf_qp_slot(const struct perf_host *h, struct perf_qp *q)
+{
+	uint32_t s = q->next_slot;
+
+	q->next_slot = s + 1 == h->buf_slots ? 0 : s + 1;
+	return (uintptr_t)h->buf + (uint64_t)s * h->slot_size;
+}
 
 /*
  * Host b on its own lcore (perf_lcores.c): what the main lcore (host a) and the worker
@@ -276,7 +362,7 @@ struct perf_run {
 	struct perf_host a, b;
 	uint32_t max_size;		/* the largest size of the run: buffer slots */
 	struct perf_peer peer_b;	/* what host a knows of host b: WRITEs' target */
-	/* atomic (perf_rdma.c): b's words before the round; the next compare, word by word */
+	/* atomic (perf_atomic.c): b's words before the round; the next compare, word by word */
 	uint64_t words0[PERF_ATOMIC_WORDS];
 	uint64_t cas_next[PERF_ATOMIC_WORDS];
 	uint32_t nb_words;
@@ -346,7 +432,7 @@ perf_run_has_b(const struct perf_run *r)
 	return r->o->role != PERF_ROLE_CLIENT;
 }
 
-/* One figure of a bandwidth run (perf_traffic.c, perf_raw.c -> perf_report.c). */
+/* One figure of a bandwidth run (perf_stream.c, perf_raw.c -> perf_report.c). */
 struct perf_bw {
 	uint32_t size;
 	uint64_t iters;			/* messages (frames) counted */
@@ -360,6 +446,8 @@ struct perf_bw {
 	 * (raw-io: those back at the client); the server's own counts besides.
 	 */
 	uint64_t server_rx, server_fwd;
+	bool server_known;		/* server_rx and server_fwd printed */
+	bool back_known;		/* raw-io: received is what came back to the client */
 	double secs;
 };
 
@@ -369,16 +457,11 @@ struct perf_lat {
 	double min_us, max_us, typical_us, avg_us, stdev_us, p99_us, p999_us;
 };
 
-/* perf_main.c: one pass of every engine of h; h's engines' counters summed. */
-void perf_host_poll(struct perf_host *h);
-void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
-/* perf_main.c: every size of a run (one, or -a's), figures printed. 0, or -1 failed. */
-int perf_run_sizes(struct perf_run *r);
 /*
- * perf_main.c: hosts fit for r->o (the prompt's next start): kept when they are, closed
- * and opened again when r->o changed what they were set up for. 0, or -1 after a message.
+ * The files' functions, by layer, top first (layers.txt). perf_run.c: every size of a run
+ * (one, or -a's) through its mode's row, figures printed. 0, or -1 failed.
  */
-int perf_hosts_fit(struct perf_run *r);
+int perf_run_sizes(struct perf_run *r);
 
 /*
  * perf_control.c: a run on the first worker lcore, controlled from the main lcore (-i,
@@ -408,6 +491,62 @@ int perf_periodic(struct perf_run *r, struct perf_opts *o);
 /* perf_prompt.c: -i's prompt until quit, the end of the input or a signal. Exit status. */
 int perf_prompt(struct perf_run *r, struct perf_opts *o);
 
+/*
+ * perf_stream.c: the round of the stream modes (send, write, read, atomic), their rows'
+ * run; where a WRITE or READ of a's slot sge lands in the peer's buffer.
+ */
+int perf_stream_run(struct perf_run *r, uint32_t size);
+uint64_t perf_stream_remote(const struct perf_run *r, const struct perf_qp *q,
+			    const struct ibv_sge *sge, uint32_t size);
+
+/* perf_report.c */
+void perf_report_header(const struct perf_run *r);
+void perf_report_bw(const struct perf_run *r, const struct perf_bw *f);
+void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
+void perf_report_footer(const struct perf_run *r);
+void perf_report_ports(const struct perf_run *r);
+void perf_report_faults(const struct perf_run *r);
+/*
+ * The same, with testpmd's "Throughput (since last show)" from the counts in since[] (one
+ * per host, updated), or without when since is NULL.
+ */
+void perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2]);
+
+/*
+ * perf_cc.c: --bottleneck, --cc, --dcqcn, --engines and --per-qp. The options (0, or -1
+ * after a message); the samples of a round (start, one per loop pass: it takes one each
+ * period; end, which prints them with each QP's figures, the bottleneck's counters and
+ * Jain's fairness index). 0, or -1 (out of memory).
+ */
+enum perf_cc_opt {
+	PERF_CC_OPT_BOTTLENECK,
+	PERF_CC_OPT_PARAM,
+	PERF_CC_OPT_DCQCN,
+	PERF_CC_OPT_ENGINES,
+	PERF_CC_OPT_PER_QP,
+};
+int perf_cc_opt(struct perf_opts *o, enum perf_cc_opt opt, const char *arg);
+void perf_cc_usage(void);
+int perf_cc_round_start(struct perf_run *r, uint64_t t0);
+void perf_cc_sample(struct perf_run *r, uint64_t now);
+void perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size);
+void perf_cc_free(struct perf_run *r);
+
+/*
+ * perf_host.c: the hosts r->o asks for: both here, or (--server, --client) the one whose
+ * peer is another process, met over the out-of-band exchange. 0, or -1 after a message.
+ */
+int perf_hosts_open(struct perf_run *r, struct perf_opts *o);
+/*
+ * Hosts fit for r->o (the prompt's next start): kept when they are, closed and opened
+ * again when r->o changed what they were set up for. 0, or -1 after a message.
+ */
+int perf_hosts_fit(struct perf_run *r);
+/* A run with a peer process that went well: the closing exchange, then this end closed. */
+int perf_hosts_peer_close(struct perf_run *r);
+/* Every host closed, and the peer process let go (after it, when this server failed). */
+void perf_hosts_close(struct perf_run *r, bool failed);
+
 /* perf_peer.c: the peer in another process, in the order its perftest test speaks. */
 int perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o);
 int perf_peer_exchange(struct perf_run *r, struct perf_host *h, struct perf_peer *p);
@@ -434,29 +573,7 @@ int perf_peer_raw_recv(struct perf_run *r, struct perf_raw_report *m, void (*idl
 		       void *arg);
 int perf_peer_close(struct perf_run *r);
 void perf_peer_free(struct perf_run *r);
-void perf_peer_host_release(struct perf_host *h);
-void perf_peer_slow_poll(struct perf_host *h);
 const char *perf_peer_name(const struct perf_run *r);
-
-/* perf_traffic.c */
-int perf_traffic_run(struct perf_run *r, uint32_t size);
-
-/* perf_rdma.c: write, read and atomic, the work request of a's QP q and the checks. */
-void perf_rdma_wr(struct perf_run *r, struct perf_qp *q, struct ibv_send_wr *wr,
-		  struct ibv_sge *sge, const struct perf_peer *peer, uint64_t remote);
-uint64_t perf_rdma_delivered(const struct perf_run *r, const struct droce_engine_stats *b0,
-			     const struct droce_engine_stats *b1, uint32_t size, uint64_t sent);
-void perf_rdma_prepare(struct perf_run *r);
-int perf_rdma_check(struct perf_run *r, const struct droce_engine_stats *b0,
-		    const struct droce_engine_stats *b1, uint64_t sent, uint32_t size);
-uint32_t perf_mr_access(void);
-
-/* perf_ud.c: UD QPs, one address handle per engine towards the peer. */
-int perf_ud_connect(struct perf_host *h, const struct perf_peer *p, uint32_t pd);
-bool perf_ud_ah_valid(const struct perf_host *h, uint32_t ah);
-void perf_ud_wr(const struct perf_run *r, const struct perf_qp *q, struct ibv_send_wr *wr,
-		const struct perf_peer *peer);
-uint32_t perf_recv_room(const struct perf_opts *o);
 
 /* perf_fault.c: the fault driver on both hosts' ports, its counters, the loss check. */
 int perf_fault_attach(struct perf_run *r);
@@ -465,42 +582,35 @@ bool perf_fault_lossy(const struct perf_run *r);
 bool perf_fault_settled(const struct perf_run *r, const struct droce_engine_stats *b0,
 			uint64_t received);
 int perf_fault_check(const struct perf_run *r, const struct perf_bw *f);
-/*
- * perf_cc.c: --bottleneck, --cc, --dcqcn, --engines and --per-qp. The options (0, or -1
- * after a message); the samples of a round (start, one per loop pass: it takes one each
- * period; end, which prints them with each QP's figures, the bottleneck's counters and
- * Jain's fairness index). 0, or -1 (out of memory).
- */
-enum perf_cc_opt {
-	PERF_CC_OPT_BOTTLENECK,
-	PERF_CC_OPT_PARAM,
-	PERF_CC_OPT_DCQCN,
-	PERF_CC_OPT_ENGINES,
-	PERF_CC_OPT_PER_QP,
-};
-int perf_cc_opt(struct perf_opts *o, enum perf_cc_opt opt, const char *arg);
-void perf_cc_usage(void);
-int perf_cc_round_start(struct perf_run *r, uint64_t t0);
-void perf_cc_sample(struct perf_run *r, uint64_t now);
-void perf_cc_round_end(struct perf_run *r, uint64_t now, uint32_t size);
-void perf_cc_free(struct perf_run *r);
-/* The fault driver keys host b's port gets for --bottleneck ("" none). */
-const char *perf_cc_bottleneck(const struct perf_opts *o);
 
-/* perf_raw.c */
-int perf_raw_run(struct perf_run *r, uint32_t size);
+/* perf_ud.c: UD QPs, one address handle per engine towards the peer. */
+int perf_ud_connect(struct perf_host *h, const struct perf_peer *p, uint32_t pd);
+bool perf_ud_ah_valid(const struct perf_host *h, uint32_t ah);
+void perf_ud_wr(const struct perf_run *r, const struct perf_qp *q, struct ibv_send_wr *wr,
+		const struct perf_peer *peer);
+uint32_t perf_recv_room(const struct perf_opts *o);
 
-/* perf_report.c */
-void perf_report_header(const struct perf_run *r);
-void perf_report_bw(const struct perf_run *r, const struct perf_bw *f);
-void perf_report_lat(const struct perf_run *r, const struct perf_lat *f);
-void perf_report_footer(const struct perf_run *r);
-void perf_report_ports(const struct perf_run *r);
-void perf_report_faults(const struct perf_run *r);
+/* perf_poll.c: one pass of every engine of h (and of its lib/net); their counters summed. */
+void perf_host_poll(struct perf_host *h);
+void perf_host_stats(const struct perf_host *h, struct droce_engine_stats *st);
+
 /*
- * The same, with testpmd's "Throughput (since last show)" from the counts in since[] (one
- * per host, updated), or without when since is NULL.
+ * perf_qp.c: what both RoCE rounds (perf_stream.c, perf_lat.c) do with a QP: receives of
+ * the largest size posted (n at most, how many), its receive ring filled, the QP of a
+ * completion, a completion's status (false after printing it).
  */
-void perf_report_ports_since(const struct perf_run *r, struct perf_port_mark since[2]);
+uint32_t perf_qp_post_recvs(struct perf_host *h, struct perf_qp *q, uint32_t n);
+void perf_qp_fill_recvs(struct perf_host *h, struct perf_qp *q);
+struct perf_qp *perf_qp_of(const struct perf_host *h, uint32_t qpn);
+bool perf_wc_ok(const struct ibv_wc *wc, const char *who);
+
+/*
+ * perf_net.c: a host alone (--server, --client) with lib/net: its address (--ip, or
+ * 192.0.2.<host id>/24) and GID, ARP and ICMP through its engines' slow path; a pass of
+ * its frames and timers; its release (nothing when it has none).
+ */
+int perf_net_open(struct perf_host *h, const struct perf_opts *o);
+void perf_net_poll(struct perf_host *h);
+void perf_net_release(struct perf_host *h);
 
 #endif /* PERF_H */

@@ -119,17 +119,11 @@ perf_cc_usage(void)
 	       PERF_MAX_ENGINES);
 }
 
-const char *
-perf_cc_bottleneck(const struct perf_opts *o)
-{
-	return o->cc.bottleneck;
-}
-
-/* Messages QP i delivered: b's receives (send), else a's completions. */
+/* Messages QP i delivered: b's receives (two-sided: send), else a's completions. */
 static uint64_t
 qp_msgs(const struct perf_run *r, uint32_t i)
 {
-	return r->o->mode == PERF_MODE_SEND ? r->b.qps[i].rdone : r->a.qps[i].done;
+	return r->o->mode->two_sided ? r->b.qps[i].rdone : r->a.qps[i].done;
 }
 
 void

@@ -44,8 +44,8 @@ perf_fault_attach(struct perf_run *r)
 		/* --bottleneck: b's receive path, where every QP's data meets (perf_cc.c) */
 		snprintf(args, sizeof(args), "port=%s,seed=%" PRIu64 ",drop=%u,reorder=%u,dup=%u,"
 			 "corrupt=%u%s%s", name, fo->seed + (uint64_t)i, fo->drop, fo->reorder,
-			 fo->dup, fo->corrupt, i == 1 && perf_cc_bottleneck(r->o)[0] != '\0' ? "," : "",
-			 i == 1 ? perf_cc_bottleneck(r->o) : "");
+			 fo->dup, fo->corrupt, i == 1 && r->o->cc.bottleneck[0] != '\0' ? "," : "",
+			 i == 1 ? r->o->cc.bottleneck : "");
 		h[i]->fault = droce_fault_attach(args);
 		if (h[i]->fault == NULL) {
 			fprintf(stderr, "droce-perf: host %s: fault driver on %s: %s\n",

@@ -23,7 +23,7 @@ perf_run_splits(const struct perf_run *r)
 
 	if (r->b_lcore == r->a_lcore || o->role != PERF_ROLE_BOTH)
 		return false;
-	if (perf_mode_is_raw(o->mode))
+	if (o->mode->raw)
 		return true;
 	return o->qp_type == DROCE_SHM_QPT_RC && !o->fault.on;
 }

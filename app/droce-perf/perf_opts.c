@@ -17,13 +17,6 @@
 
 #include "perf.h"
 
-/* perftest's defaults: 5000 iterations for bandwidth, 1000 for latency, 2 B latency size. */
-#define DEFAULT_BW_ITERS	5000
-#define DEFAULT_LAT_ITERS	1000
-#define DEFAULT_RAW_ITERS	1000000
-#define DEFAULT_BW_SIZE		65536
-#define DEFAULT_LAT_SIZE	2
-#define DEFAULT_RAW_SIZE	64
 #define MAX_DURATION_S		86400.0
 #define PCT_TO_PPM		10000.0
 #define DEFAULT_FAULT_SEED	1
@@ -46,17 +39,6 @@ enum {
 #define MAX_STATS_PERIOD_S	86400
 /* --rate: up to 10^12 messages or bits a second, far above any link */
 #define MAX_RATE		1e12
-
-const char *const perf_mode_names[PERF_NB_MODES] = {
-	[PERF_MODE_SEND] = "send",
-	[PERF_MODE_WRITE] = "write",
-	[PERF_MODE_READ] = "read",
-	[PERF_MODE_ATOMIC] = "atomic",
-	[PERF_MODE_LAT] = "lat",
-	[PERF_MODE_RAW_TX] = "raw-tx",
-	[PERF_MODE_RAW_RX] = "raw-rx",
-	[PERF_MODE_RAW_IO] = "raw-io",
-};
 
 void
 perf_usage(const char *prog)
@@ -98,9 +80,10 @@ perf_usage(const char *prog)
 	       "      --dup PCT       ... delivers PCT %% twice\n"
 	       "      --corrupt PCT   ... flips a bit in PCT %%\n"
 	       "      --fault-seed N  the fault driver's seed (default %u; host b's N + 1)\n",
-	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, DEFAULT_BW_SIZE, DEFAULT_LAT_SIZE,
-	       DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS, PERF_ATOMIC_WORDS,
-	       DEFAULT_BW_ITERS, DEFAULT_LAT_ITERS, DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED);
+	       prog, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_DEFAULT_BW_SIZE, PERF_DEFAULT_LAT_SIZE,
+	       PERF_DEFAULT_RAW_SIZE, PERF_MIN_SIZE, PERF_MAX_SIZE, PERF_MAX_QPS,
+	       PERF_ATOMIC_WORDS, PERF_DEFAULT_BW_ITERS, PERF_DEFAULT_LAT_ITERS,
+	       PERF_DEFAULT_RAW_ITERS, DEFAULT_FAULT_SEED);
 	perf_cc_usage();
 	printf("      --json          one JSON object per line, per figure and per port, instead\n"
 	       "                      of the tables\n"
@@ -215,10 +198,9 @@ static int
 perf_opts_check_peer(const struct perf_opts *o)
 {
 	const char *role = o->role == PERF_ROLE_SERVER ? "server" : "client";
-	bool raw = perf_mode_is_raw(o->mode);
+	bool raw = o->mode->raw;
 
-	if (o->mode != PERF_MODE_SEND && o->mode != PERF_MODE_WRITE && o->mode != PERF_MODE_LAT &&
-	    !raw) {
+	if (o->mode->peer == PERF_PEER_NONE) {
 		fprintf(stderr, "droce-perf: --%s: only send, write, lat and the raw modes have a "
 			"peer in another process\n", role);
 		return -1;
@@ -273,20 +255,21 @@ parse_pct(const char *opt, const char *s, uint32_t *ppm)
 	return 0;
 }
 
+/* A row of the mode table (perf_modes.c) by its name. */
 int
-perf_opt_mode(const char *s, enum perf_mode *mode)
+perf_opt_mode(const char *s, const struct perf_mode_ops **mode)
 {
-	int m;
+	unsigned int m;
 
-	for (m = 0; m < PERF_NB_MODES; m++) {
-		if (strcmp(s, perf_mode_names[m]) == 0) {
-			*mode = (enum perf_mode)m;
+	for (m = 0; perf_modes[m] != NULL; m++) {
+		if (strcmp(s, perf_modes[m]->name) == 0) {
+			*mode = perf_modes[m];
 			return 0;
 		}
 	}
 	fprintf(stderr, "droce-perf: --mode '%s': not one of", s);
-	for (m = 0; m < PERF_NB_MODES; m++)
-		fprintf(stderr, " %s", perf_mode_names[m]);
+	for (m = 0; perf_modes[m] != NULL; m++)
+		fprintf(stderr, " %s", perf_modes[m]->name);
 	fprintf(stderr, "\n");
 	return -1;
 }
@@ -367,28 +350,33 @@ bad:
 	return -1;
 }
 
+/*
+ * The rules every mode follows, from its row (what it allows: several QPs, UC, UD), then
+ * the mode's own (its row's check_opts: atomic's size, the raw modes' IPv4 and no loss,
+ * lat's one ping at a time).
+ */
 int
 perf_opts_check(const struct perf_opts *o)
 {
+	const struct perf_mode_ops *m = o->mode;
 	uint32_t largest = perf_largest_size(o);
-	bool rdma_only = o->mode == PERF_MODE_READ || o->mode == PERF_MODE_ATOMIC;
 
-	if (o->qps != 1 && (o->mode == PERF_MODE_LAT || perf_mode_is_raw(o->mode))) {
+	if (o->qps != 1 && !m->several_qps) {
 		fprintf(stderr, "droce-perf: --qps: only send, write, read and atomic run several "
 			"QPs\n");
 		return -1;
 	}
-	if (o->qp_type == DROCE_SHM_QPT_UD && o->mode != PERF_MODE_SEND) {
+	if (o->qp_type == DROCE_SHM_QPT_UD && !m->ud) {
 		fprintf(stderr, "droce-perf: --connection UD: only send (UD carries SENDs only, "
 			"IB 9.8.3)\n");
 		return -1;
 	}
-	if (o->qp_type == DROCE_SHM_QPT_UC && (rdma_only || o->mode == PERF_MODE_LAT)) {
+	if (o->qp_type == DROCE_SHM_QPT_UC && !m->raw && !m->uc) {
 		fprintf(stderr, "droce-perf: --connection UC: %s is RC only (UC has no RDMA READ "
-			"or atomics, IB 9.8.2; lat pings RC)\n", perf_mode_names[o->mode]);
+			"or atomics, IB 9.8.2; lat pings RC)\n", m->name);
 		return -1;
 	}
-	if (o->qp_type != DROCE_SHM_QPT_RC && perf_mode_is_raw(o->mode)) {
+	if (o->qp_type != DROCE_SHM_QPT_RC && m->raw) {
 		fprintf(stderr, "droce-perf: --connection: the raw modes have no QPs\n");
 		return -1;
 	}
@@ -397,37 +385,10 @@ perf_opts_check(const struct perf_opts *o)
 			"MTU (%u)\n", o->size, 128u << o->mtu);
 		return -1;
 	}
-	if (o->mode == PERF_MODE_ATOMIC && o->all_sizes) {
-		fprintf(stderr, "droce-perf: --all: atomic has one size, %u bytes\n",
-			PERF_ATOMIC_SIZE);
+	if (m->check_opts != NULL && m->check_opts(o) != 0)
 		return -1;
-	}
-	if (o->mode == PERF_MODE_ATOMIC && o->size != PERF_ATOMIC_SIZE) {
-		fprintf(stderr, "droce-perf: --size %u: an atomic operates on %u bytes\n", o->size,
-			PERF_ATOMIC_SIZE);
-		return -1;
-	}
-	if (o->mode == PERF_MODE_ATOMIC && o->atomic_cas && o->qps > PERF_ATOMIC_WORDS) {
-		fprintf(stderr, "droce-perf: --qps %u: CMP_AND_SWAP chains take a word of host b's "
-			"buffer each, at most %u QPs\n", o->qps, PERF_ATOMIC_WORDS);
-		return -1;
-	}
-	if (perf_mode_is_raw(o->mode) && o->ipv6) {
-		fprintf(stderr, "droce-perf: --ipv6: the raw modes send IPv4 frames\n");
-		return -1;
-	}
-	if (perf_mode_is_raw(o->mode) && o->fault.on) {
-		fprintf(stderr, "droce-perf: the loss options apply to the RoCE modes, not the raw "
-			"link\n");
-		return -1;
-	}
-	if (o->qp_timeout != 0 && (perf_mode_is_raw(o->mode) || o->qp_type != DROCE_SHM_QPT_RC)) {
+	if (o->qp_timeout != 0 && (m->raw || o->qp_type != DROCE_SHM_QPT_RC)) {
 		fprintf(stderr, "droce-perf: --timeout: the local ACK timer is RC's\n");
-		return -1;
-	}
-	if (o->rate > 0 && o->mode == PERF_MODE_LAT) {
-		fprintf(stderr, "droce-perf: --rate: lat sends one ping at a time, it has no "
-			"rate to limit\n");
 		return -1;
 	}
 	/* The run counts a stall after STALL_S s without progress: a message a second at least. */
@@ -485,7 +446,7 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->mode = PERF_MODE_SEND;
+	o->mode = &perf_mode_send;
 	o->qps = 1;
 	o->qp_type = DROCE_SHM_QPT_RC;
 	o->mtu = IBV_MTU_4096;
@@ -668,11 +629,12 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "droce-perf: --iters and --duration exclude each other\n");
 		return -1;
 	}
-	if (have_type && o->mode != PERF_MODE_ATOMIC) {
+	/* by name: the option is atomic's own */
+	if (have_type && strcmp(o->mode->name, "atomic") != 0) {
 		fprintf(stderr, "droce-perf: --atomic-type: only with --mode atomic\n");
 		return -1;
 	}
-	if (perf_mode_is_raw(o->mode) && fault_opt != NULL) {
+	if (o->mode->raw && fault_opt != NULL) {
 		fprintf(stderr, "droce-perf: %s: the loss options apply to the RoCE modes, not "
 			"the raw link\n", fault_opt);
 		return -1;
@@ -689,15 +651,12 @@ perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 	if (o->role != PERF_ROLE_BOTH && perf_opts_check_peer(o) != 0)
 		return -1;
 	if (!have_size)
-		o->size = o->mode == PERF_MODE_ATOMIC ? PERF_ATOMIC_SIZE :
-			  o->mode == PERF_MODE_LAT ? DEFAULT_LAT_SIZE :
-			  perf_mode_is_raw(o->mode) ? DEFAULT_RAW_SIZE : DEFAULT_BW_SIZE;
+		o->size = o->mode->default_size;
 	/* UD: one packet a message */
 	if (!have_size && o->qp_type == DROCE_SHM_QPT_UD)
 		o->size = RTE_MIN(o->size, 128u << o->mtu);
 	/* The prompt and --stats-period run until stop or a signal when neither is given. */
 	if (!have_iters && o->duration_s == 0 && !o->interactive && o->stats_period == 0)
-		o->iters = o->mode == PERF_MODE_LAT ? DEFAULT_LAT_ITERS :
-			   perf_mode_is_raw(o->mode) ? DEFAULT_RAW_ITERS : DEFAULT_BW_ITERS;
+		o->iters = o->mode->default_iters;
 	return perf_opts_check(o);
 }

@@ -3,8 +3,9 @@
  * The peer in another process: droce-perf --server/--client, or an unmodified perftest
  * (ib_write_bw, ib_send_bw, ib_send_lat) on a ConnectX, soft-RoCE or droced. perftest
  * exchanges no test settings, only QPs and barriers (doc/tools/droce-perf-oob.md), and
- * each of its tests has its own order of them, which this file follows per mode (read
- * from the tests' main() in perftest 4.5-0.17; n is the number of QPs):
+ * each of its tests has its own order of them, which this file follows as the mode's row
+ * says (its peer: PERF_PEER_WRITE, PERF_PEER_SEND; read from the tests' main() in
+ * perftest 4.5-0.17; n is the number of QPs):
  *
  *	write (ib_write_bw): n destinations, connect, n again, barrier ("RTR"), traffic,
  *		end barrier, bandwidth reports (the server prints the client's), close
@@ -14,10 +15,10 @@
  *	lat (ib_send_lat): n destinations, connect, barrier, n again, receives posted,
  *		barrier, traffic, report, close
  *
- * perftest sends no MAC: the host learns the peer's by ARP (lib/net, as droced does),
- * its engines handing ARP frames to slow_rx and sending lib/net's from slow_tx, and it
- * answers the peer's ARP requests (droced resolves droce-perf's address before the peer's
- * QP can reach RTR). Every wait on the TCP connection polls the engines meanwhile.
+ * perftest sends no MAC: the host learns the peer's by ARP (lib/net, as droced does,
+ * perf_net.c), and it answers the peer's ARP requests (droced resolves droce-perf's
+ * address before the peer's QP can reach RTR). Every wait on the TCP connection polls
+ * the engines meanwhile.
  *
  * The raw modes are droce-perf's own (perftest has none), on the same connection after
  * perftest's set-up: a hello each way (mode, size, the MAC the frames go to), a start
@@ -34,10 +35,8 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
-#include <rte_errno.h>
-#include <rte_mbuf.h>
-#include <rte_ring.h>
 
 #include "perf.h"
 #include "perf_oob.h"
@@ -45,12 +44,7 @@
 /* The peer's next message: it may be a perftest starting up (it sleeps 1 s) or busy. */
 #define OOB_TIMEOUT_MS		30000
 #define CACHE_LINE		64	/* perftest's default cache line size */
-#define SLOW_RING		1024
-#define SLOW_BURST		32
-#define NET_TICK_US		1000	/* lib/net's timers: ARP retries and expiry */
-/* ARP: a peer process answers from its polling loop, which may be off its CPU a while. */
-#define ARP_RETRY_MS		100
-#define ARP_TRIES		50
+/* ARP (perf_net.c): how long the peer's MAC may take. */
 #define ARP_WAIT_S		10
 /* What perftest's destination says of its reads in flight (ib_write_bw sends 1). */
 #define OUT_READS		1
@@ -83,18 +77,6 @@ oob_fail(struct perf_run *r, const char *what)
 	return -1;
 }
 
-static void
-gid_of(uint32_t ip, uint8_t gid[16])
-{
-	memset(gid, 0, 16);
-	gid[10] = 0xff;
-	gid[11] = 0xff;
-	gid[12] = (uint8_t)(ip >> 24);
-	gid[13] = (uint8_t)(ip >> 16);
-	gid[14] = (uint8_t)(ip >> 8);
-	gid[15] = (uint8_t)ip;
-}
-
 /* The waits on the TCP connection keep the local engines and ARP going, once made. */
 static void
 oob_idle(void *arg)
@@ -103,89 +85,6 @@ oob_idle(void *arg)
 
 	if (h->eng[h->nb_engines - 1] != NULL)
 		perf_host_poll(h);
-}
-
-/* lib/net's frames leave through the first engine's slow_tx, sent at its next poll. */
-static void
-net_tx(void *arg, struct rte_mbuf *m)
-{
-	struct perf_host *h = arg;
-
-	if (rte_ring_sp_enqueue(h->slow_tx, m) != 0)
-		rte_pktmbuf_free(m);
-}
-
-void
-perf_peer_slow_poll(struct perf_host *h)
-{
-	struct rte_mbuf *pkts[SLOW_BURST];
-	uint64_t now;
-	unsigned int n, i;
-
-	/* called every pass of the traffic loops: the common case is two loads and a compare */
-	if (rte_ring_empty(h->slow_rx) && rte_rdtsc() < h->net_tick + h->net_tick_cycles)
-		return;
-	now = rte_rdtsc();
-	n = rte_ring_sc_dequeue_burst(h->slow_rx, (void **)pkts, SLOW_BURST, NULL);
-	for (i = 0; i < n; i++)
-		droce_net_rx(h->net, pkts[i], now);
-	if (now - h->net_tick >= h->net_tick_cycles) {
-		droce_net_timer(h->net, now);
-		h->net_tick = now;
-	}
-}
-
-/* h's address (--ip, or 192.0.2.<host id>/24 as the one-process hosts), lib/net, rings. */
-static int
-host_net(struct perf_host *h, const struct perf_opts *o)
-{
-	struct droce_net_conf nc;
-	char name[RTE_RING_NAMESIZE];
-
-	memset(&nc, 0, sizeof(nc));
-	nc.ipv4 = o->ipv4 != 0 ? o->ipv4 : (uint32_t)192 << 24 | 2 << 8 | h->id;
-	nc.ipv4_prefix_len = o->ipv4 != 0 ? o->ipv4_prefix_len : 24;
-	gid_of(nc.ipv4, h->gid);
-	snprintf(name, sizeof(name), "perf_slow_rx_%s", h->name);
-	h->slow_rx = rte_ring_create(name, SLOW_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "perf_slow_tx_%s", h->name);
-	h->slow_tx = rte_ring_create(name, SLOW_RING, SOCKET_ID_ANY,
-				     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (h->slow_rx == NULL || h->slow_tx == NULL) {
-		fprintf(stderr, "droce-perf: slow path rings: %s\n", rte_strerror(rte_errno));
-		return -1;
-	}
-	memcpy(nc.mac, h->mac, sizeof(nc.mac));
-	nc.mp = h->mp;
-	nc.hz = rte_get_tsc_hz();
-	nc.arp_retry_ms = ARP_RETRY_MS;
-	nc.arp_tries = ARP_TRIES;
-	nc.ops.tx = net_tx;
-	nc.ops.arg = h;
-	h->net = droce_net_create(&nc);
-	if (h->net == NULL) {
-		fprintf(stderr, "droce-perf: lib/net: %s\n", rte_strerror(rte_errno));
-		return -1;
-	}
-	h->net_tick = rte_rdtsc();
-	h->net_tick_cycles = rte_get_tsc_hz() / 1000000 * NET_TICK_US;
-	return 0;
-}
-
-void
-perf_peer_host_release(struct perf_host *h)
-{
-	void *m;
-
-	droce_net_free(h->net);
-	h->net = NULL;
-	while (h->slow_rx != NULL && rte_ring_dequeue(h->slow_rx, &m) == 0)
-		rte_pktmbuf_free(m);
-	while (h->slow_tx != NULL && rte_ring_dequeue(h->slow_tx, &m) == 0)
-		rte_pktmbuf_free(m);
-	rte_ring_free(h->slow_rx);
-	rte_ring_free(h->slow_tx);
-	h->slow_rx = h->slow_tx = NULL;
 }
 
 /*
@@ -208,7 +107,7 @@ raw_hello(struct perf_run *r, const struct perf_host *h)
 		return -1;
 	memset(mine, 0, sizeof(mine));
 	snprintf(mine, sizeof(mine), RAW_HELLO " %s %u %02x:%02x:%02x:%02x:%02x:%02x",
-		 perf_mode_names[o->mode], o->size, h->mac[0], h->mac[1], h->mac[2], h->mac[3],
+		 o->mode->name, o->size, h->mac[0], h->mac[1], h->mac[2], h->mac[3],
 		 h->mac[4], h->mac[5]);
 	if (perf_oob_xchg(&rm->conn, mine, theirs, RAW_HELLO_LEN) != 0)
 		return oob_fail(r, "the raw hello");
@@ -219,10 +118,10 @@ raw_hello(struct perf_run *r, const struct perf_host *h)
 			"\"%.40s\"): give both ends the same --mode\n", perf_peer_name(r), theirs);
 		return -1;
 	}
-	if (strcmp(mode, perf_mode_names[o->mode]) != 0 || size != o->size) {
+	if (strcmp(mode, o->mode->name) != 0 || size != o->size) {
 		fprintf(stderr, "droce-perf: %s runs %s with -s %u, this side %s with -s %u: "
 			"give both ends the same --mode and -s\n", perf_peer_name(r), mode, size,
-			perf_mode_names[o->mode], o->size);
+			o->mode->name, o->size);
 		return -1;
 	}
 	for (i = 0; i < 6; i++)
@@ -252,7 +151,7 @@ perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o)
 	rm->h = h;
 	r->remote = rm;
 	/* raw: frames to the MAC the hello gives, no ARP */
-	if (!perf_mode_is_raw(o->mode) && host_net(h, o) != 0)
+	if (o->mode->peer != PERF_PEER_RAW && perf_net_open(h, o) != 0)
 		return -1;
 	if (o->role == PERF_ROLE_CLIENT) {
 		if (perf_oob_connect(&rm->conn, o->peer, o->tcp_port, OOB_TIMEOUT_MS) != 0)
@@ -283,7 +182,7 @@ perf_peer_open(struct perf_run *r, struct perf_host *h, struct perf_opts *o)
 		return oob_fail(r, "set-up");
 	o->mtu = (uint8_t)rm->conn.mtu;
 	h->buf_min = RTE_MAX((uint64_t)o->size, (uint64_t)rm->conn.cycle_buffer);
-	return perf_mode_is_raw(o->mode) ? raw_hello(r, h) : 0;
+	return o->mode->peer == PERF_PEER_RAW ? raw_hello(r, h) : 0;
 }
 
 /* All destinations, QP by QP (perftest's loop of ctx_hand_shake). */
@@ -391,7 +290,7 @@ perf_peer_exchange(struct perf_run *r, struct perf_host *h, struct perf_peer *p)
 int
 perf_peer_connected(struct perf_run *r)
 {
-	if (r->o->mode == PERF_MODE_WRITE)
+	if (r->o->mode->peer == PERF_PEER_WRITE)
 		return xchg_dests(r) != 0 || barrier(r, "the RTR barrier") != 0 ? -1 : 0;
 	return barrier(r, "the barrier after connecting") != 0 || xchg_dests(r) != 0 ? -1 : 0;
 }
@@ -400,7 +299,7 @@ perf_peer_connected(struct perf_run *r)
 int
 perf_peer_run_start(struct perf_run *r)
 {
-	if (r->remote == NULL || r->o->mode == PERF_MODE_WRITE)
+	if (r->remote == NULL || r->o->mode->peer == PERF_PEER_WRITE)
 		return 0;
 	return barrier(r, "the barrier before the run");
 }
@@ -425,7 +324,7 @@ perf_peer_run_end(struct perf_run *r, struct perf_bw *f)
 	struct perf_oob_bw_report mine, theirs;
 	struct perf_remote *rm = r->remote;
 
-	if (rm == NULL || r->o->mode != PERF_MODE_WRITE)
+	if (rm == NULL || r->o->mode->peer != PERF_PEER_WRITE)
 		return 0;
 	if (barrier(r, "the end barrier") != 0)
 		return -1;
@@ -463,7 +362,7 @@ perf_peer_close(struct perf_run *r)
 	 * its last ACK came, the server's when its last receive completed, so either may be
 	 * waiting here while the other still needs it (a lost last ACK is resent only if the
 	 * server still answers). Both ports are open until the exchange is over
-	 * (perf_main.c: peer_close).
+	 * (perf_host.c: perf_hosts_peer_close).
 	 */
 	if (perf_oob_close(&rm->conn, &rm->mine[0], &d) != 0)
 		return oob_fail(r, "closing");

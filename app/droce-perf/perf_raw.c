@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The link without RoCE, testpmd's txonly / rxonly / io: the baseline the RoCE modes are
- * measured against. Host a's port transmits frames the size of a RoCEv2 SEND ONLY of SIZE
- * bytes (at most the MTU) over IPv4; host b's port receives them and frees them (raw-tx:
- * the figure is what a sent; raw-rx: what b received) or sends each back, its MACs
- * swapped (raw-io: the figure is what b sent back). No engine runs: the ports are polled
- * directly, in bursts. Host a runs on the main lcore; host b there too, or on its own
- * lcore (perf_lcores.c), or in a peer process (--client is a, --server is b), the start
- * and the counts then crossing the out-of-band TCP connection (perf_peer.c).
+ * The raw modes, raw-tx, raw-rx and raw-io, one family and three rows: the link without
+ * RoCE, testpmd's txonly / rxonly / io: the baseline the RoCE modes are measured against.
+ * Host a's port transmits frames the size of a RoCEv2 SEND ONLY of SIZE bytes (at most
+ * the MTU) over IPv4; host b's port receives them and frees them (raw-tx: the figure is
+ * what a sent; raw-rx: what b received) or sends each back, its MACs swapped (raw-io: the
+ * figure is what b sent back). No engine runs: the ports are polled directly, in bursts.
+ * Host a runs on the main lcore; host b there too, or on its own lcore (perf_lcores.c),
+ * or in a peer process (--client is a, --server is b), the start and the counts then
+ * crossing the out-of-band TCP connection (perf_peer.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,13 @@
 
 _Static_assert(PERF_MAX_BURST <= RAW_BURST, "--burst beyond the tx array");
 
+/* What a raw mode's figure counts: what a sent, what b received, what b sent back. */
+enum raw_count {
+	RAW_SENT,		/* raw-tx */
+	RAW_RECEIVED,		/* raw-rx */
+	RAW_SENT_BACK,		/* raw-io: b sends each frame back */
+};
+
 /* Host a's counts: the main lcore's (the client's). */
 struct raw_a {
 	uint64_t tx, back;	/* frames sent; raw-io: frames that came back */
@@ -39,6 +47,7 @@ struct raw_a {
 /* Host b's counts (the server's): its own cache line, its lcore may be another. */
 struct raw_b {
 	struct perf_run *r __rte_cache_aligned;
+	enum raw_count count;	/* the mode */
 	uint64_t rx, fwd;	/* frames received; raw-io: sent back */
 	uint8_t eth[12];	/* raw-io: the frames' MACs going back, a's then b's */
 	/* raw-io: frames the port refused, sent again before b receives more */
@@ -80,7 +89,7 @@ raw_b_pass(struct raw_b *b)
 	b->rx += n;
 	if (n == 0)
 		return;
-	if (r->o->mode != PERF_MODE_RAW_IO) {
+	if (b->count != RAW_SENT_BACK) {
 		rte_pktmbuf_free_bulk(b->held, n);
 		return;
 	}
@@ -172,13 +181,13 @@ raw_b_main(void *arg)
 
 /* The figure's count: what a sent, what b received, or what b sent back. */
 static uint64_t
-raw_counted(const struct perf_opts *o, uint64_t tx, uint64_t rx, uint64_t fwd)
+raw_counted(enum raw_count count, uint64_t tx, uint64_t rx, uint64_t fwd)
 {
-	return o->mode == PERF_MODE_RAW_TX ? tx : o->mode == PERF_MODE_RAW_IO ? fwd : rx;
+	return count == RAW_SENT ? tx : count == RAW_SENT_BACK ? fwd : rx;
 }
 
 static double
-gbps(uint64_t frames, uint32_t len, double secs)
+raw_gbps(uint64_t frames, uint32_t len, double secs)
 {
 	return secs > 0 ? (double)frames * len * 8 / secs / 1e9 : 0;
 }
@@ -206,9 +215,9 @@ raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
 		if (now - win_t < win)
 			continue;
 		/* what the server counts: frames received (raw-io: sent back) */
-		cnt = r->o->mode == PERF_MODE_RAW_IO ? b->fwd : b->rx;
-		b->peak = RTE_MAX(b->peak, gbps(cnt - win_n, len,
-						(double)(now - win_t) / (double)hz));
+		cnt = b->count == RAW_SENT_BACK ? b->fwd : b->rx;
+		b->peak = RTE_MAX(b->peak, raw_gbps(cnt - win_n, len,
+						    (double)(now - win_t) / (double)hz));
 		win_t = now;
 		win_n = cnt;
 		if (perf_peer_end_ready(r) || perf_run_stopping(r))
@@ -232,11 +241,11 @@ raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
 	    perf_peer_raw_send(r, &mine) != 0)
 		return -1;
 	f->secs = (double)client.ns / 1e9;
-	f->iters = raw_counted(r->o, client.tx, b->rx, b->fwd);
-	f->peak_gbps = r->o->mode == PERF_MODE_RAW_TX ? client.peak_gbps : b->peak;
+	f->iters = raw_counted(b->count, client.tx, b->rx, b->fwd);
+	f->peak_gbps = b->count == RAW_SENT ? client.peak_gbps : b->peak;
 	/* sent by the client, received by the server (raw-io: back at the client) */
 	f->sent = client.tx;
-	f->received = r->o->mode == PERF_MODE_RAW_IO ? client.back : b->rx;
+	f->received = b->count == RAW_SENT_BACK ? client.back : b->rx;
 	f->server_rx = b->rx;
 	f->server_fwd = b->fwd;
 	return 0;
@@ -248,11 +257,11 @@ raw_server(struct perf_run *r, struct raw_b *b, uint32_t len, struct perf_bw *f)
  * what came back, which the server answers. Both ends then know every count.
  */
 static int
-raw_client_end(struct perf_run *r, struct raw_a *a, uint64_t ns, double peak,
-	       struct perf_bw *f)
+raw_client_end(struct perf_run *r, enum raw_count count, struct raw_a *a, uint64_t ns,
+	       double peak, struct perf_bw *f)
 {
 	struct perf_raw_report mine, server;
-	bool io = r->o->mode == PERF_MODE_RAW_IO;
+	bool io = count == RAW_SENT_BACK;
 	struct raw_idle idle = { r, a };
 	uint64_t drain_end;
 
@@ -274,8 +283,8 @@ raw_client_end(struct perf_run *r, struct raw_a *a, uint64_t ns, double peak,
 	mine.back = a->back;
 	if (perf_peer_raw_send(r, &mine) != 0 || perf_peer_raw_recv(r, &server, NULL, NULL) != 0)
 		return -1;
-	f->iters = raw_counted(r->o, a->tx, server.rx, server.fwd);
-	if (r->o->mode != PERF_MODE_RAW_TX)
+	f->iters = raw_counted(count, a->tx, server.rx, server.fwd);
+	if (count != RAW_SENT)
 		f->peak_gbps = server.peak_gbps;
 	f->sent = a->tx;
 	f->received = io ? a->back : server.rx;
@@ -284,8 +293,8 @@ raw_client_end(struct perf_run *r, struct raw_a *a, uint64_t ns, double peak,
 	return 0;
 }
 
-int
-perf_raw_run(struct perf_run *r, uint32_t size)
+static int
+raw_run(struct perf_run *r, uint32_t size, enum raw_count count)
 {
 	const struct perf_opts *o = r->o;
 	uint32_t payload = RTE_MIN(size, 128u << o->mtu);
@@ -294,7 +303,7 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	uint64_t hz = rte_get_tsc_hz(), t0, t_end, now, drain_end, win_t, win_n = 0, counted;
 	uint64_t rx_b, fwd_b;
 	double per_tick = perf_rate_msgs(o, len) / (double)hz;	/* --rate, of a's frames */
-	bool io = o->mode == PERF_MODE_RAW_IO, split = perf_run_splits(r);
+	bool io = count == RAW_SENT_BACK, split = perf_run_splits(r);
 	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r);
 	/* a peer process's MAC came over the raw exchange (perf_peer.c) */
 	const uint8_t *b_mac = r->remote != NULL ? r->peer_mac : r->b.mac;
@@ -308,6 +317,7 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 	memset(&b, 0, sizeof(b));
 	memset(&f, 0, sizeof(f));
 	b.r = r;
+	b.count = count;
 	/* raw-io's frames go back to a from b: the MACs of a's frames swapped */
 	memcpy(b.eth, a_mac, 6);
 	memcpy(b.eth + 6, r->b.mac, 6);
@@ -354,9 +364,9 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 			fwd_b = split ? __atomic_load_n(&r->split.b_count2, __ATOMIC_RELAXED) :
 					b.fwd;
 			/* a alone counts what it sent: the server has its own peak of the rest */
-			counted = has_b ? raw_counted(o, a.tx, rx_b, fwd_b) : a.tx;
-			peak = RTE_MAX(peak, gbps(counted - win_n, len,
-						  (double)(now - win_t) / (double)hz));
+			counted = has_b ? raw_counted(count, a.tx, rx_b, fwd_b) : a.tx;
+			peak = RTE_MAX(peak, raw_gbps(counted - win_n, len,
+						      (double)(now - win_t) / (double)hz));
 			win_t = now;
 			win_n = counted;
 		}
@@ -368,7 +378,7 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 
 		/* the time the server is told, to the ns: both ends print the same figure */
 		f.secs = (double)ns / 1e9;
-		if (raw_client_end(r, &a, ns, peak, &f) != 0)
+		if (raw_client_end(r, count, &a, ns, peak, &f) != 0)
 			goto fail;
 		goto report;
 	}
@@ -392,21 +402,89 @@ perf_raw_run(struct perf_run *r, uint32_t size)
 		if (now >= drain_end)
 			break;
 	}
-	f.iters = raw_counted(o, a.tx, b.rx, b.fwd);
+	f.iters = raw_counted(count, a.tx, b.rx, b.fwd);
 	/* sent by a, received by b (raw-io: sent back by b, received by a) */
 	f.sent = io ? b.fwd : a.tx;
 	f.received = io ? a.back : b.rx;
 report:
 	/* what the port refused to the end (DRAIN_MS) was not sent back */
 	rte_pktmbuf_free_bulk(b.held, b.nb_held);
-	f.avg_gbps = gbps(f.iters, len, f.secs);
+	f.avg_gbps = raw_gbps(f.iters, len, f.secs);
 	f.mpps = f.secs > 0 ? (double)f.iters / f.secs / 1e6 : 0;
 	f.peak_gbps = f.peak_gbps > 0 ? RTE_MAX(f.peak_gbps, f.avg_gbps) : f.avg_gbps;
-	if (r->remote != NULL)
+	if (r->remote != NULL) {
 		f.lost = f.sent > f.received ? f.sent - f.received : 0;
+		/* a link between processes loses: both ends print what was lost where */
+		f.server_known = true;
+		f.back_known = io;
+	}
 	perf_report_bw(r, &f);
 	return 0;
 fail:
 	rte_pktmbuf_free_bulk(b.held, b.nb_held);
 	return -1;
 }
+
+static int
+raw_tx_run(struct perf_run *r, uint32_t size)
+{
+	return raw_run(r, size, RAW_SENT);
+}
+
+static int
+raw_rx_run(struct perf_run *r, uint32_t size)
+{
+	return raw_run(r, size, RAW_RECEIVED);
+}
+
+static int
+raw_io_run(struct perf_run *r, uint32_t size)
+{
+	return raw_run(r, size, RAW_SENT_BACK);
+}
+
+/* IPv4 frames of the link, no RoCE to lose. */
+static int
+raw_check_opts(const struct perf_opts *o)
+{
+	if (o->ipv6) {
+		fprintf(stderr, "droce-perf: --ipv6: the raw modes send IPv4 frames\n");
+		return -1;
+	}
+	if (o->fault.on) {
+		fprintf(stderr, "droce-perf: the loss options apply to the RoCE modes, not the raw "
+			"link\n");
+		return -1;
+	}
+	return 0;
+}
+
+const struct perf_mode_ops perf_mode_raw_tx = {
+	.name = "raw-tx",
+	.default_size = PERF_DEFAULT_RAW_SIZE,
+	.default_iters = PERF_DEFAULT_RAW_ITERS,
+	.peer = PERF_PEER_RAW,
+	.check_opts = raw_check_opts,
+	.raw = true,
+	.run = raw_tx_run,
+};
+
+const struct perf_mode_ops perf_mode_raw_rx = {
+	.name = "raw-rx",
+	.default_size = PERF_DEFAULT_RAW_SIZE,
+	.default_iters = PERF_DEFAULT_RAW_ITERS,
+	.peer = PERF_PEER_RAW,
+	.check_opts = raw_check_opts,
+	.raw = true,
+	.run = raw_rx_run,
+};
+
+const struct perf_mode_ops perf_mode_raw_io = {
+	.name = "raw-io",
+	.default_size = PERF_DEFAULT_RAW_SIZE,
+	.default_iters = PERF_DEFAULT_RAW_ITERS,
+	.peer = PERF_PEER_RAW,
+	.check_opts = raw_check_opts,
+	.raw = true,
+	.run = raw_io_run,
+};

@@ -23,7 +23,7 @@
 static const char *
 conn_name(const struct perf_run *r)
 {
-	if (perf_mode_is_raw(r->o->mode))
+	if (r->o->mode->raw)
 		return "raw";
 	if (r->o->qp_type == DROCE_SHM_QPT_UD)
 		return "UD";
@@ -40,13 +40,13 @@ perf_report_header(const struct perf_run *r)
 	printf(RESULT_LINE);
 	if (o->role == PERF_ROLE_BOTH)
 		printf(" droce-perf %s, %s, %u QP(s), %u engine(s) per host, MTU %u, ports %u "
-		       "(host a) and %u (host b)\n", perf_mode_names[o->mode], conn_name(r),
-		       perf_mode_is_raw(o->mode) ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
+		       "(host a) and %u (host b)\n", o->mode->name, conn_name(r),
+		       o->mode->raw ? 0 : o->qps, r->a.nb_engines, 128u << o->mtu,
 		       r->a.port, r->b.port);
 	else
 		printf(" droce-perf %s, %s, %u QP(s), MTU %u, port 0: host %s, the %s, peer %s "
-		       "(TCP port %u)\n", perf_mode_names[o->mode], conn_name(r),
-		       perf_mode_is_raw(o->mode) ? 0 : o->qps,
+		       "(TCP port %u)\n", o->mode->name, conn_name(r),
+		       o->mode->raw ? 0 : o->qps,
 		       128u << o->mtu, o->role == PERF_ROLE_CLIENT ? "a" : "b",
 		       o->role == PERF_ROLE_CLIENT ? "client" : "server", perf_peer_name(r),
 		       o->tcp_port);
@@ -62,12 +62,12 @@ perf_report_header(const struct perf_run *r)
 		       o->fault.seed);
 	if (o->rate > 0)
 		printf(" rate limit %.6g %s per QP, burst %u\n", o->rate,
-		       o->rate_bits ? "bits/s" : perf_mode_is_raw(o->mode) ? "frames/s" : "msg/s",
+		       o->rate_bits ? "bits/s" : o->mode->raw ? "frames/s" : "msg/s",
 		       o->burst);
 	else if (o->burst != PERF_MAX_BURST)
 		printf(" burst %u\n", o->burst);
 	printf(RESULT_LINE);
-	printf(o->mode == PERF_MODE_LAT ? RESULT_FMT_LAT : RESULT_FMT_G);
+	printf(o->mode->latency ? RESULT_FMT_LAT : RESULT_FMT_G);
 	fflush(stdout);
 }
 
@@ -93,12 +93,12 @@ perf_report_bw(const struct perf_run *r, const struct perf_bw *f)
 		       "\"seconds\": %.6f, \"bw_peak_gbps\": %.6f, \"bw_average_gbps\": %.6f, "
 		       "\"msg_rate_mpps\": %.6f, \"sent\": %s, \"received\": %s, "
 		       "\"lost\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"ip\": \"%s\"",
-		       perf_mode_names[o->mode], conn_name(r), perf_mode_is_raw(o->mode) ? 0 : o->qps,
+		       o->mode->name, conn_name(r), o->mode->raw ? 0 : o->qps,
 		       128u << o->mtu, f->size, f->iters, f->secs, f->peak_gbps, f->avg_gbps,
 		       f->mpps, count_json(f->sent, f->sent_known, sent),
 		       count_json(f->received, f->received_known, received), f->lost,
 		       f->retransmits, o->ipv6 ? "ipv6" : "ipv4");
-		if (perf_mode_is_raw(o->mode) && r->remote != NULL)
+		if (f->server_known)
 			printf(", \"server_received\": %" PRIu64 ", \"server_sent_back\": %" PRIu64,
 			       f->server_rx, f->server_fwd);
 		printf("}\n");
@@ -110,12 +110,12 @@ perf_report_bw(const struct perf_run *r, const struct perf_bw *f)
 	 * raw with a peer process: a link between processes drops what arrives while the
 	 * receiver is off its CPU; both ends print what was lost where.
 	 */
-	if (!o->json && perf_mode_is_raw(o->mode) && r->remote != NULL)
+	if (!o->json && f->server_known)
 		printf(" # client sent %" PRIu64 ", server received %" PRIu64 ", lost %" PRIu64
 		       "%s", f->sent, f->server_rx,
 		       f->sent > f->server_rx ? f->sent - f->server_rx : 0,
-		       o->mode == PERF_MODE_RAW_IO ? "" : "\n");
-	if (!o->json && o->mode == PERF_MODE_RAW_IO && r->remote != NULL)
+		       f->back_known ? "" : "\n");
+	if (!o->json && f->back_known)
 		printf("; server sent back %" PRIu64 ", client received %" PRIu64 "\n",
 		       f->server_fwd, f->received);
 	/* under loss the figures are goodput: what was delivered, and what it cost */
@@ -137,7 +137,7 @@ perf_report_lat(const struct perf_run *r, const struct perf_lat *f)
 		       "\"t_min_us\": %.3f, \"t_max_us\": %.3f, \"t_typical_us\": %.3f, "
 		       "\"t_avg_us\": %.3f, \"t_stdev_us\": %.3f, \"p99_us\": %.3f, "
 		       "\"p99_9_us\": %.3f}\n",
-		       perf_mode_names[o->mode], conn_name(r), 128u << o->mtu, f->size, f->iters,
+		       o->mode->name, conn_name(r), 128u << o->mtu, f->size, f->iters,
 		       f->min_us, f->max_us, f->typical_us, f->avg_us, f->stdev_us, f->p99_us,
 		       f->p999_us);
 	else

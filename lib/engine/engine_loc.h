@@ -3,162 +3,194 @@
 #define ENGINE_LOC_H
 
 /*
- * Engine internals, grouped by the file that defines them. Ownership: a QP's mutable
- * state belongs to its engine alone; CQs and SRQs may be shared by engines and are
- * touched through atomics only; device, domain and MR/AH tables are written by the
- * control thread and read by engines (entries published with release, read with acquire,
- * retired after every engine has passed a quiescent point: engine_quiesce()).
+ * lib/engine's internal functions, grouped by the file that defines them, in the order of
+ * the layers (layers.txt): the control side's object files, the stages, the services; with
+ * the few types that only carry a call's arguments (struct engine_cmd, engine_wc,
+ * resp_src) and two small inlines that several files share (is_pow2, resp_src_copy).
+ * What the functions work on is elsewhere, by kind: the objects and their inline
+ * accessors in engine_objects.h, the tunables and limits in engine_params.h, the
+ * responder's and completer's states in engine_states.h. This header includes them all,
+ * so a file of the library includes it alone.
  */
 
-#include <stdatomic.h>
-#include <sys/queue.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
+
+#include <droce_wire_gid.h>
 
 #include "droce_engine.h"
+#include "engine_objects.h"
+#include "engine_params.h"
+#include "engine_states.h"
 
+/* The library's log type, droce.engine (registered in engine_obj_dev.c). */
 extern int droce_engine_logtype;
 #define ENGINE_LOG(level, ...) \
 	rte_log(RTE_LOG_ ## level, droce_engine_logtype, "droce.engine: " __VA_ARGS__)
 
-#define ENGINE_BURST		32	/* rx burst, handoff dequeue, doorbell batch */
-#define ENGINE_CTL_SPIN_US	50	/* control thread: spin this long waiting for an engine */
-#define ENGINE_TX_MAX		256	/* packets an engine holds for the port */
-#define ENGINE_REQ_QUANTUM	16	/* packets one QP sends before the next QP's turn */
-#define ENGINE_WINDOW		256	/* request packets in flight per QP */
+/* ---- The control side's object files (engine_obj_*.c) ---- */
+
+/* A size that must be a power of two: rings, tables. */
+static inline bool
+is_pow2(uint32_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* ---- Addresses: neighbours, paths, AHs (engine_obj_ah.c) ---- */
+
+/* The neighbour's MAC for gid: 0 or -EHOSTUNREACH. */
+int dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
 /*
- * Early retransmission (engine_timer.c): an ACK may be this late without one; at most
- * this many per una, each after twice the wait of the one before.
+ * Builds the addresses of a path from engine e to the AV's destination: a connected QP's
+ * (qp: DCQCN may make it ECN-capable) or a UD AH's.
  */
-#define ENGINE_EARLY_RTO_MIN_US	250
-#define ENGINE_EARLY_MAX	6
-#define ENGINE_EARLY_RTO_INIT_US	2000
-#define ENGINE_EARLY_SHIFT_MAX	6	/* the wait backs off to 64x at most */
-#define ENGINE_ACKREQ_EVERY	16	/* AckReq at least this often in a long message */
-#define ENGINE_CMD_RING		64
-#define ENGINE_HANDOFF_RING	4096
-#define ENGINE_RNR_TIMER_INF	7	/* rnr_retry 7: retry for ever (IB 9.7.5.2.8) */
-#define ENGINE_MSG_MAX		(1u << 31)	/* longest message and RETH length */
-#define ENGINE_ATOMIC_LEN	8	/* an atomic's operands, target and local buffer (9.4.5) */
-/* Responder resources kept per QP: max_dest_rd_atomic's largest value, a power of two. */
-#define ENGINE_RD_RES		DROCE_ENGINE_MAX_DEST_RD_ATOMIC
+int path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah, bool qp,
+		 struct droce_wire_addr *a);
 
-/* ---- Memory keys: regions, windows, and address handles (engine_mr.c) ---- */
+/* ---- UD multicast: attach and detach (engine_obj_mcast.c) ---- */
 
-/* What an entry of the domain's key table is (IB 10.6: MRs and MWs share the R_Key space). */
-enum engine_key_kind {
-	KEY_MR,
-	KEY_MW1,		/* memory window type 1: bound by ibv_bind_mw, any QP of its PD */
-	KEY_MW2,		/* type 2 (2B): bound by a BIND_MW WQE, to that QP and PD */
+/* Control thread: a QP being destroyed leaves every group it is attached to. */
+void mcast_qp_gone(struct droce_engine_dev *dev, uint32_t qpn);
+
+/* ---- Receive stage (engine_rx.c) ---- */
+
+/* Receives, steers and dispatches a burst from the port and one from the handoff ring. */
+unsigned int rx_stage(struct droce_engine *e);
+
+/* ---- Requester (engine_req.c) ---- */
+
+/* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
+void req_seek(struct droce_engine_qp *qp, uint32_t psn);
+/* The early retransmission deadline armed from now, if there is one (engine_timer.c). */
+void req_early_arm(struct droce_engine_qp *qp);
+/* Stages: doorbells, the requester's round robin, the timers. */
+unsigned int req_stage_doorbells(struct droce_engine *e);
+unsigned int req_stage_send(struct droce_engine *e);
+void req_stage_timers(struct droce_engine *e);
+
+/* ---- Responder: requests (engine_resp.c) ---- */
+
+void resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
+	     const struct droce_wire_seg *segs, unsigned int nseg);
+
+/* ---- Responder: receive WQEs (engine_resp_rwqe.c) ---- */
+
+/* Where payload bytes come from: a received packet, or a flat buffer (the GRH area). */
+struct resp_src {
+	const struct droce_wire_pkt *pkt;
+	const struct droce_wire_seg *segs;
+	unsigned int nseg;
+	const uint8_t *flat;
 };
 
+/* len bytes of src from its byte off to dst. */
+static inline void
+resp_src_copy(const struct resp_src *src, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	if (src->flat != NULL)
+		memcpy(dst, src->flat + off, len);
+	else
+		droce_wire_payload_copy(src->pkt, src->segs, src->nseg, off, dst, len);
+}
+
 /*
- * A memory window's binding, as one unit (engine_mr.c's seqlock): a range of an MR (its
- * index and its key then, so a re-registered or deregistered MR is never reached through
- * a stale window) with remote rights. length 0: unbound (a type 2 window is then free).
+ * Writes len bytes from src into the WQE's buffers starting at message offset off, each
+ * SGE checked through its lkey for local write (IB 10.6.3.3): 0 or -EACCES.
  */
-struct engine_mw_binding {
-	uint64_t iova;
-	uint64_t length;
-	uint32_t access;	/* IBV_ACCESS_REMOTE_* */
-	uint32_t key;		/* the window's current R_Key */
-	uint32_t mr_idx;
-	uint32_t mr_key;
-	uint32_t qpn;		/* type 2: the QP it is bound to */
+int resp_place(struct droce_engine_qp *qp, const struct engine_rwqe *w, uint32_t off,
+	       uint32_t len, const struct resp_src *src);
+/*
+ * Takes one WQE from the SRQ into *w (any engine): 1, 0 when empty, -EIO when the ring
+ * indices are impossible (the application corrupted them).
+ */
+int engine_srq_take(struct droce_engine *e, struct droce_engine_srq *srq, struct engine_rwqe *w);
+/* qp's next receive WQE into resp.wqe, from its SRQ or its RQ: 1, 0 when empty, -EIO. */
+int resp_take(struct droce_engine_qp *qp);
+/* Completes the WQE in hand (error or success) on the receive CQ. */
+void resp_complete(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
+		   uint8_t status, uint32_t byte_len);
+
+/* ---- Responder: packets out, READ responses, ACKs and NAKs (engine_resp_tx.c) ---- */
+
+/* Sends an ACKNOWLEDGE of psn with AETH syndrome (ACK, NAK or RNR NAK) and qp's MSN. */
+void read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome);
+/* Has a READ accepted earlier responses left to send? Skips the finished ones. */
+bool read_resp_pending(struct droce_engine_qp *qp);
+/* Sends up to budget READ response packets of qp; returns how many. */
+unsigned int read_resp_send(struct droce_engine_qp *qp, unsigned int budget);
+/* Stage: round robin over QPs with READ or atomic responses owed. */
+unsigned int read_resp_stage(struct droce_engine *e);
+/* An ACK of psn owed: the ACK stage sends one, coalesced, at the end of the rx burst. */
+void resp_schedule_ack(struct droce_engine_qp *qp, uint32_t psn);
+/* An error NAK (code) at the expected PSN, after the READ responses owed before it. */
+void resp_nak(struct droce_engine_qp *qp, uint8_t code);
+/* 9.7.5.2.8: no receive WQE -> RNR NAK with psn; later packets stay silent. */
+void resp_rnr_nak(struct droce_engine_qp *qp, uint32_t psn);
+/* Stage: one coalesced ACK for each QP that asked for one during the rx stage. */
+void resp_stage_acks(struct droce_engine *e);
+
+/* ---- Completer (engine_comp.c) ---- */
+
+void comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
+	     const struct droce_wire_seg *segs, unsigned int nseg);
+
+/* ---- Commands (engine_cmd.c) ---- */
+
+enum engine_cmd_type {
+	ENGINE_CMD_QP_MODIFY,
+	ENGINE_CMD_QP_DEL,
+	ENGINE_CMD_DOMAIN_ADD,
+	ENGINE_CMD_DOMAIN_DEL,
+	ENGINE_CMD_SYNC,
 };
 
-/*
- * One key: an MR (base..length, access, pd, key) or a memory window (pd, kind, and the
- * binding under seq, which engines change: bind, invalidate). valid: allocated.
- */
-struct engine_mr {
-	uint8_t *base;		/* this process's address of iova */
-	uint64_t iova;
-	uint64_t length;
-	uint32_t access;	/* enum ibv_access_flags */
-	uint32_t pd;
-	uint32_t key;
-	_Atomic uint32_t valid;
-	uint8_t kind;		/* enum engine_key_kind */
-	_Atomic uint32_t seq;	/* windows: odd while a writer changes mw */
-	struct engine_mw_binding mw;
-};
-
-struct engine_ah {
-	struct droce_wire_tmpl tmpl;
-	uint32_t pd;
-	_Atomic uint32_t valid;
-};
-
-/* Where [addr, addr + len) of lkey lives, or NULL: wrong key, PD, access or range. MRs only. */
-uint8_t *mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_t pd,
-		    uint32_t access, uint64_t addr, uint64_t len);
-/*
- * The same for an R_Key arriving at qp: an MR of its PD, or a window bound in its PD (a
- * type 2 one to qp itself) that grants access on the range, over an MR still registered.
- */
-uint8_t *mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
-			 uint64_t addr, uint64_t len);
-/*
- * May a FLUSH with access (DROCE_SHM_ACCESS_FLUSH_*) reach rkey's MR at qp: the range
- * [addr, addr + len) (whole: the MR itself, whatever the range)? Windows never do.
- */
-bool mr_rkey_flushable(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
-		       bool whole, uint64_t addr, uint64_t len);
-/* Executes a BIND_MW WQE of qp: DROCE_SHM_WC_SUCCESS or DROCE_SHM_WC_MW_BIND_ERR. */
-uint8_t mw_bind(struct droce_engine_qp *qp, const struct droce_shm_swqe *s);
-/*
- * Invalidates the type 2 window rkey names for qp (LOCAL_INV; remote: Send with Invalidate,
- * which must come to the QP the window is bound to): 0 or -EINVAL.
- */
-int mw_invalidate(struct droce_engine_qp *qp, uint32_t rkey, bool remote);
-/* Control thread: a window's binding taken away (dealloc), writers excluded. */
-void mw_unbind_all(struct engine_mr *mw);
-
-/* ---- Domain (engine_objects.c) ---- */
-
-struct droce_engine_domain {
-	struct droce_engine_dev *dev;
-	uint8_t *region;
-	uint64_t region_size;
-	struct engine_mr *mrs;
-	uint32_t max_mrs;
-	uint32_t mr_next;		/* control thread: key variant counter */
-	uint32_t nb_mrs;		/* control thread: valid MRs */
-	uint32_t nb_mws;		/* control thread: allocated memory windows */
-	uint32_t nb_ahs;		/* control thread: valid AHs */
-	struct engine_ah *ahs;
-	uint32_t max_ahs;
-	struct rte_ring *events;	/* engines produce (MP), the control path consumes */
-	/* Per engine: its doorbell block in the region and the QP behind each slot. */
-	struct droce_shm_doorbell *db[DROCE_ENGINE_MAX];
-	struct droce_engine_qp **db_qp[DROCE_ENGINE_MAX];
-	int wake_fd[DROCE_ENGINE_MAX];	/* eventfd the client writes to wake engine i, or -1 */
-	LIST_ENTRY(droce_engine_domain) next;	/* in the device */
-	uint32_t nb_qps;		/* control thread */
-};
-
-void engine_event(struct droce_engine_domain *dom, uint32_t type, uint32_t handle);
-
-/* ---- CQ and SRQ (engine_cq.c), shared by engines ---- */
-
-struct droce_engine_cq {
+struct engine_cmd {
+	enum engine_cmd_type type;
+	struct droce_engine_qp *qp;
 	struct droce_engine_domain *dom;
-	struct droce_shm_cq *ctl;
-	struct droce_shm_cqe *ring;
-	uint32_t size;
-	unsigned int log2_size;
-	uint32_t handle;
-	int eventfd;
-	_Atomic uint32_t head;		/* next slot to reserve (engines) */
-	_Atomic uint32_t arm_served;	/* n of the last notification given */
-	_Atomic uint32_t error;		/* overrun seen */
-	bool timestamps;		/* droce_shm_cqe.timestamp: the TSC at the write */
-	uint32_t nb_qps;		/* control thread */
+	struct droce_shm_qp_attr attr;
+	struct droce_wire_addr addr;	/* resolved path of an AV */
+	int result;
+	_Atomic uint32_t done;
 };
+
+/* Runs cmd on engine e and waits for it (control thread). */
+int engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd);
+/* Stage: applies every queued command; returns how many. */
+unsigned int engine_cmd_stage(struct droce_engine *e);
+/* Returns once every running engine has finished the loop pass it was in. */
+void engine_quiesce(struct droce_engine_dev *dev);
+
+/* ---- QP (engine_qp.c) ---- */
+
+/* Moves the QP to ERR: completes what failed, flushes the rest (IB 11.6.3). */
+void qp_to_error(struct droce_engine_qp *qp);
+/* Completes every WR still in the send and receive rings with IBV_WC_WR_FLUSH_ERR. */
+void qp_flush(struct droce_engine_qp *qp);
+/* Stage: every QP in ERR flushes what was posted since the last pass (11.6.3). */
+void qp_stage_errors(struct droce_engine *e);
+/* n more receive-ring entries have their completions written. */
+void qp_rq_done(struct droce_engine_qp *qp, uint32_t n);
+/* Applies a modify on the owning engine. */
+int qp_modify_apply(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr,
+		    const struct droce_wire_addr *addr);
+void qp_list_add(struct droce_engine_qp *qp, enum engine_qp_list which);
+void qp_list_del(struct droce_engine_qp *qp, enum engine_qp_list which);
+/* Puts qp on the timer list; deadline (TSC) may be the engine's earliest. */
+void qp_timer_arm(struct droce_engine_qp *qp, uint64_t deadline);
+/* Send completion in the send CQ if the WQE asks for one (or failed). */
+void qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status);
+/* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
+void qp_sqd_check(struct droce_engine_qp *qp);
+
+/* ---- CQ (engine_cq.c) ---- */
+
+/* An asynchronous event on dom's event ring, the control thread woken (any engine). */
+void engine_event(struct droce_engine_domain *dom, uint32_t type, uint32_t handle);
 
 /* The completion an engine fills before engine_cqe_write(). */
 struct engine_wc {
@@ -191,342 +223,39 @@ bool engine_cqe_write(struct droce_engine *e, struct droce_engine_cq *cq, const 
 /* n IBV_WC_WR_FLUSH_ERR completions of qp's WRs wr_id[0..n-1] on cq. */
 void engine_cqe_flush(struct droce_engine_qp *qp, struct droce_engine_cq *cq, const uint64_t *wr_id, uint32_t n);
 
-struct droce_engine_srq {
-	struct droce_engine_domain *dom;
-	struct droce_shm_srq *ctl;
-	uint8_t *ring;
-	uint32_t size;
-	uint32_t stride;
-	uint32_t max_sge;
-	uint32_t pd;
-	uint32_t handle;
-	/* Multi-consumer claim, as rte_ring's: reserve at head, copy, then release in order. */
-	_Atomic uint32_t head;
-	_Atomic uint32_t tail;
-	_Atomic uint32_t limit;		/* 0 when disarmed */
-	uint32_t nb_qps;		/* control thread */
-	uint32_t xrcd;			/* XRC SRQ: its XRC domain; 0: not XRC */
-	uint32_t srqn;			/* XRC SRQ: its number in dev->xsrqs */
-	struct droce_engine_cq *cq;	/* XRC SRQ: where its receives complete */
-};
+/* ---- Memory keys (engine_mr.c) ---- */
 
-/* A receive WQE as an engine keeps it: a validated copy. */
-struct engine_rwqe {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	uint32_t total;			/* sum of SGE lengths, bounded */
-	struct droce_shm_sge sge[DROCE_SHM_MAX_SGE];
-};
-
+/* Where [addr, addr + len) of lkey lives, or NULL: wrong key, PD, access or range. MRs only. */
+uint8_t *mr_resolve(const struct droce_engine_domain *dom, uint32_t key, uint32_t pd,
+		    uint32_t access, uint64_t addr, uint64_t len);
 /*
- * Takes one WQE from the SRQ into *w (any engine): 1, 0 when empty, -EIO when the ring
- * indices are impossible (the application corrupted them).
+ * The same for an R_Key arriving at qp: an MR of its PD, or a window bound in its PD (a
+ * type 2 one to qp itself) that grants access on the range, over an MR still registered.
  */
-int engine_srq_take(struct droce_engine *e, struct droce_engine_srq *srq, struct engine_rwqe *w);
-
+uint8_t *mr_resolve_rkey(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
+			 uint64_t addr, uint64_t len);
 /*
- * A READ or atomic the responder accepted (its responder resources, shared by both as
- * max_dest_rd_atomic counts them): the request as it came, and where its response stands.
- * A duplicate request re-arms the response from its PSN; an atomic's keeps the original
- * value, so that a duplicate is answered without executing it again (IB 9.7.5.1.2).
+ * May a FLUSH with access (DROCE_SHM_ACCESS_FLUSH_*) reach rkey's MR at qp: the range
+ * [addr, addr + len) (whole: the MR itself, whatever the range)? Windows never do.
  */
-struct engine_rd_res {
-	bool atomic;		/* an atomic: one ATOMIC ACKNOWLEDGE carrying orig */
-	uint32_t xsrqn;		/* XRC target: the SRQ whose PD and keys the READ is checked in */
-	uint64_t orig;		/* atomic: the target's value before the operation */
-	uint32_t first_psn;	/* of the original request */
-	uint32_t npkts;		/* PSNs it spans */
-	uint64_t va;		/* the original RETH */
-	uint32_t rkey;
-	uint32_t len;
-	uint32_t start_psn;	/* the request being answered: FIRST/ONLY goes there */
-	uint32_t psn;		/* next response packet */
-	uint32_t off;		/* its byte offset in the transfer */
-	uint32_t left;		/* response packets still to send */
-};
-
-/* ---- QP (engine_qp.c) ---- */
-
-/* A send WQE as the engine keeps it: the validated copy plus its place in the PSN space. */
-struct engine_swqe {
-	uint32_t first_psn;
-	uint32_t npkts;		/* PSNs it spans (a READ: its response packets) */
-	uint32_t rd_got;	/* READ/atomic: response packets placed, in order */
-	uint32_t len;
-	uint8_t status;		/* enum droce_shm_wc_status, for a WQE failed at fetch */
-	uint8_t wc_opcode;
-	bool local_done;	/* a local operation (npkts 0) executed: never again */
-	struct droce_shm_swqe *wqe;	/* header + SGEs/inline in the private copy */
-};
-
-enum engine_qp_list {
-	QP_ON_ACTIVE = 1u << 0,	/* engine->active: has packets to send */
-	QP_ON_TIMER = 1u << 1,	/* engine->timers: ACK or RNR timer running */
-	QP_ON_ACK = 1u << 2,	/* engine->acks: an ACK to send at the end of the rx burst */
-	QP_ON_ERR = 1u << 3,	/* engine->errs: in ERR, watched for new posts to flush */
-	QP_ON_READ = 1u << 4,	/* engine->reads: READ or atomic responses to send */
-};
-
+bool mr_rkey_flushable(const struct droce_engine_qp *qp, uint32_t rkey, uint32_t access,
+		       bool whole, uint64_t addr, uint64_t len);
+/* Executes a BIND_MW WQE of qp: DROCE_SHM_WC_SUCCESS or DROCE_SHM_WC_MW_BIND_ERR. */
+uint8_t mw_bind(struct droce_engine_qp *qp, const struct droce_shm_swqe *s);
 /*
- * The responder between two packets of a QP (9.8.3.2): no message in progress, or inside a
- * SEND or an RDMA WRITE (its FIRST accepted, its LAST not yet), which decides what the next
- * opcode may be. A receive WQE in hand (resp.have_wqe) is a resource, not a state: UC keeps
- * one taken for a message a gap dropped, for the next message.
+ * Invalidates the type 2 window rkey names for qp (LOCAL_INV; remote: Send with Invalidate,
+ * which must come to the QP the window is bound to): 0 or -EINVAL.
  */
-#define RESP_STATES(X) \
-	X(IDLE, "idle") \
-	X(SEND, "in a SEND") \
-	X(WRITE, "in an RDMA WRITE")
-
-enum resp_state {
-#define RESP_STATE_ENUM(name, desc) RESP_ST_##name,
-	RESP_STATES(RESP_STATE_ENUM)
-#undef RESP_STATE_ENUM
-};
-
-/* "in a SEND": the responder's state, for logs and debug output. */
-static inline const char *
-resp_state_name(unsigned int state)
-{
-	static const char *const names[] = {
-#define RESP_STATE_NAME(name, desc) desc,
-		RESP_STATES(RESP_STATE_NAME)
-#undef RESP_STATE_NAME
-	};
-
-	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
-}
-
-/* The steps of one RC request through the responder (9.7.5.1, resp_rc). */
-#define RESP_STEPS(X) \
-	X(CHECK_PSN, "check PSN") \
-	X(DUPLICATE, "duplicate") \
-	X(OUT_OF_SEQ, "out of sequence") \
-	X(CHECK_OP, "check opcode") \
-	X(WRITE, "WRITE") \
-	X(READ, "READ") \
-	X(ATOMIC, "atomic") \
-	X(FLUSH, "FLUSH") \
-	X(ATOMIC_WRITE, "ATOMIC WRITE") \
-	X(SEND, "SEND") \
-	X(DONE, "done")
-
-enum resp_step {
-#define RESP_STEP_ENUM(name, desc) RESP_STEP_##name,
-	RESP_STEPS(RESP_STEP_ENUM)
-#undef RESP_STEP_ENUM
-};
-
-/* "check PSN": a responder step, for logs and debug output. */
-static inline const char *
-resp_step_name(unsigned int step)
-{
-	static const char *const names[] = {
-#define RESP_STEP_NAME(name, desc) desc,
-		RESP_STEPS(RESP_STEP_NAME)
-#undef RESP_STEP_NAME
-	};
-
-	return step < sizeof(names) / sizeof(names[0]) ? names[step] : "?";
-}
-
-struct droce_engine_qp {
-	/* ---- Fixed at create (control thread), read by any engine ---- */
-	uint32_t qpn;
-	uint8_t type;
-	bool reliable;			/* RC and both XRC halves: ACKs, retries, READs */
-	struct droce_engine *engine;
-	struct droce_engine_domain *dom;
-	uint32_t pd;
-	uint32_t xrcd;			/* XRC target: its XRC domain */
-	struct droce_engine_cq *scq;
-	struct droce_engine_cq *rcq;
-	struct droce_engine_srq *srq;
-	bool sq_sig_all;
-	struct droce_shm_qp *ctl;
-	uint8_t *sq_ring;
-	uint32_t sq_size;
-	uint32_t sq_stride;
-	uint32_t sq_max_sge;
-	uint32_t max_inline;
-	uint8_t *rq_ring;
-	uint32_t rq_size;
-	uint32_t rq_stride;
-	uint32_t rq_max_sge;
-	uint32_t db_slot;
-
-	/* ---- Owned by the engine ---- */
-	/*
-	 * Where R_Keys arriving here are resolved: the QP's domain and PD, or for an XRC
-	 * target the SRQ's of the request in hand (resp_xrc sets them per packet).
-	 */
-	struct droce_engine_domain *key_dom;
-	uint32_t key_pd;
-	uint8_t state;
-	uint32_t lists;			/* enum engine_qp_list */
-	TAILQ_ENTRY(droce_engine_qp) active_link;
-	TAILQ_ENTRY(droce_engine_qp) timer_link;
-	TAILQ_ENTRY(droce_engine_qp) ack_link;
-	TAILQ_ENTRY(droce_engine_qp) err_link;
-	TAILQ_ENTRY(droce_engine_qp) read_link;
-	struct droce_shm_qp_attr attr;	/* as last applied, for query */
-	struct droce_wire_tmpl tmpl;	/* RC/UC: the path to the peer */
-	uint32_t mtu;
-	uint32_t dest_qpn;
-	uint32_t qkey;
-	uint64_t ack_timeout_tsc;	/* 0: no local ACK timer */
-
-	/* Congestion control (engine_cc.c, doc/congestion.md). */
-	struct {
-		bool rp;		/* reaction point on: ECN-capable, CNPs cut its rate */
-		uint8_t prio;		/* 802.1p priority of its path */
-		struct droce_cc_rp rp_state;
-		struct droce_cc_np np;
-		uint64_t next_tsc;	/* pacing: the next request packet may leave then */
-		uint64_t pace_deadline;	/* TSC; 0: not waiting for its rate */
-		uint64_t ce_rcvd;	/* CE-marked packets received */
-		uint64_t cnp_sent;
-		uint64_t cnp_rcvd;
-		struct droce_wire_tmpl cnp_tmpl;	/* RC/UC: the path for CNPs */
-	} cc;
-
-	/* Requester and completer (engine_req.c, engine_comp.c). */
-	struct {
-		uint8_t *copy;		/* sq_size slots of sq_stride bytes */
-		struct engine_swqe *wq;	/* sq_size entries */
-		uint32_t fetch;		/* next SQ index to copy from the ring */
-		uint32_t cons;		/* oldest WQE not retired */
-		uint32_t cur;		/* WQE being sent */
-		uint32_t cur_off;	/* its bytes already sent */
-		uint32_t psn;		/* next PSN to send */
-		uint32_t psn_max;	/* one past the highest PSN ever sent */
-		uint32_t una;		/* oldest PSN not acknowledged */
-		uint32_t next_psn;	/* first PSN of the next WQE fetched */
-		uint32_t since_ackreq;	/* packets sent since the last AckReq */
-		uint8_t retry_left;
-		uint8_t rnr_left;
-		bool rnr_wait;
-		bool kick;		/* moved to RTS: fetch what was posted (req_send) */
-		bool rd_resume;		/* a READ was asked again: wait for its answer */
-		bool drained;		/* SQD reached with nothing outstanding */
-		/* enum comp_state a send last failed in + 1 (0: none), for debug output. */
-		uint8_t comp_failed_in;
-		uint64_t ack_deadline;	/* TSC; 0: no ACK timer running */
-		uint64_t rnr_deadline;
-		/*
-		 * Early retransmission (doc/engine.md): the round trip, smoothed as RFC 6298
-		 * does, from one packet at a time (rtt_sent: when the sampled PSN rtt_psn left;
-		 * 0: none in flight); and the deadline before the local ACK timeout at which
-		 * the requester goes back to una once for that una, without spending a retry.
-		 */
-		uint64_t rtt_sent;
-		uint32_t rtt_psn;
-		uint8_t early_count;	/* early go-backs since una last moved */
-		uint8_t early_shift;	/* the early wait x 2^shift: spurious ones seen */
-		uint64_t early_at;	/* TSC of the last early go-back; 0: none pending */
-		uint64_t srtt, rttvar;	/* TSC ticks; srtt 0: no sample yet */
-		uint64_t early_deadline;	/* TSC; 0: none */
-	} req;
-
-	/* Responder (engine_resp.c). */
-	struct {
-		uint32_t epsn;		/* next PSN expected */
-		uint32_t msn;
-		uint32_t rq_cons;	/* next RQ index to take (no SRQ) */
-		uint32_t xsrqn;		/* XRC target: the SRQ of the message in progress */
-		uint32_t rq_done;	/* RQ entries completed (published: ctl->rq_done) */
-		bool nak_sent;		/* in an out-of-sequence episode (one NAK per episode) */
-		uint8_t state;		/* enum resp_state: the message in progress */
-		uint8_t step;		/* enum resp_step: where the last RC request got to */
-		bool have_wqe;
-		uint32_t off;		/* bytes of the message placed */
-		uint32_t ack_psn;	/* PSN the next coalesced ACK acknowledges */
-		struct engine_rwqe wqe;
-		/* The RDMA WRITE in progress, from its RETH (9.4.3). */
-		uint64_t va;		/* where its next byte goes */
-		uint32_t rkey;
-		uint32_t resid;		/* bytes still to come */
-		uint32_t dma_len;	/* the whole transfer */
-		/* READs: the last ones accepted, slot i & (ENGINE_RD_RES - 1). */
-		struct engine_rd_res rd[ENGINE_RD_RES];
-		uint32_t rd_head;	/* slot of the next READ */
-		uint32_t rd_send;	/* oldest slot that may have responses to send */
-		bool ack_deferred;	/* an ACK waits behind READ responses */
-		bool comm_est;		/* COMM_EST raised since RESET (resp_rx) */
-	} resp;
-};
-
-/* A READ or an atomic: answered by response packets, counted by max_rd_atomic. */
-/*
- * FLUSH and ATOMIC WRITE (IBA 1.5): one PSN each, answered like a READ of nothing, an RDMA
- * READ RESPONSE ONLY without payload, and so counted as READs (responder resources).
- */
-static inline bool
-swqe_read_ack(const struct engine_swqe *w)
-{
-	return w->wc_opcode == DROCE_SHM_WC_FLUSH || w->wc_opcode == DROCE_SHM_WC_ATOMIC_WRITE;
-}
-
-static inline bool
-swqe_rd_atomic(const struct engine_swqe *w)
-{
-	return w->wc_opcode == DROCE_SHM_WC_RDMA_READ || w->wc_opcode == DROCE_SHM_WC_COMP_SWAP ||
-	       w->wc_opcode == DROCE_SHM_WC_FETCH_ADD || swqe_read_ack(w);
-}
-
-/* A local memory operation (BIND_MW, LOCAL_INV): no packet, no PSN (npkts 0). */
-static inline bool
-swqe_local(const struct engine_swqe *w)
-{
-	return w->wc_opcode == DROCE_SHM_WC_BIND_MW || w->wc_opcode == DROCE_SHM_WC_LOCAL_INV;
-}
-
-/* The engine's private copy of slot i of the send ring. */
-static inline struct engine_swqe *
-qp_swqe(const struct droce_engine_qp *qp, uint32_t i)
-{
-	return &qp->req.wq[i & (qp->sq_size - 1)];
-}
-
-/* Moves the QP to ERR: completes what failed, flushes the rest (IB 11.6.3). */
-void qp_to_error(struct droce_engine_qp *qp);
-/* Completes every WR still in the send and receive rings with IBV_WC_WR_FLUSH_ERR. */
-void qp_flush(struct droce_engine_qp *qp);
-/* Stage: every QP in ERR flushes what was posted since the last pass (11.6.3). */
-void qp_stage_errors(struct droce_engine *e);
-/* n more receive-ring entries have their completions written. */
-void qp_rq_done(struct droce_engine_qp *qp, uint32_t n);
-/* Applies a modify on the owning engine. */
-int qp_modify_apply(struct droce_engine_qp *qp, const struct droce_shm_qp_attr *attr,
-		    const struct droce_wire_addr *addr);
-void qp_list_add(struct droce_engine_qp *qp, enum engine_qp_list which);
-void qp_list_del(struct droce_engine_qp *qp, enum engine_qp_list which);
-/* Puts qp on the timer list; deadline (TSC) may be the engine's earliest. */
-void qp_timer_arm(struct droce_engine_qp *qp, uint64_t deadline);
-/* Send completion in the send CQ if the WQE asks for one (or failed). */
-void qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status);
-/* In SQD with nothing started left unfinished: drained, SQ_DRAINED if it was asked for. */
-void qp_sqd_check(struct droce_engine_qp *qp);
+int mw_invalidate(struct droce_engine_qp *qp, uint32_t rkey, bool remote);
+/* Control thread: a window's binding taken away (dealloc), writers excluded. */
+void mw_unbind_all(struct engine_mr *mw);
 
 /* ---- UD multicast (engine_mcast.c) ---- */
-
-struct engine_mcast_group {
-	uint8_t mgid[16];
-	uint32_t nb;
-	uint32_t qpn[DROCE_ENGINE_MAX_MCAST_QPS];
-};
-
-struct engine_mcast_table {
-	uint32_t nb;
-	struct engine_mcast_group grp[DROCE_ENGINE_MAX_MCAST_GRPS];
-};
 
 /* The device's group table now (acquire; valid for the rest of the pass), or NULL. */
 const struct engine_mcast_table *mcast_table(const struct droce_engine_dev *dev);
 /* Group gid of table t, or NULL. */
 struct engine_mcast_group *mcast_find(const struct engine_mcast_table *t, const uint8_t gid[16]);
-/* Is gid a multicast GID: IPv4-mapped 224.0.0.0/4, or IPv6 ff00::/8? */
-bool mcast_gid(const uint8_t gid[16]);
 /* A multicast GID's Ethernet address (RFC 1112, RFC 2464): 0 or -EINVAL. */
 int mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
 /* Is any QP of the device attached to a group? (any engine) */
@@ -534,242 +263,6 @@ bool mcast_any(const struct droce_engine_dev *dev);
 /* A packet to DestQP 0xFFFFFF: a copy to every QP attached to its destination's group. */
 void mcast_rx(struct droce_engine *e, struct rte_mbuf *m, const struct droce_wire_pkt *pkt);
 
-/* ---- Congestion control (engine_cc.c) ---- */
-
-/* The port's congestion parameters and line rate into a new engine. */
-void cc_engine_init(struct droce_engine *e, const struct droce_engine_conf *conf);
-/*
- * A resolved path's DSCP, ECN and VLAN tag by the port's parameters and the AV's SL;
- * reacts: a connected QP's path, made ECN-capable where its priority runs DCQCN.
- */
-void cc_path_qos(const struct droce_engine *e, uint8_t sl, bool reacts, struct droce_wire_addr *a);
-/* qp's new path a (cc_path_qos'd, with its AV's sl): CNP template, priority, reaction point. */
-int cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a, uint8_t sl);
-/* qp's rate machine, pacer and CNP interval from scratch (a new path, RESET); counters kept. */
-void cc_qp_restart(struct droce_engine_qp *qp);
-/* A CE-marked packet for qp: a CNP to its sender, at most one per interval. */
-void cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt);
-/* A CNP for qp: the reaction point cuts its rate. */
-void cc_rx_cnp(struct droce_engine_qp *qp);
-/* A limited qp sent bytes: the byte counter and the pacer's next deadline. */
-void cc_sent(struct droce_engine_qp *qp, uint32_t bytes);
-
-/* ---- Receive stage (engine_rx.c) ---- */
-
-/* Receives, steers and dispatches a burst from the port and one from the handoff ring. */
-unsigned int rx_stage(struct droce_engine *e);
-
-/* ---- Requester (engine_req.c) ---- */
-
-/* Rewinds the requester to PSN psn (go-back-N) or skips forward to it. */
-void req_seek(struct droce_engine_qp *qp, uint32_t psn);
-/* The early retransmission deadline armed from now, if there is one (engine_timer.c). */
-void req_early_arm(struct droce_engine_qp *qp);
-/* Stages: doorbells, the requester's round robin, the timers. */
-unsigned int req_stage_doorbells(struct droce_engine *e);
-unsigned int req_stage_send(struct droce_engine *e);
-void req_stage_timers(struct droce_engine *e);
-
-/* ---- Completer (engine_comp.c) ---- */
-
-/* The completer's states over one response (comp_rx): its kind, then what it does. */
-#define COMP_STATES(X) \
-	X(CLASSIFY, "classify") \
-	X(READ_RESP, "READ response") \
-	X(ATOMIC_ACK, "atomic acknowledge") \
-	X(ACK, "ACK") \
-	X(RNR_NAK, "RNR NAK") \
-	X(SEQ_NAK, "PSN sequence error NAK") \
-	X(ERR_NAK, "error NAK") \
-	X(STALE, "stale") \
-	X(BAD, "bad opcode") \
-	X(ERROR, "error") \
-	X(DONE, "done")
-
-enum comp_state {
-#define COMP_STATE_ENUM(name, desc) COMP_ST_##name,
-	COMP_STATES(COMP_STATE_ENUM)
-#undef COMP_STATE_ENUM
-};
-
-/* "RNR NAK": a completer state, for logs and debug output. */
-static inline const char *
-comp_state_name(unsigned int state)
-{
-	static const char *const names[] = {
-#define COMP_STATE_NAME(name, desc) desc,
-		COMP_STATES(COMP_STATE_NAME)
-#undef COMP_STATE_NAME
-	};
-
-	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
-}
-
-void comp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
-	     const struct droce_wire_seg *segs, unsigned int nseg);
-
-/* ---- Responder (engine_resp.c) ---- */
-
-void resp_rx(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt,
-	     const struct droce_wire_seg *segs, unsigned int nseg);
-/* Stage: one coalesced ACK for each QP that asked for one during the rx stage. */
-void resp_stage_acks(struct droce_engine *e);
-
-/* ---- Responses: READ, atomic, ACK and NAK packets (engine_read_resp.c) ---- */
-
-/* Sends an ACKNOWLEDGE of psn with AETH syndrome (ACK, NAK or RNR NAK) and qp's MSN. */
-void read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome);
-/* Has a READ accepted earlier responses left to send? Skips the finished ones. */
-bool read_resp_pending(struct droce_engine_qp *qp);
-/* Sends up to budget READ response packets of qp; returns how many. */
-unsigned int read_resp_send(struct droce_engine_qp *qp, unsigned int budget);
-/* Stage: round robin over QPs with READ or atomic responses owed. */
-unsigned int read_resp_stage(struct droce_engine *e);
-
-/* ---- Engine and its commands (engine_loop.c, engine_cmd.c) ---- */
-
-enum engine_cmd_type {
-	ENGINE_CMD_QP_MODIFY,
-	ENGINE_CMD_QP_DEL,
-	ENGINE_CMD_DOMAIN_ADD,
-	ENGINE_CMD_DOMAIN_DEL,
-	ENGINE_CMD_SYNC,
-};
-
-struct engine_cmd {
-	enum engine_cmd_type type;
-	struct droce_engine_qp *qp;
-	struct droce_engine_domain *dom;
-	struct droce_shm_qp_attr attr;
-	struct droce_wire_addr addr;	/* resolved path of an AV */
-	int result;
-	_Atomic uint32_t done;
-};
-
-/* Runs cmd on engine e and waits for it (control thread). */
-int engine_cmd_run(struct droce_engine *e, struct engine_cmd *cmd);
-/* Stage: applies every queued command; returns how many. */
-unsigned int engine_cmd_stage(struct droce_engine *e);
-/* Returns once every running engine has finished the loop pass it was in. */
-void engine_quiesce(struct droce_engine_dev *dev);
-
-/* ---- Sleeping (engine_wait.c) ---- */
-
-/* The epoll set and the rx interrupt of a new engine: 0, or -errno. */
-int engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf);
-void engine_wait_fini(struct droce_engine *e);
-/* A domain's wake-up eventfd for e joins (add) or leaves e's epoll set. 0 or -errno. */
-int engine_wait_fd_add(struct droce_engine *e, int fd);
-void engine_wait_fd_del(struct droce_engine *e, int fd);
-/* The thread that runs e: its timer slack, so that short sleeps end when asked. */
-void engine_wait_thread_init(const struct droce_engine *e);
-/* The run loop's idle step: spin, or sleep until woken (e->wait). */
-void engine_idle(struct droce_engine *e);
-/*
- * After a burst that put packets on other engines' handoff rings (e->handoff_to): wakes
- * those that sleep, with one fence for the burst.
- */
-void engine_handoffs_wake(struct droce_engine *e);
-_Static_assert(DROCE_ENGINE_MAX <= 64, "handoff_to has a bit per engine");
-
-TAILQ_HEAD(engine_qp_list_head, droce_engine_qp);
-
-enum { ENGINE_OWN_RUN, ENGINE_OWN_NAP, ENGINE_OWN_CTL };
-
-struct droce_engine {
-	struct droce_engine_dev *dev;
-	uint32_t id;
-	uint16_t port_id;
-	uint16_t rx_queue;
-	uint16_t tx_queue;
-	struct rte_mempool *mp;
-	uint8_t mac[6];
-	uint8_t gids[DROCE_ENGINE_MAX_GIDS][16];
-	uint32_t nb_gids;
-	enum droce_engine_wait wait;	/* droce_engine_conf's */
-	uint32_t idle_sleep_us;
-	bool early_retransmit;
-	/*
-	 * Every QP's round-trip samples, smoothed (TSC ticks; 0: none yet): a QP's first wait
-	 * before it has samples of its own (engine_timer.c). With thousands of QPs a round
-	 * trip is the time the engine takes to come round to a QP again, far above 2 ms.
-	 */
-	uint64_t rtt_all;
-	uint32_t parse_flags;
-	struct droce_cc_params cc;	/* the port's congestion parameters (engine_cc.c) */
-	uint64_t cc_line_kbps;
-	uint64_t cc_slack_tsc;
-	struct rte_ring *cmds;		/* control -> engine */
-	int cmd_wake_fd;		/* eventfd: a command was queued (ends an idle nap) */
-	int cmd_done_fd;		/* eventfd: commands were applied (wakes their caller) */
-	struct rte_ring *handoff;	/* other engines -> engine: packets of its QPs */
-	struct rte_ring *slow_rx;	/* engine -> control thread: ARP, ICMP, ... */
-	int slow_rx_wake_fd;		/* eventfd written after a burst that queued MADs */
-	bool slow_rx_wake;		/* this burst queued a QP1 packet */
-	struct rte_ring *slow_tx;	/* control thread -> engine: frames to send */
-	uint64_t tsc_hz;
-	uint64_t now;			/* TSC at the start of this loop pass */
-	uint64_t timer_next;		/* earliest deadline on the timer list (lazy) */
-	uint64_t idle_since;		/* TSC of the first idle pass of this idle spell, or 0 */
-	uint64_t idle_spin_tsc;		/* idle this long before sleeping (engine_wait.c) */
-	uint32_t sleep_bound_us;	/* this sleep's bound without rx interrupts */
-	int epfd;			/* what wakes it: cmd_wake_fd, domains' fds, rx interrupt */
-	int rx_intr_fd;			/* its rx queue's interrupt fd, or -1 */
-	/*
-	 * Non-zero while the engine sleeps or is about to (engine_wait.c): another engine that
-	 * hands it a packet then writes cmd_wake_fd. Its store and the check of the handoff
-	 * ring are Dekker's pair, as with the doorbells' sleeping word.
-	 */
-	_Atomic uint32_t asleep;
-	uint64_t handoff_to;		/* this burst's handoff targets, bit = engine id */
-	/*
-	 * Who may touch the engine's state: its thread (ENGINE_OWN_RUN), nobody while it
-	 * naps (ENGINE_OWN_NAP), or the control thread applying a command during the nap
-	 * (ENGINE_OWN_CTL; engine_cmd_run). The nap ends with NAP -> RUN.
-	 */
-	_Atomic uint32_t own;
-	_Atomic uint32_t stop;
-	_Atomic uint32_t running;
-	_Atomic uint64_t epoch;		/* loop passes; odd while inside one */
-
-	struct engine_qp_list_head active;
-	struct engine_qp_list_head timers;
-	/*
-	 * Non-zero while droced restarts the port (droce_engine_dev_port_pause): the engine
-	 * neither receives from nor sends to its queues, and frees what it would send.
-	 */
-	_Atomic uint32_t port_paused;
-	/* QPs on the timer list: written by whoever owns the engine, read by anyone (a gauge
-	 * droced's status reports: a list that only grows is a leak) */
-	_Atomic uint32_t nb_timer_qps;
-	struct engine_qp_list_head acks;
-	struct engine_qp_list_head errs;
-	struct engine_qp_list_head reads;
-	struct droce_engine_domain *doms[64];	/* domains with doorbells on this engine */
-	uint32_t nb_doms;
-
-	uint16_t nb_tx;
-	struct rte_mbuf *tx[ENGINE_TX_MAX];
-	/*
-	 * Per tx[] entry: the IP header's offset of a RoCE packet whose ICRC engine_tx_flush()
-	 * still has to write (ICRCs by the burst, doc/engine.md), or 0 for a frame that is
-	 * complete (the control thread's, or one refused by the port and kept).
-	 */
-	uint8_t tx_icrc_l3[ENGINE_TX_MAX];
-	/* mbufs taken from the pool a burst at a time, for engine_pkt_start (engine_tx.c) */
-	struct rte_mbuf *mb_stash[ENGINE_BURST];
-	uint16_t nb_mb_stash;
-	struct droce_engine_stats st;
-};
-
-#define ENGINE_STAT(e, name) ((e)->st.name++)
-
-/* Room for n more packets in the tx buffer. */
-static inline unsigned int
-engine_tx_room(const struct droce_engine *e)
-{
-	return ENGINE_TX_MAX - e->nb_tx;
-}
 /* ---- Transmit (engine_tx.c) ---- */
 
 uint16_t engine_tx_flush(struct droce_engine *e);	/* packets the port took */
@@ -786,54 +279,6 @@ uint8_t *engine_pkt_start(struct droce_engine *e, const struct droce_wire_tmpl *
 			  struct rte_mbuf **mp);
 void engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
 		       struct rte_mbuf *m);
-
-/* ---- Device ---- */
-
-struct droce_engine_dev {
-	/*
-	 * Non-zero while the control thread moves a CQ's ring (droce_engine_cq_resize): no
-	 * engine runs a pass, so no completion is written meanwhile (engine_loop.c).
-	 */
-	_Atomic uint32_t freeze;
-	uint32_t max_qps;
-	struct droce_engine_qp *_Atomic *qps;	/* by QPN */
-	uint32_t qpn_next;		/* control thread: allocation cursor */
-	/* UD multicast groups (engine_mcast.c): replaced whole by the control thread. */
-	struct engine_mcast_table *_Atomic mcast;
-	/* XRC SRQs by number (the XRCETH's), DROCE_ENGINE_MAX_XSRQS of them; 0 unused. */
-	struct droce_engine_srq *_Atomic *xsrqs;
-	uint32_t xsrqn_next;		/* control thread: allocation cursor */
-	struct droce_engine *engines[DROCE_ENGINE_MAX];
-	LIST_HEAD(, droce_engine_domain) doms;
-	struct droce_engine_dev_objects objs;	/* control thread */
-	int ctl_wake_fd;		/* the engines' slow_rx_wake_fd: asynchronous events */
-	uint32_t nb_neigh;
-	struct {
-		uint8_t gid[16];
-		uint8_t mac[6];
-	} neigh[256];
-};
-
-/* The XRC SRQ numbered srqn, or NULL (any engine; valid for the rest of the pass). */
-static inline struct droce_engine_srq *
-dev_xsrq(struct droce_engine_dev *dev, uint32_t srqn)
-{
-	if (srqn >= DROCE_ENGINE_MAX_XSRQS)
-		return NULL;
-	return atomic_load_explicit(&dev->xsrqs[srqn], memory_order_acquire);
-}
-
-/* The QP of QPN qpn, or NULL (any engine). */
-static inline struct droce_engine_qp *
-dev_qp(struct droce_engine_dev *dev, uint32_t qpn)
-{
-	if (qpn >= dev->max_qps)
-		return NULL;
-	return atomic_load_explicit(&dev->qps[qpn], memory_order_acquire);
-}
-
-/* The neighbour's MAC for gid: 0 or -EHOSTUNREACH. */
-int dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], uint8_t mac[6]);
 
 /* ---- Timers (engine_timer.c) ---- */
 
@@ -856,5 +301,43 @@ void engine_rtt_acked(struct droce_engine_qp *qp, bool beyond);
 void engine_rtt_void(struct droce_engine_qp *qp);
 /* With the local ACK timer armed: the early deadline from e->now, or 0 for none. */
 uint64_t engine_early_deadline(const struct droce_engine_qp *qp);
+
+/* ---- Sleeping (engine_wait.c) ---- */
+
+/* The epoll set and the rx interrupt of a new engine: 0, or -errno. */
+int engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf);
+void engine_wait_fini(struct droce_engine *e);
+/* A domain's wake-up eventfd for e joins (add) or leaves e's epoll set. 0 or -errno. */
+int engine_wait_fd_add(struct droce_engine *e, int fd);
+void engine_wait_fd_del(struct droce_engine *e, int fd);
+/* The thread that runs e: its timer slack, so that short sleeps end when asked. */
+void engine_wait_thread_init(const struct droce_engine *e);
+/* The run loop's idle step: spin, or sleep until woken (e->wait). */
+void engine_idle(struct droce_engine *e);
+/*
+ * After a burst that put packets on other engines' handoff rings (e->handoff_to): wakes
+ * those that sleep, with one fence for the burst.
+ */
+void engine_handoffs_wake(struct droce_engine *e);
+
+/* ---- Congestion control (engine_cc.c) ---- */
+
+/* The port's congestion parameters and line rate into a new engine. */
+void cc_engine_init(struct droce_engine *e, const struct droce_engine_conf *conf);
+/*
+ * A resolved path's DSCP, ECN and VLAN tag by the port's parameters and the AV's SL;
+ * reacts: a connected QP's path, made ECN-capable where its priority runs DCQCN.
+ */
+void cc_path_qos(const struct droce_engine *e, uint8_t sl, bool reacts, struct droce_wire_addr *a);
+/* qp's new path a (cc_path_qos'd, with its AV's sl): CNP template, priority, reaction point. */
+int cc_qp_path(struct droce_engine_qp *qp, const struct droce_wire_addr *a, uint8_t sl);
+/* qp's rate machine, pacer and CNP interval from scratch (a new path, RESET); counters kept. */
+void cc_qp_restart(struct droce_engine_qp *qp);
+/* A CE-marked packet for qp: a CNP to its sender, at most one per interval. */
+void cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt);
+/* A CNP for qp: the reaction point cuts its rate. */
+void cc_rx_cnp(struct droce_engine_qp *qp);
+/* A limited qp sent bytes: the byte counter and the pacer's next deadline. */
+void cc_sent(struct droce_engine_qp *qp, uint32_t bytes);
 
 #endif /* ENGINE_LOC_H */

@@ -36,12 +36,12 @@ droce_engine_poll(struct droce_engine *e)
 	e->now = rte_rdtsc();
 	work = engine_cmd_stage(e);			/* engine_cmd.c */
 	work += rx_stage(e);				/* engine_rx.c */
-	resp_stage_acks(e);				/* engine_resp.c */
+	resp_stage_acks(e);				/* engine_resp_tx.c */
 	work += req_stage_doorbells(e);			/* engine_req.c */
 	/* Before the requester, which could fill the tx buffer pass after pass: ARP first. */
 	work += engine_tx_slow(e);			/* engine_tx.c */
 	/* READ and atomic responses answer requests older than anything sent now. */
-	work += read_resp_stage(e);			/* engine_read_resp.c */
+	work += read_resp_stage(e);			/* engine_resp_tx.c */
 	work += req_stage_send(e);			/* engine_req.c */
 	req_stage_timers(e);				/* engine_req.c */
 	qp_stage_errors(e);				/* engine_qp.c */

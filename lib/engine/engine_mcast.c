@@ -3,7 +3,7 @@
  * UD multicast (IB 10.5: a UD QP attached to a multicast GID receives what is sent to the
  * group; RoCEv2 maps the GID to an IP multicast address, A17). The device keeps one table
  * of groups, each with the QPNs attached, of any domain. The control thread changes it by
- * copy and publish (engine_objects.c), then quiesces before freeing the old copy, so an
+ * copy and publish (engine_obj_mcast.c), then quiesces before freeing the old copy, so an
  * engine reads it without a lock.
  *
  * A packet to a group (BTH DestQP 0xFFFFFF) is copied once per attached QP and each copy
@@ -20,20 +20,10 @@
 
 #include "engine_loc.h"
 
-bool
-mcast_gid(const uint8_t gid[16])
-{
-	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
-
-	if (gid[0] == 0xFF)
-		return true;				/* IPv6 multicast, ff00::/8 */
-	return memcmp(gid, v4map, sizeof(v4map)) == 0 && (gid[12] & 0xF0) == 0xE0;
-}
-
 int
 mcast_mac(const uint8_t gid[16], uint8_t mac[6])
 {
-	if (!mcast_gid(gid))
+	if (!droce_gid_is_multicast(gid))
 		return -EINVAL;
 	if (gid[0] == 0xFF) {
 		/* RFC 2464: 33:33 and the address's last 32 bits */
@@ -88,9 +78,7 @@ mcast_rx(struct droce_engine *e, struct rte_mbuf *m, const struct droce_wire_pkt
 
 	/* The destination GID: the IPv4-mapped form of an IPv4 destination (A17.4.1). */
 	if (pkt->ip_version == 4) {
-		memset(gid, 0, 10);
-		gid[10] = gid[11] = 0xFF;
-		memcpy(gid + 12, &droce_pkt_ipv4(pkt)->dst, 4);
+		droce_gid_from_ipv4(gid, droce_pkt_ipv4(pkt)->dst);
 	} else {
 		memcpy(gid, droce_pkt_ipv6(pkt)->dst, 16);
 	}

@@ -1,4 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+
+/*
+ * droce_engine_region.h's embedding API: a CQ's or QP's control block and rings placed in
+ * a client region by its arena, the engine object made over them (the control side's
+ * object API, engine_obj_*.c), and the lib/shm views an embedding program posts and polls
+ * through, as libdroce does over droced's regions.
+ */
+
 #include <errno.h>
 #include <string.h>
 

@@ -56,8 +56,12 @@ def rows(out, side, cols):
 
 def check_report(prog, side, out, sizes, iters):
     """prog's report on side (its raw output) has one row per size, in order, each of
-    iters iterations and a measured figure (bw: the average bandwidth; lat: t_min), but
-    where a failed calibration excuses the figure. Returns the rows."""
+    iters iterations and a measured figure (bw: the message rate; lat: t_min), but where a
+    failed calibration excuses the figure. Returns the rows.
+
+    Not the bw rows' bandwidth: perftest prints MB/s to two decimals, so 4-byte messages
+    at under 1,250 a second read 0.00 (a loaded run: "ib_send_bw server: zero result at
+    4 B: [0.0, 0.0, 0.000993]"); the message rate has six decimals of Mpps."""
     out, uncalibrated = clean(out)
     got = rows(out, "%s %s" % (prog, side), ncols(prog))
     missing = [str(z) for z in sizes if z not in [g[0] for g in got]]
@@ -66,7 +70,7 @@ def check_report(prog, side, out, sizes, iters):
            [ln for ln in out.splitlines() if ln.split()[:1] in [[z] for z in missing]], out))
     for size, n, vals in got:
         check(n == iters, "%s %s: %d iterations at %d B, want %d" % (prog, side, n, size, iters))
-        v = vals[1] if ncols(prog) == 3 else vals[0]
+        v = vals[2] if ncols(prog) == 3 else vals[0]
         if uncalibrated > 0 and not 0 < v < math.inf:
             uncalibrated -= 1
             log("  %s %s: no figure at %d B, perftest's clock calibration failed" %

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RoCE modes. send, write, read and atomic: host a keeps every QP's send ring full of
- * SIZE-byte SENDs (or RDMA WRITEs into host b's buffer, READs from it, atomics on its
- * words: perf_rdma.c), every SIGNAL_EVERY-th signaled, as perftest's bandwidth tests post
- * (its --cq-mod); host b reposts each receive as it completes. lat: RC SEND ping-pong on
- * one QP, perftest's send_lat. The main lcore runs both hosts' applications and both
- * engines in turn, or host a only while host b runs on its own lcore (perf_lcores.c); a
- * process that is one host (--client, --server) runs its own.
+ * The round of the stream modes, send, write, read and atomic, the run of their rows:
+ * host a keeps every QP's send ring full of SIZE-byte work requests, every SIGNAL_EVERY-th
+ * signaled, as perftest's bandwidth tests post (its --cq-mod); each WR's opcode is the
+ * mode's (its row's wr: SENDs, or RDMA WRITEs into host b's buffer, READs from it, atomics
+ * on its words). In a two-sided mode (send) host b reposts each receive as it completes
+ * and counts it; in the one-sided ones the row's delivered reads what b's responder did
+ * from its counters, and its check looks at the round once it is over. The main lcore
+ * runs both hosts' applications and both engines in turn, or host a only while host b
+ * runs on its own lcore (perf_lcores.c); a process that is one host (--client, --server)
+ * runs its own.
  */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
@@ -18,17 +19,9 @@
 #include "perf.h"
 
 #define SIGNAL_EVERY		16
-#define POLL_BURST		64
-#define POST_CHAIN		32	/* WRs per post call (one doorbell each) */
 #define PEAK_WINDOW_US		1000	/* BW peak: the best window this long */
-/* A run that moves nothing for this long failed (the local ACK timer is 1 s). */
-#define STALL_S			10
-#define LAT_WARMUP		16
-/* Latency histogram: 10 ns buckets up to 1 ms; beyond that the last bucket (max is exact). */
-#define HIST_NS			10
-#define HIST_BUCKETS		100000
 
-_Static_assert(PERF_MAX_BURST <= POST_CHAIN, "--burst beyond the post arrays");
+_Static_assert(PERF_MAX_BURST <= PERF_POST_CHAIN, "--burst beyond the post arrays");
 
 /*
  * --rate: how many more sends q may post now. Sends are due at t0, t0 + 1/rate, ...: the
@@ -46,64 +39,24 @@ pace_allowed(const struct perf_qp *q, double per_tick, uint64_t t0, uint64_t now
 	return due > q->round_posted ? due - q->round_posted : 0;
 }
 
-static uint64_t
-buf_addr(struct perf_host *h, struct perf_qp *q)
-{
-	uint32_t s = q->next_slot;
-
-	q->next_slot = s + 1 == h->buf_slots ? 0 : s + 1;
-	return (uintptr_t)h->buf + (uint64_t)s * h->slot_size;
-}
-
-/* Receives of the largest size: any message of the run fits. How many were posted. */
-static uint32_t
-post_recvs(struct perf_host *h, struct perf_qp *q, uint32_t n)
-{
-	struct ibv_recv_wr wr[POST_CHAIN], *bad = NULL;
-	struct ibv_sge sge[POST_CHAIN];
-	uint32_t i, k = RTE_MIN(n, (uint32_t)POST_CHAIN);
-
-	for (i = 0; i < k; i++) {
-		sge[i].addr = buf_addr(h, q);
-		sge[i].length = h->slot_size;
-		sge[i].lkey = h->lkey;
-		wr[i].wr_id = q->rposted + i;
-		wr[i].sg_list = &sge[i];
-		wr[i].num_sge = 1;
-		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
-	}
-	if (droce_shm_post_recv(&q->view, wr, &bad) != 0)
-		k = (uint32_t)(bad - wr);
-	q->rposted += k;
-	return k;
-}
-
-static void
-fill_recvs(struct perf_host *h, struct perf_qp *q)
-{
-	uint64_t room;
-
-	for (;;) {
-		room = q->view.rq_size - (q->rposted - q->rdone);
-		if (room == 0 || post_recvs(h, q, (uint32_t)room) == 0)
-			break;
-	}
-}
-
 /*
- * Where a WRITE from offset off of a's buffer lands: the same slot of b's buffer as of
- * a's, or, when the peer takes only buf_len bytes at each QP's address (perftest's MR:
- * max(size, its cycle buffer)), the slot's number wrapped into that.
+ * Where a WRITE (or READ) of a's slot sge lands in the peer's buffer: the same slot of
+ * b's buffer as of a's, or, when the peer takes only buf_len bytes at each QP's address
+ * (perftest's MR: max(size, its cycle buffer)), the slot's number wrapped into that.
  */
-static uint64_t
-remote_addr(const struct perf_peer *p, uint32_t qi, uint64_t off, uint32_t slot_size,
-	    uint32_t size)
+uint64_t
+perf_stream_remote(const struct perf_run *r, const struct perf_qp *q,
+		   const struct ibv_sge *sge, uint32_t size)
 {
+	const struct perf_peer *p = &r->peer_b;
+	const struct perf_host *a = &r->a;
+	uint32_t qi = (uint32_t)(q - a->qps);
+	uint64_t off = sge->addr - (uintptr_t)a->buf;
 	uint64_t base = p->vaddrs != NULL ? p->vaddrs[qi] : p->buf_addr;
 
 	if (off + size <= p->buf_len)
 		return base + off;
-	return base + off / slot_size % (p->buf_len / size) * size;
+	return base + off / a->slot_size % (p->buf_len / size) * size;
 }
 
 /*
@@ -112,40 +65,30 @@ remote_addr(const struct perf_peer *p, uint32_t qi, uint64_t off, uint32_t slot_
  * w is done (in order, IB 10.8.3.1 for RC; UC completes in order too). How many posted.
  */
 static uint32_t
-post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, bool last,
-	   const struct perf_peer *peer)
+post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, bool last)
 {
-	struct ibv_send_wr wr[POST_CHAIN], *bad = NULL;
-	struct ibv_sge sge[POST_CHAIN];
+	struct ibv_send_wr wr[PERF_POST_CHAIN], *bad = NULL;
+	struct ibv_sge sge[PERF_POST_CHAIN];
+	const struct perf_mode_ops *m = r->o->mode;
 	struct perf_host *h = &r->a;
-	uint32_t i, k = RTE_MIN(n, (uint32_t)POST_CHAIN);
-	bool send = r->o->mode == PERF_MODE_SEND || r->o->mode == PERF_MODE_LAT;
+	uint32_t i, k = RTE_MIN(n, (uint32_t)PERF_POST_CHAIN);
 
 	for (i = 0; i < k; i++) {
 		uint64_t id = q->posted + i;
-		uint64_t addr = buf_addr(h, q);
 
-		sge[i].addr = addr;
+		sge[i].addr = perf_qp_slot(h, q);
 		sge[i].length = size;
 		sge[i].lkey = h->lkey;
 		/*
 		 * The fields the post reads for this opcode, not a cleared 128-byte WR: zeroing
-		 * it (rep stos) was a fifth of the sender's time at 64 bytes. perf_rdma_wr and
-		 * perf_ud_wr set their opcodes' fields; imm_data is read only WITH_IMM.
+		 * it (rep stos) was a fifth of the sender's time at 64 bytes. The row's wr sets
+		 * its opcode's fields; imm_data is read only WITH_IMM.
 		 */
 		wr[i].wr_id = id;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
 		wr[i].send_flags = 0;
-		if (!send) {
-			perf_rdma_wr(r, q, &wr[i], &sge[i], peer,
-				     remote_addr(peer, (uint32_t)(q - h->qps),
-						 addr - (uintptr_t)h->buf, h->slot_size, size));
-		} else {
-			wr[i].opcode = IBV_WR_SEND;
-			if (q->view.qp_type == DROCE_SHM_QPT_UD)
-				perf_ud_wr(r, q, &wr[i], peer);
-		}
+		m->wr(r, q, &wr[i], &sge[i], size);
 		if (id % SIGNAL_EVERY == SIGNAL_EVERY - 1 || (last && i + 1 == k))
 			wr[i].send_flags = IBV_SEND_SIGNALED;
 		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
@@ -159,40 +102,23 @@ post_sends(struct perf_run *r, struct perf_qp *q, uint32_t n, uint32_t size, boo
 	return k;
 }
 
-static bool
-wc_ok(const struct ibv_wc *wc, const char *who)
-{
-	if (wc->status == IBV_WC_SUCCESS)
-		return true;
-	/* By number: the system libibverbs (ibv_wc_status_str) must not be linked. */
-	fprintf(stderr, "droce-perf: %s: completion wr_id %llu qp %u: status %d\n", who,
-		(unsigned long long)wc->wr_id, wc->qp_num, (int)wc->status);
-	return false;
-}
-
-static struct perf_qp *
-host_qp(const struct perf_host *h, uint32_t qpn)
-{
-	return qpn < h->max_qps ? h->by_qpn[qpn] : NULL;
-}
-
 /* Host b's application: reposts each receive. Messages received, or -1. */
 static int
 receiver_pass(struct perf_run *r, uint32_t size)
 {
 	struct perf_host *b = &r->b;
-	struct ibv_wc wc[POLL_BURST];
+	struct ibv_wc wc[PERF_POLL_BURST];
 	int got, i;
 
-	got = droce_shm_poll_cq(&b->rcq.view, POLL_BURST, wc);
+	got = droce_shm_poll_cq(&b->rcq.view, PERF_POLL_BURST, wc);
 	if (got < 0) {
 		fprintf(stderr, "droce-perf: host b: receive CQ overrun\n");
 		return -1;
 	}
 	for (i = 0; i < got; i++) {
-		struct perf_qp *q = host_qp(b, wc[i].qp_num);
+		struct perf_qp *q = perf_qp_of(b, wc[i].qp_num);
 
-		if (!wc_ok(&wc[i], "receiver") || q == NULL)
+		if (!perf_wc_ok(&wc[i], "receiver") || q == NULL)
 			return -1;
 		/* UD: the GRH's 40 bytes before the message (IB 11.4.1.1) */
 		if (wc[i].byte_len != size + perf_recv_room(r->o)) {
@@ -202,7 +128,7 @@ receiver_pass(struct perf_run *r, uint32_t size)
 		}
 		q->rdone++;
 		b->rdone_sum++;
-		if (post_recvs(b, q, 1) != 1) {
+		if (perf_qp_post_recvs(b, q, 1) != 1) {
 			fprintf(stderr, "droce-perf: host b: receive ring full\n");
 			return -1;
 		}
@@ -239,18 +165,18 @@ static int
 sender_poll(struct perf_run *r)
 {
 	struct perf_host *a = &r->a;
-	struct ibv_wc wc[POLL_BURST];
+	struct ibv_wc wc[PERF_POLL_BURST];
 	int got, i;
 
-	got = droce_shm_poll_cq(&a->scq.view, POLL_BURST, wc);
+	got = droce_shm_poll_cq(&a->scq.view, PERF_POLL_BURST, wc);
 	if (got < 0) {
 		fprintf(stderr, "droce-perf: host a: send CQ overrun\n");
 		return -1;
 	}
 	for (i = 0; i < got; i++) {
-		struct perf_qp *q = host_qp(a, wc[i].qp_num);
+		struct perf_qp *q = perf_qp_of(a, wc[i].qp_num);
 
-		if (!wc_ok(&wc[i], "sender") || q == NULL)
+		if (!perf_wc_ok(&wc[i], "sender") || q == NULL)
 			return -1;
 		a->done_sum += wc[i].wr_id + 1 - q->done;
 		q->done = wc[i].wr_id + 1;
@@ -315,7 +241,7 @@ sender_post_qp(struct perf_run *r, struct stream *s, struct perf_qp *q, uint64_t
 	if (k == 0)
 		return;
 	/* the round's last send is signaled: its completion says all are done */
-	n = post_sends(r, q, k, s->size, remaining <= k, &r->peer_b);
+	n = post_sends(r, q, k, s->size, remaining <= k);
 	s->sent += n;
 	if (o->iters != 0 && !s->stopping && q->round_posted == o->iters)
 		s->finished++;
@@ -379,18 +305,19 @@ receiver_step(struct perf_run *r, struct stream *s)
 }
 
 /*
- * What b's responder delivered of sent: receive completions (send), perf_rdma_delivered.
- * sent is a's count as the caller's lcore may read it (s->sent_final on b's own).
+ * What b's responder delivered of sent: receive completions (two-sided), or what the
+ * row's delivered reads in b's counters. sent is a's count as the caller's lcore may read
+ * it (s->sent_final on b's own).
  */
 static uint64_t
-delivered(struct perf_run *r, const struct stream *s, uint64_t sent)
+stream_delivered(struct perf_run *r, const struct stream *s, uint64_t sent)
 {
 	struct droce_engine_stats st;
 
 	if (!s->one_sided)
 		return r->b.rdone_sum - s->recv0;
 	perf_host_stats(&r->b, &st);
-	return perf_rdma_delivered(r, &s->sb0, &st, s->size, sent);
+	return r->o->mode->delivered(r, &s->sb0, &st, s->size, sent);
 }
 
 /* UC and UD under loss end when every packet sent is accounted for, not delivered. */
@@ -411,7 +338,7 @@ sender_over(const struct stream *s)
 static uint64_t
 stream_count(struct perf_run *r, const struct stream *s)
 {
-	return perf_run_has_a(r) ? s->done - s->done0 : delivered(r, s, s->sent);
+	return perf_run_has_a(r) ? s->done - s->done0 : stream_delivered(r, s, s->sent);
 }
 
 /*
@@ -433,7 +360,7 @@ stream_over(struct perf_run *r, struct stream *s)
 		return s->one_sided ? s->peer_done : s->received == r->o->iters * r->b.nb_qps;
 	if (loses_messages(r))
 		return perf_fault_settled(r, &s->sb0, s->received);
-	return delivered(r, s, s->sent) == s->sent;
+	return stream_delivered(r, s, s->sent) == s->sent;
 }
 
 /*
@@ -453,7 +380,7 @@ stream_b_main(void *arg)
 		}
 		__atomic_store_n(&r->split.b_count, s->received, __ATOMIC_RELAXED);
 		if (perf_split_flag(&r->split.a_done) &&
-		    delivered(r, s, s->sent_final) == s->sent_final) {
+		    stream_delivered(r, s, s->sent_final) == s->sent_final) {
 			perf_split_set(&r->split.b_done);
 			break;
 		}
@@ -488,13 +415,15 @@ round_check(struct perf_run *r, const struct stream *s, const struct perf_bw *f)
 			(unsigned long long)f->sent, (unsigned long long)f->received);
 		return -1;
 	}
+	if (r->o->mode->check == NULL)
+		return 0;
 	perf_host_stats(&r->b, &sb1);
-	return perf_rdma_check(r, &s->sb0, &sb1, f->sent, f->size);
+	return r->o->mode->check(r, &s->sb0, &sb1, f->sent, f->size);
 }
 
 /* send, write, read and atomic at one size. */
-static int
-stream_run(struct perf_run *r, uint32_t size)
+int
+perf_stream_run(struct perf_run *r, uint32_t size)
 {
 	const struct perf_opts *o = r->o;
 	struct perf_host *a = &r->a, *b = &r->b;
@@ -510,11 +439,11 @@ stream_run(struct perf_run *r, uint32_t size)
 	memset(&s, 0, sizeof(s));
 	s.r = r;
 	s.size = size;
-	s.one_sided = o->mode != PERF_MODE_SEND;
+	s.one_sided = !o->mode->two_sided;
 	s.per_tick = perf_rate_msgs(o, size) / (double)hz;
 	for (i = 0; i < b->nb_qps; i++)
 		if (!s.one_sided)
-			fill_recvs(b, &b->qps[i]);
+			perf_qp_fill_recvs(b, &b->qps[i]);
 	a->ready_head = a->ready_count = 0;
 	for (i = 0; i < a->nb_qps; i++) {
 		a->qps[i].round_posted = 0;
@@ -526,7 +455,8 @@ stream_run(struct perf_run *r, uint32_t size)
 	/* the counters the round's figures and checks are differences of */
 	perf_host_stats(a, &r->a0);
 	perf_fault_stats(b, &r->fb0);
-	perf_rdma_prepare(r);
+	if (o->mode->prepare != NULL)
+		o->mode->prepare(r);
 	s.done0 = a->done_sum;
 	s.recv0 = b->rdone_sum;
 	/* a peer process: after its receives are posted */
@@ -553,8 +483,8 @@ stream_run(struct perf_run *r, uint32_t size)
 		if (s.done + received + s.sent != progress) {
 			progress = s.done + received + s.sent;
 			last_progress = now;
-		} else if (now - last_progress > STALL_S * hz) {
-			fprintf(stderr, "droce-perf: no completion for %d s\n", STALL_S);
+		} else if (now - last_progress > PERF_STALL_S * hz) {
+			fprintf(stderr, "droce-perf: no completion for %d s\n", PERF_STALL_S);
 			goto fail;
 		}
 		if (now - win_t >= win) {
@@ -582,7 +512,7 @@ stream_run(struct perf_run *r, uint32_t size)
 	f.size = size;
 	f.sent = s.sent;
 	f.sent_known = has_a;
-	f.received = has_b ? delivered(r, &s, s.sent) : 0;
+	f.received = has_b ? stream_delivered(r, &s, s.sent) : 0;
 	f.received_known = has_b;
 	f.iters = has_a ? f.sent : f.received;
 	f.secs = secs;
@@ -610,251 +540,4 @@ fail:
 	if (split)
 		perf_split_join(r);
 	return -1;
-}
-
-/* Half round trips, as a histogram and sums (ns). */
-struct lat_samples {
-	uint32_t *hist;
-	uint64_t n;
-	double sum, sum2, min, max;
-};
-
-/*
- * One end of the ping-pong (perftest's run_iter_lat_send): the pinger (host a) sends
- * first and then after each answer, the ponger (host b) answers each message. Each end
- * takes the time from its send to the next message it receives: a round trip.
- */
-struct lat_end {
-	/* its own cache line: host b's end may run on its own lcore */
-	struct perf_host *h __rte_cache_aligned;
-	struct perf_qp *q;
-	bool pinger;
-	uint64_t total;		/* messages each way; UINT64_MAX: until told */
-	uint64_t skip;		/* round trips of warm-up, not sampled */
-	uint64_t scnt, rcnt;
-	uint64_t scomp;		/* sends complete */
-	uint64_t t_sent;
-	struct lat_samples *smp;	/* NULL: not measured */
-	struct perf_run *r;
-	uint32_t size;
-};
-
-static void
-lat_sample(struct lat_samples *s, double ns)
-{
-	uint64_t b = (uint64_t)(ns / HIST_NS);
-
-	s->hist[RTE_MIN(b, (uint64_t)HIST_BUCKETS - 1)]++;
-	if (s->n == 0 || ns < s->min)
-		s->min = ns;
-	if (ns > s->max)
-		s->max = ns;
-	s->sum += ns;
-	s->sum2 += ns * ns;
-	s->n++;
-}
-
-static int
-lat_send(struct perf_host *h, struct perf_qp *q, uint32_t size)
-{
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-
-	sge.addr = (uintptr_t)h->buf;
-	sge.length = size;
-	sge.lkey = h->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = q->posted++;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	return droce_shm_post_send(&q->view, &wr, &bad);
-}
-
-/* One pass of one end: its engines, a message received, its send if its turn. Or -1. */
-static int
-lat_step(struct lat_end *e, uint32_t size)
-{
-	const char *who = e->pinger ? "pinger" : "ponger";
-	struct ibv_wc wc[POLL_BURST];
-	uint64_t now;
-	int got, i;
-
-	perf_host_poll(e->h);
-	got = droce_shm_poll_cq(&e->h->rcq.view, 1, wc);
-	now = rte_rdtsc();
-	if (got < 0)
-		return -1;
-	if (got == 1) {
-		if (!wc_ok(&wc[0], who) || post_recvs(e->h, e->q, 1) != 1)
-			return -1;
-		e->q->rdone++;
-		e->h->rdone_sum++;
-		e->rcnt++;
-		if (e->smp != NULL && e->scnt > e->skip && e->scnt > 0)
-			/* half the round trip, as perftest's send_lat */
-			lat_sample(e->smp, (double)(now - e->t_sent) * 1e9 /
-					   (double)rte_get_tsc_hz() / 2);
-	}
-	if (e->scnt < e->total && (e->pinger ? e->scnt == e->rcnt : e->rcnt > e->scnt)) {
-		e->t_sent = rte_rdtsc();
-		if (lat_send(e->h, e->q, size) != 0)
-			return -1;
-		e->scnt++;
-	}
-	got = droce_shm_poll_cq(&e->h->scq.view, POLL_BURST, wc);
-	for (i = 0; i < got; i++) {
-		if (!wc_ok(&wc[i], who))
-			return -1;
-		e->scomp++;
-	}
-	return got < 0 ? -1 : 0;
-}
-
-/* The ponger on host b's own lcore (perf_lcores.c): it answers until the round ends. */
-static int
-lat_b_main(void *arg)
-{
-	struct lat_end *e = arg;
-	struct perf_run *r = e->r;
-
-	while (!perf_split_flag(&r->split.quit)) {
-		if (lat_step(e, e->size) != 0) {
-			perf_split_set(&r->split.b_failed);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Done: every message sent and received, and the last answer complete (acknowledged),
- * since a peer process stops polling us after it: the engine sends only when polled.
- */
-static bool
-lat_end_done(const struct lat_end *e)
-{
-	return e->scnt == e->total && e->rcnt == e->total && e->scomp == e->scnt;
-}
-
-/*
- * The value below which a fraction q of the samples lie, from the histogram (ns): the
- * middle of its bucket, within the exact min and max.
- */
-static double
-hist_quantile(const uint32_t *hist, uint64_t n, double q, double min, double max)
-{
-	uint64_t want = (uint64_t)ceil(q * (double)n), seen = 0;
-	uint32_t i;
-
-	if (want == 0)
-		want = 1;
-	for (i = 0; i < HIST_BUCKETS; i++) {
-		seen += hist[i];
-		if (seen >= want)
-			return RTE_MAX(min, RTE_MIN(max, (i + 0.5) * HIST_NS));
-	}
-	return max;
-}
-
-/*
- * lat at one size: perftest's send_lat figures, half the round trip of each ping. Both
- * hosts here: the pinger warms up first and alone is measured; a peer process (perftest
- * does no warm-up) and this end each send exactly -n and measure their own round trips.
- */
-static int
-lat_run(struct perf_run *r, uint32_t size)
-{
-	const struct perf_opts *o = r->o;
-	bool has_a = perf_run_has_a(r), has_b = perf_run_has_b(r), alone = r->remote != NULL;
-	bool split = perf_run_splits(r);
-	uint64_t hz = rte_get_tsc_hz(), t_end, t_last, progress = 0;
-	struct lat_end ea, eb, *m;
-	struct lat_samples smp;
-	double mean;
-	struct perf_lat f;
-
-	memset(&smp, 0, sizeof(smp));
-	smp.hist = calloc(HIST_BUCKETS, sizeof(*smp.hist));
-	if (smp.hist == NULL)
-		return -1;
-	memset(&ea, 0, sizeof(ea));
-	memset(&eb, 0, sizeof(eb));
-	ea.h = &r->a;
-	ea.pinger = true;
-	ea.skip = alone ? 0 : LAT_WARMUP;
-	ea.total = o->iters != 0 ? o->iters + ea.skip : UINT64_MAX;
-	eb.h = &r->b;
-	eb.total = alone ? o->iters : UINT64_MAX;
-	eb.r = r;
-	eb.size = size;
-	m = has_a ? &ea : &eb;
-	m->smp = &smp;
-	if (has_a) {
-		ea.q = &r->a.qps[0];
-		fill_recvs(&r->a, ea.q);
-	}
-	if (has_b) {
-		eb.q = &r->b.qps[0];
-		fill_recvs(&r->b, eb.q);
-	}
-	if (perf_peer_run_start(r) != 0)
-		goto fail_launch;
-	t_last = rte_rdtsc();
-	t_end = o->duration_s > 0 ? t_last + (uint64_t)(o->duration_s * (double)hz) : UINT64_MAX;
-	if (split && perf_split_launch(r, lat_b_main, &eb) != 0)
-		goto fail_launch;
-	while (!lat_end_done(m)) {
-		if (has_a && lat_step(&ea, size) != 0)
-			goto fail;
-		if (has_b && !split && lat_step(&eb, size) != 0)
-			goto fail;
-		if (split && perf_split_flag(&r->split.b_failed))
-			goto fail;
-		/* time is up, or the prompt's stop: the ping out is the last */
-		if (has_a && ea.total != ea.scnt && (perf_run_stopping(r) ||
-		    (ea.total == UINT64_MAX && rte_rdtsc() >= t_end)))
-			ea.total = ea.scnt;
-		if (m->rcnt + m->scnt != progress) {
-			progress = m->rcnt + m->scnt;
-			t_last = rte_rdtsc();
-		} else if (rte_rdtsc() - t_last > STALL_S * hz) {
-			fprintf(stderr, "droce-perf: no answer to a ping in %d s\n", STALL_S);
-			goto fail;
-		}
-	}
-	if (split && perf_split_join(r) != 0)
-		goto fail_launch;
-	if (smp.n == 0) {
-		fprintf(stderr, "droce-perf: no ping completed in the time given\n");
-		goto fail_launch;
-	}
-	mean = smp.sum / (double)smp.n;
-	memset(&f, 0, sizeof(f));
-	f.size = size;
-	/* the pinger's round trips; the ponger's messages answered (one fewer round trip) */
-	f.iters = m->pinger ? smp.n : m->rcnt;
-	f.min_us = smp.min / 1000;
-	f.max_us = smp.max / 1000;
-	f.typical_us = hist_quantile(smp.hist, smp.n, 0.5, smp.min, smp.max) / 1000;
-	f.avg_us = mean / 1000;
-	f.stdev_us = sqrt(RTE_MAX(smp.sum2 / (double)smp.n - mean * mean, 0.0)) / 1000;
-	f.p99_us = hist_quantile(smp.hist, smp.n, 0.99, smp.min, smp.max) / 1000;
-	f.p999_us = hist_quantile(smp.hist, smp.n, 0.999, smp.min, smp.max) / 1000;
-	perf_report_lat(r, &f);
-	free(smp.hist);
-	return 0;
-fail:
-	if (split)
-		perf_split_join(r);
-fail_launch:
-	free(smp.hist);
-	return -1;
-}
-
-int
-perf_traffic_run(struct perf_run *r, uint32_t size)
-{
-	return r->o->mode == PERF_MODE_LAT ? lat_run(r, size) : stream_run(r, size);
 }

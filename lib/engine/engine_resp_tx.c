@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The responder's answers that are sent rather than triggered by a packet: READ
- * responses and atomic acknowledges, from the responder resources engine_resp.c keeps,
- * in their own stage; and the AETH packets (ACK, NAK, RNR NAK) the responder sends, which
- * must never overtake the READ responses owed before them (9.7.5.1.4).
+ * Every packet the responder sends: READ responses and atomic acknowledges, from the
+ * responder resources engine_resp.c keeps, in their own stage; and the AETH packets:
+ * coalesced ACKs in the ACK stage at the end of the rx burst, NAKs and RNR NAKs at once.
+ * They are one file because no ACK or NAK may overtake the READ responses owed before it
+ * (9.7.5.1.4). Runs on the QP's engine.
  */
 #include <errno.h>
 #include <string.h>
@@ -187,4 +188,72 @@ read_resp_stage(struct droce_engine *e)
 			sent += read_resp_send(qp, RTE_MIN(room, (unsigned int)ENGINE_REQ_QUANTUM));
 	}
 	return sent;
+}
+
+/* ---- ACKs and NAKs ---- */
+
+/* Sends the coalesced ACK of qp (end of an rx burst). */
+static void
+resp_send_ack(struct droce_engine_qp *qp)
+{
+	if (qp->state == DROCE_SHM_QPS_ERR)
+		return;
+	/*
+	 * An ACK goes after the READ responses before it: one that overtook them would tell
+	 * the requester they were lost (an implied NAK) and make it ask again.
+	 */
+	if (read_resp_pending(qp)) {
+		qp->resp.ack_deferred = true;
+		return;
+	}
+	ENGINE_STAT(qp->engine, ack_sent);
+	read_resp_aeth(qp, qp->resp.ack_psn, DROCE_AETH_ACK | DROCE_AETH_CREDITS_INVALID);
+}
+
+void
+resp_schedule_ack(struct droce_engine_qp *qp, uint32_t psn)
+{
+	qp->resp.ack_psn = psn;
+	qp_list_add(qp, QP_ON_ACK);
+}
+
+void
+resp_nak(struct droce_engine_qp *qp, uint8_t code)
+{
+	unsigned int room = engine_tx_room(qp->engine);
+
+	/*
+	 * The NAK acknowledges every request before it, so the READ and atomic responses
+	 * still owed go out first (as many as the tx buffer takes): else the requester
+	 * would see the NAK before the answers of the earlier requests and fail them.
+	 */
+	if (read_resp_pending(qp) && room > 1) {
+		read_resp_send(qp, room - 1);
+		if (qp->state == DROCE_SHM_QPS_ERR)
+			return;		/* a READ's region went away: that NAK went out */
+	}
+	ENGINE_STAT(qp->engine, nak_err_sent);
+	read_resp_aeth(qp, qp->resp.epsn, DROCE_AETH_NAK | code);
+}
+
+/* 9.7.5.2.8: no receive WQE -> RNR NAK with psn; later packets stay silent. */
+void
+resp_rnr_nak(struct droce_engine_qp *qp, uint32_t psn)
+{
+	ENGINE_STAT(qp->engine, nak_rnr_sent);
+	qp->resp.nak_sent = true;
+	read_resp_aeth(qp, psn, DROCE_AETH_RNR_NAK |
+		       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));
+}
+
+/* One ACK per QP per burst, for the newest PSN: ACKs are cumulative (IB 9.7.5.1.4). */
+void
+resp_stage_acks(struct droce_engine *e)
+{
+	struct droce_engine_qp *qp;
+
+	while ((qp = TAILQ_FIRST(&e->acks)) != NULL) {
+		qp_list_del(qp, QP_ON_ACK);
+		resp_send_ack(qp);
+	}
 }
