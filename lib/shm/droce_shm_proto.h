@@ -647,7 +647,6 @@ struct droce_proto_status {
 	 * the library (no such QP, a neighbour not resolved yet, a refused change). */
 	uint64_t cm_qp_moves;
 	uint64_t cm_qp_move_fallbacks;
-	uint32_t cm_id_state[DROCE_PROTO_CM_ID_STATES];	/* ids in each state */
 	/*
 	 * Gauges of what droced holds for its clients and the link, which must come back to
 	 * their idle values when the clients are gone (devtools/soak.sh fits their slopes).
@@ -664,6 +663,8 @@ struct droce_proto_status {
 	 * also moves with arenas and page reuse; this moves only with what droced holds.
 	 */
 	uint64_t heap_in_use;
+	/* Appended (after every older field, so their offsets stay): rdma_cm ids by state. */
+	uint32_t cm_id_state[DROCE_PROTO_CM_ID_STATES];
 };
 
 struct droce_proto_resp {
