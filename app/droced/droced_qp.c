@@ -104,6 +104,33 @@ qp_free_mem(struct droced_client *c, struct droced_qp *qp)
 		droce_shm_arena_free(c->arena, qp->rq_off, qp->rq_len);
 }
 
+/* What every CREATE_QP answers, and the engine's wake-up eventfd for this client: its
+ * doorbells reach a sleeping engine. */
+static void
+qp_created(struct droced_client *c, const struct droced_qp *qp, uint32_t handle,
+	   struct droced_call *call)
+{
+	struct droce_proto_resp *resp = call->resp;
+
+	resp->qp.handle = handle;
+	resp->qp.qp_num = droce_engine_qp_num(qp->qp);
+	resp->qp.engine_id = qp->engine_id;
+	resp->qp.db_slot = qp->db_slot;
+	resp->qp.ctl_off = qp->ctl_off;
+	resp->qp.sq_off = qp->sq_off;
+	call->out_fds[0] = droce_engine_domain_wake_fd(c->dom, qp->engine_id);
+	*call->out_nfds = call->out_fds[0] >= 0 ? 1 : 0;
+}
+
+/* A QP that failed after its doorbell slot was taken: its memory, slot and struct back. */
+static void
+qp_unwind(struct droced_client *c, struct droced_qp *qp)
+{
+	qp_free_mem(c, qp);
+	db_slot_free(c, qp->engine_id, qp->db_slot);
+	free(qp);
+}
+
 /*
  * An XRC target (IBV_QPT_XRC_RECV): its XRC domain instead of a PD, no CQ, no queue to
  * post to (the engine keeps a one-entry send ring it never reads), RC's responder.
@@ -113,8 +140,6 @@ create_xrc_target(struct droced_client *c, struct droced_call *call)
 {
 	const struct droce_proto_req *req = call->req;
 	struct droce_proto_resp *resp = call->resp;
-	int *out_fds = call->out_fds;
-	unsigned int *out_nfds = call->out_nfds;
 	struct droced_xrcd_ref *xrcd = droced_xrcd_get(c, req->create_qp.xrcd);
 	struct droce_engine_qp_conf conf;
 	struct droced_qp *qp;
@@ -162,22 +187,13 @@ create_xrc_target(struct droced_client *c, struct droced_call *call)
 	}
 	qp->xrcd = req->create_qp.xrcd;
 	xrcd->users++;
-	resp->qp.handle = handle;
-	resp->qp.qp_num = droce_engine_qp_num(qp->qp);
-	resp->qp.engine_id = qp->engine_id;
-	resp->qp.db_slot = qp->db_slot;
 	resp->qp.supported_wr = 0;
 	resp->qp.sq_size = 1;
 	resp->qp.sq_stride = (uint32_t)qp->sq_len;
-	resp->qp.ctl_off = qp->ctl_off;
-	resp->qp.sq_off = qp->sq_off;
-	out_fds[0] = droce_engine_domain_wake_fd(c->dom, qp->engine_id);
-	*out_nfds = out_fds[0] >= 0 ? 1 : 0;
+	qp_created(c, qp, handle, call);
 	return 0;
 fail:
-	qp_free_mem(c, qp);
-	db_slot_free(c, qp->engine_id, qp->db_slot);
-	free(qp);
+	qp_unwind(c, qp);
 	return rc;
 }
 
@@ -186,8 +202,6 @@ droced_qp_create(struct droced_client *c, struct droced_call *call)
 {
 	const struct droce_proto_req *req = call->req;
 	struct droce_proto_resp *resp = call->resp;
-	int *out_fds = call->out_fds;
-	unsigned int *out_nfds = call->out_nfds;
 	const struct droce_proto_cap *cap = &req->create_qp.cap;
 	uint32_t max_wr = droced.cfg.limits.max_wr, handle, sq_size, rq_size = 0;
 	uint32_t sq_stride, rq_stride = 0, send_sge, recv_sge = 0, inl;
@@ -311,27 +325,17 @@ droced_qp_create(struct droced_client *c, struct droced_call *call)
 		.max_recv_sge = recv_sge, .max_inline_data = inl,
 	};
 	pd->users++;
-	resp->qp.handle = handle;
-	resp->qp.qp_num = droce_engine_qp_num(qp->qp);
-	resp->qp.engine_id = qp->engine_id;
-	resp->qp.db_slot = qp->db_slot;
 	resp->qp.supported_wr = supported_wr(type);
 	resp->qp.sq_size = sq_size;
 	resp->qp.sq_stride = sq_stride;
 	resp->qp.rq_size = rq_size;
 	resp->qp.rq_stride = rq_stride;
 	resp->qp.cap = qp->cap;
-	resp->qp.ctl_off = qp->ctl_off;
-	resp->qp.sq_off = qp->sq_off;
 	resp->qp.rq_off = qp->rq_off;
-	/* The engine's wake-up eventfd for this client: its doorbells reach a sleeping engine. */
-	out_fds[0] = droce_engine_domain_wake_fd(c->dom, qp->engine_id);
-	*out_nfds = out_fds[0] >= 0 ? 1 : 0;
+	qp_created(c, qp, handle, call);
 	return 0;
 fail:
-	qp_free_mem(c, qp);
-	db_slot_free(c, qp->engine_id, qp->db_slot);
-	free(qp);
+	qp_unwind(c, qp);
 	return rc;
 }
 
