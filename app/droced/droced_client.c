@@ -26,12 +26,13 @@
 /* ---- The connection ---- */
 
 struct droced_client *
-droced_client_new(int fd)
+droced_client_new(struct droced *d, int fd)
 {
 	struct droced_client *c = calloc(1, sizeof(*c));
 
 	if (c == NULL)
 		return NULL;
+	c->d = d;
 	c->p.kind = DROCED_FD_CLIENT;
 	c->fd = fd;
 	c->region_fd = -1;
@@ -212,7 +213,7 @@ droced_client_resolved(struct droced_port *p, uint32_t ip, int status)
 {
 	struct droced_client *c;
 
-	TAILQ_FOREACH(c, &droced.clients, next) {
+	TAILQ_FOREACH(c, &p->d->clients, next) {
 		if (c->parked && !c->park_done && c->port == p && c->park_ip == ip) {
 			c->park_done = true;
 			c->park_status = status;

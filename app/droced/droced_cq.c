@@ -27,7 +27,7 @@ droced_cq_create(struct droced_client *c, struct droced_call *call)
 	int rc;
 
 	if (req->create_cq.notify > 1 || nfds != 0 ||
-	    req->create_cq.cqe > droced.cfg.limits.max_cqe ||
+	    req->create_cq.cqe > c->d->cfg.limits.max_cqe ||
 	    (req->create_cq.flags & ~(uint32_t)DROCE_PROTO_CQ_TIMESTAMPS))
 		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
@@ -105,7 +105,7 @@ droced_cq_resize(struct droced_client *c, struct droced_call *call)
 	int rc;
 
 	if (cq == NULL || req->resize_cq.cqe == 0 ||
-	    req->resize_cq.cqe > droced.cfg.limits.max_cqe)
+	    req->resize_cq.cqe > c->d->cfg.limits.max_cqe)
 		return -EINVAL;
 	size = droced_pow2_at_least(req->resize_cq.cqe);
 	off = droce_shm_arena_alloc(c->arena, (uint64_t)size * sizeof(struct droce_shm_cqe),

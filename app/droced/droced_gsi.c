@@ -45,9 +45,9 @@ const char *const droced_gsi_bad_names[DROCED_GSI_BAD_COUNT] = {
 };
 
 static void
-bad(enum droced_gsi_bad why)
+bad(struct droced_port *p, enum droced_gsi_bad why)
 {
-	droced.gsi.rx_bad[why]++;
+	p->d->gsi.rx_bad[why]++;
 }
 
 /* The GID of an IP address in a parsed packet: IPv4-mapped for IPv4 (RoCEv2 A17.8). */
@@ -74,10 +74,10 @@ gsi_deliver(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16
 	struct droce_cm_msg m;
 
 	if (droce_cm_mad_parse(mad, DROCE_CM_MAD_LEN, &m) != DROCE_CM_OK) {
-		bad(DROCED_GSI_BAD_MAD);
+		bad(p, DROCED_GSI_BAD_MAD);
 		return;
 	}
-	droced.gsi.rx_mads++;
+	p->d->gsi.rx_mads++;
 	mad_handler(p, sgid, dgid, smac, &m);
 }
 
@@ -107,33 +107,33 @@ droced_gsi_rx(struct droced_port *p, struct rte_mbuf *m)
 		return false;
 	/* From here on the packet is QP1's: consumed, taken or dropped. */
 	if (droce_bth_opcode(bth) != DROCE_OP_UD_SEND_ONLY) {
-		bad(DROCED_GSI_BAD_OPCODE);
+		bad(p, DROCED_GSI_BAD_OPCODE);
 		goto out;
 	}
 	deth = droce_pkt_deth(&pkt);
 	/* C10-15: a GSI packet's P_Key may be either membership of the default partition. */
 	if ((droce_bth_pkey(bth) & DROCE_PKEY_BASE_MASK) !=
 	    (DROCE_PKEY_DEFAULT & DROCE_PKEY_BASE_MASK)) {
-		bad(DROCED_GSI_BAD_PKEY);
+		bad(p, DROCED_GSI_BAD_PKEY);
 		goto out;
 	}
 	if (droce_deth_qkey(deth) != DROCE_CM_GSI_QKEY) {
-		bad(DROCED_GSI_BAD_QKEY);
+		bad(p, DROCED_GSI_BAD_QKEY);
 		goto out;
 	}
 	if (pkt.payload_len < DROCE_CM_MAD_LEN) {
-		bad(DROCED_GSI_BAD_LEN);
+		bad(p, DROCED_GSI_BAD_LEN);
 		goto out;
 	}
 	pkt_gids(&pkt, sgid, dgid);
 	if (droce_net_gid_find(p->net, dgid) < 0) {
-		bad(DROCED_GSI_BAD_DGID);
+		bad(p, DROCED_GSI_BAD_DGID);
 		goto out;
 	}
 	memcpy(smac, ((const struct droce_eth_hdr *)pkt.hdr)->src, 6);
 	mad = rte_pktmbuf_read(m, pkt.payload_off, DROCE_CM_MAD_LEN, buf);
 	if (mad == NULL) {
-		bad(DROCED_GSI_BAD_LEN);
+		bad(p, DROCED_GSI_BAD_LEN);
 		goto out;
 	}
 	gsi_deliver(p, sgid, dgid, smac, mad);
@@ -144,13 +144,13 @@ out:
 
 /* The port holding GID gid, or NULL. */
 static struct droced_port *
-own_gid_port(const uint8_t gid[16])
+own_gid_port(struct droced *d, const uint8_t gid[16])
 {
 	uint32_t i;
 
-	for (i = 0; i < droced.nb_ports; i++)
-		if (droced.ports[i].net != NULL && droce_net_gid_find(droced.ports[i].net, gid) >= 0)
-			return &droced.ports[i];
+	for (i = 0; i < d->nb_ports; i++)
+		if (d->ports[i].net != NULL && droce_net_gid_find(d->ports[i].net, gid) >= 0)
+			return &d->ports[i];
 	return NULL;
 }
 
@@ -158,7 +158,7 @@ int
 droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
 		const uint8_t dmac[6], uint8_t tclass, const uint8_t mad[DROCE_CM_MAD_LEN])
 {
-	struct droced_port *own = own_gid_port(dgid);
+	struct droced_port *own = own_gid_port(p->d, dgid);
 	struct droce_wire_addr a;
 	struct droce_wire_tmpl tmpl;
 	struct droce_wire_hdrs h;
@@ -171,7 +171,7 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 		struct gsi_local *l;
 
 		if (local_prod - local_cons >= GSI_LOCAL_RING) {
-			droced.gsi.tx_drop++;
+			p->d->gsi.tx_drop++;
 			return -ENOBUFS;
 		}
 		l = &local_q[local_prod++ & (GSI_LOCAL_RING - 1)];
@@ -179,8 +179,8 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 		memcpy(l->sgid, sgid, 16);
 		memcpy(l->dgid, dgid, 16);
 		memcpy(l->mad, mad, DROCE_CM_MAD_LEN);
-		droced.gsi.tx_mads++;
-		droced.gsi.tx_local++;
+		p->d->gsi.tx_mads++;
+		p->d->gsi.tx_local++;
 		return 0;
 	}
 	memset(&a, 0, sizeof(a));
@@ -199,12 +199,12 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 	h.deth.qkey = DROCE_CM_GSI_QKEY;
 	h.deth.src_qp = DROCE_CM_GSI_QPN;
 	if (droce_wire_tmpl_init(&tmpl, &a) != 0) {
-		droced.gsi.tx_drop++;
+		p->d->gsi.tx_drop++;
 		return -EINVAL;
 	}
 	m = rte_pktmbuf_alloc(p->mp);
 	if (m == NULL) {
-		droced.gsi.tx_drop++;
+		p->d->gsi.tx_drop++;
 		return -ENOBUFS;
 	}
 	buf = rte_pktmbuf_append(m, DROCE_WIRE_HDR_MAX + DROCE_CM_MAD_LEN + DROCE_ICRC_LEN);
@@ -214,16 +214,16 @@ droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgi
 	if (len < 0 || rte_pktmbuf_trim(m, m->data_len - (uint32_t)len) != 0 ||
 	    rte_ring_sp_enqueue(p->slow_tx, m) != 0) {
 		rte_pktmbuf_free(m);
-		droced.gsi.tx_drop++;
+		p->d->gsi.tx_drop++;
 		return len < 0 ? len : -ENOBUFS;
 	}
-	droced.gsi.tx_mads++;
+	p->d->gsi.tx_mads++;
 	droced_port_tx_wake(p);
 	return 0;
 }
 
 unsigned int
-droced_gsi_flush(void)
+droced_gsi_flush(struct droced *d)
 {
 	static const uint8_t no_mac[6];
 	unsigned int n = 0;
@@ -232,7 +232,7 @@ droced_gsi_flush(void)
 	while (local_cons != local_prod && n < GSI_LOCAL_RING) {
 		struct gsi_local l = local_q[local_cons++ & (GSI_LOCAL_RING - 1)];
 
-		gsi_deliver(&droced.ports[l.port], l.sgid, l.dgid, no_mac, l.mad);
+		gsi_deliver(&d->ports[l.port], l.sgid, l.dgid, no_mac, l.mad);
 		n++;
 	}
 	return n;

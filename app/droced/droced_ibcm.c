@@ -399,7 +399,7 @@ new_req(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
 		if (reject != 0)
 			reject_req(p, dgid, sgid, smac, m, reject);
 		else
-			droced.gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
+			p->d->gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
 		return;
 	}
 	droce_cm_input(&conn->sm, m, droced_now_ns(), &out);
@@ -441,7 +441,7 @@ droced_ibcm_mad_input(struct droced_port *p, const uint8_t sgid[16], const uint8
 		conn = cw.slot[receiver & (CONN_SLOTS - 1)];
 		if (conn == NULL || conn->sm.local_id != receiver ||
 		    memcmp(conn->rgid, sgid, 16) != 0) {
-			droced.gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
+			p->d->gsi.rx_bad[DROCED_GSI_BAD_UNMATCHED]++;
 			/*
 			 * A REP for nothing we know gets REJ Invalid Communication ID (table
 			 * 109), so a passive side whose active end went away (its process died,

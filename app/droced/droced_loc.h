@@ -152,6 +152,7 @@ struct droced_pollable {
 };
 
 struct droced_port {
+	struct droced *d;		/* the daemon the port belongs to */
 	const struct droced_port_config *cfg;
 	uint32_t index;
 	uint16_t port_id;
@@ -201,7 +202,6 @@ struct droced {
 	struct droced_gsi_stats gsi;
 };
 
-extern struct droced droced;
 
 
 /* ---- droced_port.c ---- */
@@ -218,7 +218,7 @@ struct droced_port_hooks {
 	/* a frame the engines handed over: true when it was QP1's (consumed: taken or dropped) */
 	bool (*qp1_rx)(struct droced_port *p, struct rte_mbuf *m);
 	/* after each batch of frames: QP1's MADs to our own GIDs delivered; how many */
-	unsigned int (*qp1_flush)(void);
+	unsigned int (*qp1_flush)(struct droced *d);
 };
 
 void droced_ports_set_hooks(const struct droced_port_hooks *h);
@@ -265,7 +265,7 @@ bool droced_gsi_rx(struct droced_port *p, struct rte_mbuf *m);
 int droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t dgid[16],
 		    const uint8_t dmac[6], uint8_t tclass, const uint8_t mad[DROCE_CM_MAD_LEN]);
 /* Delivers the MADs queued to our own GIDs; how many. */
-unsigned int droced_gsi_flush(void);
+unsigned int droced_gsi_flush(struct droced *d);
 
 /* ---- droced_loop.c ---- */
 
@@ -288,6 +288,7 @@ struct droced_table {
 
 struct droced_client {
 	struct droced_pollable p;	/* first: epoll's data.ptr */
+	struct droced *d;		/* the daemon it talks to */
 	TAILQ_ENTRY(droced_client) next;
 	int fd;
 	pid_t pid;
@@ -324,7 +325,7 @@ struct droced_client {
 	struct droce_proto_req park_req;
 };
 
-struct droced_client *droced_client_new(int fd);
+struct droced_client *droced_client_new(struct droced *d, int fd);
 /*
  * Handle tables, droced's one kind: index = handle, grown on demand up to the client's
  * limit (then -ENOMEM); a handle the client sends is only ever looked up in its own
@@ -520,9 +521,9 @@ void droced_rdmacm_tick(uint64_t now_ns);
 /* lib/net resolved (status 0) or gave up on ip on port p. */
 void droced_rdmacm_resolved(struct droced_port *p, uint32_t ip, int status);
 /* droced stops: DEVICE_REMOVAL to every id with a device. */
-void droced_rdmacm_shutdown(void);
+void droced_rdmacm_shutdown(struct droced *d);
 /* Channels, ids, connections and QP1's counters, for droce-ctl status. */
-void droced_rdmacm_status(struct droce_proto_status *st);
+void droced_rdmacm_status(const struct droced *d, struct droce_proto_status *st);
 
 /* What droced_ibcm.c calls back (struct droced_ibcm_hooks) when the wire moves a
  * connection. */

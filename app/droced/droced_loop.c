@@ -192,7 +192,7 @@ accept_clients(struct droced *d)
 			close(fd);
 			continue;
 		}
-		c = droced_client_new(fd);
+		c = droced_client_new(d, fd);
 		if (c == NULL || epoll_add(d, fd, EPOLLIN | EPOLLRDHUP, c) != 0) {
 			DROCED_LOG(WARNING, "no room for a client");
 			free(c);
@@ -227,7 +227,7 @@ client_pause(struct droced_client *c, bool pause)
 	};
 
 	c->paused = pause;
-	if (epoll_ctl(droced.epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+	if (epoll_ctl(c->d->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
 		c->dead = true;
 }
 
@@ -440,7 +440,7 @@ droced_loop_fini(struct droced *d)
 		unlink(d->cfg.socket);
 	d->socket_bound = false;
 	/* rdma_cm ids with a device get DEVICE_REMOVAL (the pipe then ends). */
-	droced_rdmacm_shutdown();
+	droced_rdmacm_shutdown(d);
 	/* Clients learn first (IBV_EVENT_DEVICE_FATAL), then lose their objects and socket. */
 	TAILQ_FOREACH(c, &d->clients, next)
 		droced_client_event_put(c, DROCE_SHM_EVENT_DEVICE_FATAL, 0);

@@ -42,7 +42,7 @@ RTE_LOG_REGISTER(droced_logtype, droce.droced, NOTICE);
 #define DROCED_DEV_MIN_QPS	65536
 #define DROCED_DEV_MAX_QPS	(1u << 24)
 
-struct droced droced;
+static struct droced droced;
 
 static void
 usage(const char *prog)

@@ -58,7 +58,7 @@ droced_mr_reg(struct droced_client *c, struct droced_call *call)
 	if (pd == NULL || req->reg_mr.length == 0 || !access_ok(req->reg_mr.access))
 		return -EINVAL;
 	if (c->mrs.nb >= c->mrs.max ||
-	    req->reg_mr.length > droced.cfg.limits.max_mr_bytes - c->mr_bytes)
+	    req->reg_mr.length > c->d->cfg.limits.max_mr_bytes - c->mr_bytes)
 		return -ENOMEM;
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
@@ -130,7 +130,7 @@ droced_mr_rereg(struct droced_client *c, struct droced_call *call)
 		length = req->rereg_mr.length;
 		first_off = req->rereg_mr.first_off;
 		iova = req->rereg_mr.iova;
-		if (length > droced.cfg.limits.max_mr_bytes - (c->mr_bytes - mr->length))
+		if (length > c->d->cfg.limits.max_mr_bytes - (c->mr_bytes - mr->length))
 			return -ENOMEM;
 		rc = droced_mr_view_map(c, req->rereg_mr.pieces, np, fds, nfds, access,
 					first_off, length, &view);

@@ -183,7 +183,7 @@ droced_ah_create(struct droced_client *c, struct droced_call *call)
 
 	if (pd == NULL || !attr.is_global)
 		return -EINVAL;
-	if (c->nb_ahs >= droced.cfg.limits.max_ahs)
+	if (c->nb_ahs >= c->d->cfg.limits.max_ahs)
 		return -ENOMEM;
 	rc = droced_neigh_ensure(c->port, attr.dgid);
 	if (rc == -EAGAIN)
@@ -208,7 +208,7 @@ droced_ah_destroy(struct droced_client *c, struct droced_call *call)
 	uint32_t handle = call->req->obj.handle;
 	int rc;
 
-	if (handle >= droced.cfg.limits.max_ahs || c->ah_pd[handle] == 0)
+	if (handle >= c->d->cfg.limits.max_ahs || c->ah_pd[handle] == 0)
 		return -EINVAL;
 	rc = droce_engine_ah_destroy(c->dom, handle);
 	if (rc != 0)

@@ -65,8 +65,8 @@ void
 droced_port_tx_wake(struct droced_port *p)
 {
 	/* slow_tx's consumer is the port's first engine (droced_port_engine_conf). */
-	if (p->nb_engines > 0 && droced.engines[p->engines[0]] != NULL)
-		droce_engine_slow_tx_push(droced.engines[p->engines[0]]);
+	if (p->nb_engines > 0 && p->d->engines[p->engines[0]] != NULL)
+		droce_engine_slow_tx_push(p->d->engines[p->engines[0]]);
 }
 
 /*
@@ -107,7 +107,7 @@ net_resolved(void *arg, uint32_t ip, const uint8_t *mac, int status)
 
 	if (status == 0) {
 		droce_gid_from_ipv4_host(gid, ip);
-		if (droce_engine_dev_neigh_add(droced.dev, gid, mac) != 0)
+		if (droce_engine_dev_neigh_add(p->d->dev, gid, mac) != 0)
 			status = -EHOSTUNREACH;
 	}
 	hooks.resolved(p, ip, status);
@@ -302,6 +302,7 @@ droced_ports_init(struct droced *d)
 	for (i = 0; i < d->nb_ports; i++) {
 		d->ports[i].cfg = &d->cfg.ports[i];
 		d->ports[i].index = i;
+		d->ports[i].d = d;
 	}
 	for (i = 0; i < d->cfg.nb_lcores; i++) {
 		struct droced_port *p = &d->ports[i % d->nb_ports];
@@ -436,7 +437,7 @@ droced_ports_rx(struct droced *d)
 		total += n;
 	}
 	/* MADs between two ends on this droced, after the ones that came in. */
-	total += hooks.qp1_flush();
+	total += hooks.qp1_flush(d);
 	return total;
 }
 
@@ -542,8 +543,8 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	if (droce_gid_is_multicast(dgid))
 		return 0;
 	/* A GID of this daemon: its MAC went into the engines' table at start. */
-	for (i = 0; i < droced.nb_ports; i++)
-		if (droced.ports[i].net != NULL && droce_net_gid_find(droced.ports[i].net, dgid) >= 0)
+	for (i = 0; i < p->d->nb_ports; i++)
+		if (p->d->ports[i].net != NULL && droce_net_gid_find(p->d->ports[i].net, dgid) >= 0)
 			return 0;
 	rc = droce_net_gid_resolve(p->net, dgid, NULL, mac, rte_get_tsc_cycles());
 	if (rc == -EAGAIN)
@@ -551,7 +552,7 @@ droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16])
 	if (rc != 0)
 		return -EHOSTUNREACH;
 	/* Learned or static: the engines address it with what lib/net knows now. */
-	if (droce_engine_dev_neigh_add(droced.dev, dgid, mac) != 0)
+	if (droce_engine_dev_neigh_add(p->d->dev, dgid, mac) != 0)
 		return -EHOSTUNREACH;
 	return 0;
 }

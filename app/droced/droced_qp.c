@@ -203,7 +203,7 @@ droced_qp_create(struct droced_client *c, struct droced_call *call)
 	const struct droce_proto_req *req = call->req;
 	struct droce_proto_resp *resp = call->resp;
 	const struct droce_proto_cap *cap = &req->create_qp.cap;
-	uint32_t max_wr = droced.cfg.limits.max_wr, handle, sq_size, rq_size = 0;
+	uint32_t max_wr = c->d->cfg.limits.max_wr, handle, sq_size, rq_size = 0;
 	uint32_t sq_stride, rq_stride = 0, send_sge, recv_sge = 0, inl;
 	struct droced_pd *pd = droced_pd_get(c, req->create_qp.pd);
 	struct droced_cq *scq = droced_cq_get(c, req->create_qp.send_cq);
@@ -377,7 +377,7 @@ droced_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
 	struct droced_client *c;
 	uint32_t i;
 
-	TAILQ_FOREACH(c, &droced.clients, next) {
+	TAILQ_FOREACH(c, &owner->d->clients, next) {
 		if (!c->hello || c->dead || c->pid != owner->pid || c->uid != owner->uid)
 			continue;
 		for (i = 0; i < c->qps.cap; i++) {
@@ -451,7 +451,7 @@ mcast_attach(struct droced_client *c, struct droced_qp *qp, const uint8_t gid[16
 	}
 	memcpy(m->gid, gid, 16);
 	LIST_INSERT_HEAD(&qp->mcast, m, next);
-	if (droce_engine_mcast_members(droced.dev, gid) == 1 && c->port->net != NULL)
+	if (droce_engine_mcast_members(c->d->dev, gid) == 1 && c->port->net != NULL)
 		droce_net_mcast_join(c->port->net, gid, rte_get_tsc_cycles());
 	return 0;
 }
@@ -460,7 +460,7 @@ static void
 mcast_detach(struct droced_client *c, struct droced_qp *qp, struct droced_mcast *m)
 {
 	if (droce_engine_mcast_detach(qp->qp, m->gid) == 0 &&
-	    droce_engine_mcast_members(droced.dev, m->gid) == 0 && c->port->net != NULL)
+	    droce_engine_mcast_members(c->d->dev, m->gid) == 0 && c->port->net != NULL)
 		droce_net_mcast_leave(c->port->net, m->gid, rte_get_tsc_cycles());
 	LIST_REMOVE(m, next);
 	free(m);

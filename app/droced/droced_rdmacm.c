@@ -34,40 +34,38 @@ static TAILQ_HEAD(, droced_rdmacm_chan) chans = TAILQ_HEAD_INITIALIZER(chans);
 
 /* The port for a destination: same IPv4 subnet as a port's address, else the first. */
 static struct droced_port *
-route_port(const struct droce_proto_cm_addr *dst)
+route_port(struct droced *d, const struct droce_proto_cm_addr *dst)
 {
 	uint32_t i;
 
 	if (!rdmacm_addr_v4(dst)) {
 		/* IPv6: the port with a GID sharing the longest prefix with dst. */
-		const struct droced_port *best = NULL;
+		struct droced_port *best = NULL;
 		unsigned int best_bits = 0, bits;
 		uint8_t gid[16];
 
-		for (i = 0; i < droced.nb_ports; i++)
-			if (rdmacm_port_gid_v6(&droced.ports[i], dst->addr, gid, &bits) &&
+		for (i = 0; i < d->nb_ports; i++)
+			if (rdmacm_port_gid_v6(&d->ports[i], dst->addr, gid, &bits) &&
 			    (best == NULL || bits > best_bits)) {
-				best = &droced.ports[i];
+				best = &d->ports[i];
 				best_bits = bits;
 			}
-		return best != NULL ? (struct droced_port *)best : &droced.ports[0];
+		return best != NULL ? best : &d->ports[0];
 	}
-	if (rdmacm_addr_v4(dst)) {
-		for (i = 0; i < droced.nb_ports; i++) {
-			const struct droced_port *p = &droced.ports[i];
-			uint32_t a, b, mask;
+	for (i = 0; i < d->nb_ports; i++) {
+		const struct droced_port *p = &d->ports[i];
+		uint32_t a, b, mask;
 
-			if (p->cfg->ipv4.len == 0)
-				continue;
-			memcpy(&a, p->cfg->ipv4.addr, 4);
-			memcpy(&b, dst->addr + 12, 4);
-			mask = htonl(p->cfg->ipv4.len >= 32 ? 0xFFFFFFFFu :
-				     ~(0xFFFFFFFFu >> p->cfg->ipv4.len));
-			if (((a ^ b) & mask) == 0)
-				return &droced.ports[i];
-		}
+		if (p->cfg->ipv4.len == 0)
+			continue;
+		memcpy(&a, p->cfg->ipv4.addr, 4);
+		memcpy(&b, dst->addr + 12, 4);
+		mask = htonl(p->cfg->ipv4.len >= 32 ? 0xFFFFFFFFu :
+			     ~(0xFFFFFFFFu >> p->cfg->ipv4.len));
+		if (((a ^ b) & mask) == 0)
+			return &d->ports[i];
 	}
-	return &droced.ports[0];
+	return &d->ports[0];
 }
 
 /*
@@ -78,7 +76,7 @@ route_port(const struct droce_proto_cm_addr *dst)
 static int
 id_neigh(struct droced_rdmacm_id *id)
 {
-	struct droced_port *own = rdmacm_addr_port(&id->dst);
+	struct droced_port *own = rdmacm_addr_port(id->ch->c->d, &id->dst);
 	int rc;
 
 	if (droce_gid_is_multicast(id->dgid)) {
@@ -142,7 +140,7 @@ op_resolve_addr(struct droced_rdmacm_id *id, const struct droce_proto_req *req)
 		return -EINVAL;
 	}
 	if (id->port == NULL) {
-		id->port = route_port(&dst);
+		id->port = route_port(id->ch->c->d, &dst);
 		rdmacm_port_gid0(id->port, gid, &id->sgid_index);
 		/* An IPv4 destination from the port's IPv4 GID, an IPv6 one from an IPv6 GID. */
 		if (rdmacm_addr_v4(&dst) && id->port->cfg->ipv4.len != 0) {
@@ -754,7 +752,7 @@ droced_rdmacm_tick(uint64_t now_ns)
 }
 
 void
-droced_rdmacm_shutdown(void)
+droced_rdmacm_shutdown(struct droced *d)
 {
 	struct droced_rdmacm_chan *ch;
 	char line[256];
@@ -763,12 +761,12 @@ droced_rdmacm_shutdown(void)
 
 	n = (size_t)snprintf(line, sizeof(line), "QP1: %" PRIu64 " CM MADs in, %" PRIu64
 			     " out (%" PRIu64 " to ourselves, %" PRIu64 " not sent); dropped:",
-			     droced.gsi.rx_mads, droced.gsi.tx_mads, droced.gsi.tx_local,
-			     droced.gsi.tx_drop);
+			     d->gsi.rx_mads, d->gsi.tx_mads, d->gsi.tx_local,
+			     d->gsi.tx_drop);
 	for (h = 0; h < DROCED_GSI_BAD_COUNT && n < sizeof(line); h++)
-		if (droced.gsi.rx_bad[h] != 0)
+		if (d->gsi.rx_bad[h] != 0)
 			n += (size_t)snprintf(line + n, sizeof(line) - n, " %s %" PRIu64,
-					      droced_gsi_bad_names[h], droced.gsi.rx_bad[h]);
+					      droced_gsi_bad_names[h], d->gsi.rx_bad[h]);
 	DROCED_LOG(NOTICE, "%s", line);
 
 	TAILQ_FOREACH(ch, &chans, next)
@@ -778,7 +776,7 @@ droced_rdmacm_shutdown(void)
 }
 
 void
-droced_rdmacm_status(struct droce_proto_status *st)
+droced_rdmacm_status(const struct droced *d, struct droce_proto_status *st)
 {
 	const struct droced_rdmacm_chan *ch;
 	const struct droced_rdmacm_id *id;
@@ -790,10 +788,10 @@ droced_rdmacm_status(struct droce_proto_status *st)
 	TAILQ_FOREACH(id, &rdmacm_bound_ids, lnext)
 		st->cm_listeners += id->state == ID_LISTEN;
 	st->cm_conns = droced_ibcm_conn_count();
-	st->cm_rx_mads = droced.gsi.rx_mads;
-	st->cm_tx_mads = droced.gsi.tx_mads;
+	st->cm_rx_mads = d->gsi.rx_mads;
+	st->cm_tx_mads = d->gsi.tx_mads;
 	for (i = 0; i < DROCED_GSI_BAD_COUNT; i++)
-		st->cm_rx_bad += droced.gsi.rx_bad[i];
+		st->cm_rx_bad += d->gsi.rx_bad[i];
 	TAILQ_FOREACH(ch, &chans, next)
 		for (i = 0; i < ch->ids.cap; i++)
 			if (rdmacm_id_get(ch, i) != NULL)

@@ -75,12 +75,12 @@ rdmacm_addr_loopback(const struct droce_proto_cm_addr *a)
 
 /* The port owning address a (its IPv4 address or one of its GIDs), or NULL. */
 struct droced_port *
-rdmacm_addr_port(const struct droce_proto_cm_addr *a)
+rdmacm_addr_port(struct droced *d, const struct droce_proto_cm_addr *a)
 {
 	uint32_t i;
 
-	for (i = 0; i < droced.nb_ports; i++) {
-		struct droced_port *p = &droced.ports[i];
+	for (i = 0; i < d->nb_ports; i++) {
+		struct droced_port *p = &d->ports[i];
 
 		if (p->net != NULL && droce_net_gid_find(p->net, a->addr) >= 0)
 			return p;
@@ -404,9 +404,9 @@ rdmacm_id_bind(struct droced_rdmacm_id *id, const struct droce_proto_cm_addr *ad
 	if (addr->family != AF_INET && addr->family != AF_INET6)
 		return -EAFNOSUPPORT;
 	if (!rdmacm_addr_any(addr)) {
-		p = rdmacm_addr_port(addr);
+		p = rdmacm_addr_port(id->ch->c->d, addr);
 		if (p == NULL && rdmacm_addr_loopback(addr))
-			p = &droced.ports[0];
+			p = &id->ch->c->d->ports[0];
 		if (p == NULL)
 			return -EADDRNOTAVAIL;
 	}

@@ -116,7 +116,7 @@ int rdmacm_ps_index(uint16_t ps);
 bool rdmacm_addr_any(const struct droce_proto_cm_addr *a);
 bool rdmacm_addr_v4(const struct droce_proto_cm_addr *a);
 bool rdmacm_addr_loopback(const struct droce_proto_cm_addr *a);
-struct droced_port *rdmacm_addr_port(const struct droce_proto_cm_addr *a);
+struct droced_port *rdmacm_addr_port(struct droced *d, const struct droce_proto_cm_addr *a);
 void rdmacm_port_gid0(const struct droced_port *p, uint8_t gid[16], uint8_t *index);
 bool rdmacm_port_gid_v6(const struct droced_port *p, const uint8_t dst[16], uint8_t gid[16],
 			unsigned int *bits);

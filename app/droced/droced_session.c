@@ -28,7 +28,7 @@
 static int
 region_create(struct droced_client *c)
 {
-	uint64_t size = (uint64_t)droced.cfg.limits.region_mb * DROCED_MIB;
+	uint64_t size = (uint64_t)c->d->cfg.limits.region_mb * DROCED_MIB;
 	int fd = -1;
 
 	/* Hugepages when the system has them to give: fallocate() makes sure it does. */
@@ -97,7 +97,7 @@ droced_client_free(struct droced_client *c)
 {
 	droced_rdmacm_chan_free(c);
 	if (client_release(c) != 0) {
-		droced.clients_torn_down++;
+		c->d->clients_torn_down++;
 		DROCED_LOG(INFO, "client pid %d gone: its objects were torn down", (int)c->pid);
 	}
 	close(c->fd);
@@ -111,7 +111,7 @@ droced_clients_port_event(struct droced_port *p, bool up)
 {
 	struct droced_client *c;
 
-	TAILQ_FOREACH(c, &droced.clients, next) {
+	TAILQ_FOREACH(c, &p->d->clients, next) {
 		if (c->port != p || c->evring == NULL)
 			continue;
 		/* The state first: an application that reads the event and queries the port
@@ -149,9 +149,9 @@ droced_client_events(struct droced_client *c)
 /* ---- Devices ---- */
 
 static void
-limits_fill(struct droce_proto_limits *l)
+limits_fill(const struct droced *d, struct droce_proto_limits *l)
 {
-	const struct droced_limits *cl = &droced.cfg.limits;
+	const struct droced_limits *cl = &d->cfg.limits;
 
 	memset(l, 0, sizeof(*l));
 	l->max_qp = cl->max_qps;
@@ -180,9 +180,9 @@ droced_session_query_ports(struct droced_client *c, struct droced_call *call)
 	uint32_t i;
 
 	RTE_SET_USED(c);
-	resp->ports.nb_ports = RTE_MIN(droced.nb_ports, (uint32_t)DROCE_PROTO_MAX_PORTS);
+	resp->ports.nb_ports = RTE_MIN(c->d->nb_ports, (uint32_t)DROCE_PROTO_MAX_PORTS);
 	for (i = 0; i < resp->ports.nb_ports; i++)
-		droced_port_info(&droced.ports[i], &resp->ports.port[i]);
+		droced_port_info(&c->d->ports[i], &resp->ports.port[i]);
 	return 0;
 }
 
@@ -192,10 +192,10 @@ droced_session_query_qps(struct droced_client *c, struct droced_call *call)
 {
 	const struct droce_proto_req *req = call->req;
 	struct droce_proto_resp *resp = call->resp;
-	struct droce_engine_qp *qp = droce_engine_dev_qp_next(droced.dev, req->query_qps.start_qpn);
+	struct droce_engine_qp *qp = droce_engine_dev_qp_next(c->d->dev, req->query_qps.start_qpn);
 
 	RTE_SET_USED(c);
-	for (; qp != NULL; qp = droce_engine_dev_qp_next(droced.dev, resp->qps.next_qpn)) {
+	for (; qp != NULL; qp = droce_engine_dev_qp_next(c->d->dev, resp->qps.next_qpn)) {
 		struct droce_proto_qp_cc *o;
 		struct droce_engine_qp_cc cc;
 
@@ -244,21 +244,21 @@ int
 droced_session_status(struct droced_client *self, struct droced_call *call)
 {
 	struct droce_proto_status *st = &call->resp->stat;
+	const struct droced *d = self->d;
 	const struct droced_client *c;
 	struct droce_engine_dev_objects objs;
 	struct mallinfo2 mi;
 	uint32_t i;
 
-	RTE_SET_USED(self);
 	st->pid = (uint32_t)getpid();
-	st->nb_ports = droced.nb_ports;
-	st->nb_engines = droced.nb_engines;
-	TAILQ_FOREACH(c, &droced.clients, next)
+	st->nb_ports = d->nb_ports;
+	st->nb_engines = d->nb_engines;
+	TAILQ_FOREACH(c, &d->clients, next)
 		client_status(c, st);
-	st->clients_total = droced.clients_total;
-	st->clients_torn_down = droced.clients_torn_down;
-	st->uptime_ms = droced_now_ms() - droced.start_ms;
-	droce_engine_dev_objects_get(droced.dev, &objs);
+	st->clients_total = d->clients_total;
+	st->clients_torn_down = d->clients_torn_down;
+	st->uptime_ms = droced_now_ms() - d->start_ms;
+	droce_engine_dev_objects_get(d->dev, &objs);
 	st->engine_domains = objs.domains;
 	st->engine_qps = objs.qps;
 	st->engine_cqs = objs.cqs;
@@ -268,15 +268,15 @@ droced_session_status(struct droced_client *self, struct droced_call *call)
 	st->mcast_groups = objs.mcast_groups;
 	st->mcast_attached = objs.mcast_attached;
 	st->neighbours = objs.neighbours;
-	for (i = 0; i < droced.nb_engines; i++)
-		st->timer_qps += droce_engine_timer_qps(droced.engines[i]);
-	for (i = 0; i < droced.nb_ports; i++) {
-		st->mbufs_in_use += rte_mempool_in_use_count(droced.ports[i].mp);
-		st->mbufs_total += droced.ports[i].mp->size;
+	for (i = 0; i < d->nb_engines; i++)
+		st->timer_qps += droce_engine_timer_qps(d->engines[i]);
+	for (i = 0; i < d->nb_ports; i++) {
+		st->mbufs_in_use += rte_mempool_in_use_count(d->ports[i].mp);
+		st->mbufs_total += d->ports[i].mp->size;
 	}
 	mi = mallinfo2();
 	st->heap_in_use = mi.uordblks + mi.hblkhd;
-	droced_rdmacm_status(st);
+	droced_rdmacm_status(d, st);
 	return 0;
 }
 
@@ -288,7 +288,7 @@ droced_session_hello(struct droced_client *c, struct droced_call *call)
 	struct droce_proto_resp *resp = call->resp;
 	int *out_fds = call->out_fds;
 	unsigned int *out_nfds = call->out_nfds;
-	const struct droced_limits *l = &droced.cfg.limits;
+	const struct droced_limits *l = &c->d->cfg.limits;
 	struct droce_engine_domain_conf dc;
 	struct droced_port *p;
 	int64_t off;
@@ -299,19 +299,19 @@ droced_session_hello(struct droced_client *c, struct droced_call *call)
 		return -EINVAL;
 	if (req->hello.version != DROCE_PROTO_VERSION)
 		return -EPROTO;
-	if (req->hello.port >= droced.nb_ports)
+	if (req->hello.port >= c->d->nb_ports)
 		return -EINVAL;
-	p = &droced.ports[req->hello.port];
+	p = &c->d->ports[req->hello.port];
 	rc = region_create(c);
 	if (rc != 0)
 		goto fail;
 	rc = -ENOMEM;
 	c->arena = malloc(sizeof(*c->arena));
 	c->ah_pd = calloc(l->max_ahs, sizeof(*c->ah_pd));
-	c->db_used = calloc(droced.nb_engines, sizeof(*c->db_used));
+	c->db_used = calloc(c->d->nb_engines, sizeof(*c->db_used));
 	if (c->arena == NULL || c->ah_pd == NULL || c->db_used == NULL)
 		goto fail;
-	rc = droce_shm_arena_init(c->arena, c->region, c->region_size, droced.nb_engines);
+	rc = droce_shm_arena_init(c->arena, c->region, c->region_size, c->d->nb_engines);
 	if (rc != 0)
 		goto fail;
 	off = droce_shm_arena_alloc(c->arena, sizeof(*c->evring), DROCE_SHM_CACHE_LINE);
@@ -331,7 +331,7 @@ droced_session_hello(struct droced_client *c, struct droced_call *call)
 	dc.max_mrs = 2 * l->max_mrs + 1;
 	dc.max_ahs = l->max_ahs;
 	dc.max_events = DROCED_MAX_EVENTS;
-	c->dom = droce_engine_domain_create(droced.dev, &dc);
+	c->dom = droce_engine_domain_create(c->d->dev, &dc);
 	if (c->dom == NULL) {
 		rc = -rte_errno;
 		goto fail;
@@ -345,14 +345,14 @@ droced_session_hello(struct droced_client *c, struct droced_call *call)
 	droced_table_init(&c->qps, l->max_qps, false);
 	c->port = p;
 	c->hello = true;
-	droced.clients_total++;
+	c->d->clients_total++;
 
 	resp->hello.version = DROCE_PROTO_VERSION;
-	resp->hello.nb_engines = droced.nb_engines;
+	resp->hello.nb_engines = c->d->nb_engines;
 	resp->hello.region_size = c->region_size;
 	resp->hello.event_ring_off = (uint64_t)off;
 	droced_port_info(p, &resp->hello.port);
-	limits_fill(&resp->hello.limits);
+	limits_fill(c->d, &resp->hello.limits);
 	/* the clock of CQE timestamps: every engine's TSC, one invariant counter */
 	resp->hello.tsc_hz = rte_get_tsc_hz();
 	resp->hello.nb_gids = RTE_MIN(p->nb_gids, (uint32_t)DROCE_PROTO_MAX_GIDS);

@@ -47,7 +47,7 @@ droced_srq_create(struct droced_client *c, struct droced_call *call)
 	if (req->create_srq.srq_type > DROCE_PROTO_SRQT_XRC || (xrc && (xrcd == NULL || cq == NULL)))
 		return req->create_srq.srq_type > DROCE_PROTO_SRQT_XRC ? -EOPNOTSUPP : -EINVAL;
 	if (pd == NULL || req->create_srq.max_wr == 0 ||
-	    req->create_srq.max_wr > droced.cfg.limits.max_wr || req->create_srq.max_sge == 0 ||
+	    req->create_srq.max_wr > c->d->cfg.limits.max_wr || req->create_srq.max_sge == 0 ||
 	    req->create_srq.max_sge > DROCE_SHM_MAX_SGE ||
 	    req->create_srq.srq_limit > req->create_srq.max_wr)
 		return -EINVAL;
