@@ -51,6 +51,16 @@ int dev_neigh_lookup(const struct droce_engine_dev *dev, const uint8_t gid[16], 
 int path_resolve(struct droce_engine *e, const struct droce_shm_ah_attr *ah, bool qp,
 		 struct droce_wire_addr *a);
 
+/* ---- Ports and the EAL's interrupt thread (engine_port.c) ---- */
+
+/*
+ * Devices whose engines an unmapping on the interrupt thread waits for (on: dev_create,
+ * off: dev_destroy), and the lock an engine is unpublished under (droce_engine_destroy).
+ */
+void engine_port_dev_track(struct droce_engine_dev *dev, bool on);
+void engine_port_lock(void);
+void engine_port_unlock(void);
+
 /* ---- UD multicast: attach and detach (engine_obj_mcast.c) ---- */
 
 /* Control thread: a QP being destroyed leaves every group it is attached to. */

@@ -64,6 +64,7 @@ droce_engine_dev_create(const struct droce_engine_dev_conf *conf)
 	dev->qpn_next = 2;	/* QP0 and QP1 are the special QPs (IB 10.2.5.1) */
 	dev->ctl_wake_fd = -1;
 	LIST_INIT(&dev->doms);
+	engine_port_dev_track(dev, true);
 	return dev;
 nomem:
 	rte_errno = ENOMEM;
@@ -77,6 +78,7 @@ droce_engine_dev_destroy(struct droce_engine_dev *dev)
 
 	if (dev == NULL)
 		return;
+	engine_port_dev_track(dev, false);
 	while ((dom = LIST_FIRST(&dev->doms)) != NULL)
 		droce_engine_domain_destroy(dom);
 	rte_free(dev->qps);
@@ -240,6 +242,9 @@ droce_engine_destroy(struct droce_engine *e)
 	engine_wait_fini(e);
 	close(e->cmd_wake_fd);
 	close(e->cmd_done_fd);
+	/* Not while an unmapping on the interrupt thread looks at the engines (engine_port.c). */
+	engine_port_lock();
 	e->dev->engines[e->id] = NULL;
+	engine_port_unlock();
 	rte_free(e);
 }

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The end of an engine's port and of the EAL, for the programs that drive ports (droced,
- * droce-perf): both work round DPDK 22.11's net_memif and its interrupt thread.
+ * droce-perf), and the unmapping of a port's memory under a running burst: all three work
+ * round DPDK 22.11's net_memif and its interrupt thread.
  */
 /* rte_intr_instance_alloc() and its setters are experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <rte_alarm.h>
 #include <rte_cycles.h>
@@ -104,4 +109,88 @@ droce_engine_eal_cleanup(void)
 			rte_delay_us_sleep(100);
 	}
 	rte_eal_cleanup();
+}
+
+/* ---- Unmapping under a burst ---- */
+
+/*
+ * When its peer goes, DPDK 22.11's net_memif drops the connection on the EAL's interrupt
+ * thread (memif_disconnect): it clears the port's "connected" flag, then unmaps the
+ * regions its rings and buffers live in (memif_free_regions). An engine's rx or tx burst
+ * checks that flag once, at its start: a burst that began just before the flag went, on
+ * an engine thread the kernel then took off its CPU, reads the rings after the unmap.
+ * droced crashed so (SIGSEGV in eth_memif_rx) when the droced at the other end of its
+ * memif link stopped, on a loaded machine (test_congestion).
+ *
+ * So the program's munmap is this one (the executables export it: lib/engine/meson.build),
+ * and on the interrupt thread it first waits until every engine that was inside a loop
+ * pass has finished that pass (engine_quiesce). memif cleared the flag before: a pass
+ * that begins later does not touch the regions. Elsewhere it is the C library's call.
+ * Waiting costs the interrupt thread one pass per engine, and it unmaps rarely.
+ */
+
+/* Device tables are few: droced has one, droce-perf one per host. */
+#define UNMAP_DEVS	8
+
+static pthread_mutex_t unmap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct droce_engine_dev *unmap_devs[UNMAP_DEVS];
+static int (*libc_munmap)(void *addr, size_t len);
+
+__attribute__((constructor)) static void
+unmap_init(void)
+{
+	/* The next definition: the C library's, or a sanitizer's that wraps it. */
+	libc_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+}
+
+void
+engine_port_lock(void)
+{
+	pthread_mutex_lock(&unmap_lock);
+}
+
+void
+engine_port_unlock(void)
+{
+	pthread_mutex_unlock(&unmap_lock);
+}
+
+void
+engine_port_dev_track(struct droce_engine_dev *dev, bool on)
+{
+	uint32_t i;
+
+	engine_port_lock();
+	for (i = 0; i < UNMAP_DEVS; i++) {
+		if (on && unmap_devs[i] == NULL) {
+			unmap_devs[i] = dev;
+			break;
+		}
+		if (!on && unmap_devs[i] == dev) {
+			unmap_devs[i] = NULL;
+			break;
+		}
+	}
+	engine_port_unlock();
+	if (on && i == UNMAP_DEVS)
+		ENGINE_LOG(WARNING, "more than %u engine devices: a memif peer's disconnect may "
+			   "unmap a port's rings under a burst\n", UNMAP_DEVS);
+}
+
+int
+munmap(void *addr, size_t len)
+{
+	uint32_t i;
+
+	if (rte_thread_is_intr()) {
+		engine_port_lock();
+		for (i = 0; i < UNMAP_DEVS; i++)
+			if (unmap_devs[i] != NULL)
+				engine_quiesce(unmap_devs[i]);
+		engine_port_unlock();
+	}
+	if (libc_munmap != NULL)
+		return libc_munmap(addr, len);
+	/* Before the constructor (a sanitizer's start-up): the system call itself. */
+	return (int)syscall(SYS_munmap, addr, len);
 }
