@@ -79,8 +79,8 @@ engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf)
 		return 0;
 	/*
 	 * rte_eth_dev_rx_intr_ctl_q_get_fd() gives the queue's fd when the PMD supports rx
-	 * interrupts and the port was configured with intr_conf.rxq (net_tap, net_af_xdp, most
-	 * NICs); net_memif and net_ring give none (DPDK 22.11).
+	 * interrupts and the port was configured with intr_conf.rxq (net_tap, most NICs under
+	 * vfio-pci); net_memif, net_ring, net_af_packet and net_af_xdp give none (DPDK 22.11).
 	 */
 	e->rx_intr_fd = rte_eth_dev_rx_intr_ctl_q_get_fd(e->port_id, e->rx_queue);
 	if (e->rx_intr_fd < 0 || wait_ctl(e, EPOLL_CTL_ADD, e->rx_intr_fd, WAIT_RX) != 0) {
