@@ -76,44 +76,53 @@ droce_engine_cq_in_error(const struct droce_engine_cq *cq)
 }
 
 /*
- * True when a QP completing its sends on cq has WQEs posted that have not completed yet.
- * The ctl indices are the application's and the engine's; only read here.
+ * The completions cq will still take for sends already posted (11.2.9.3 counts them among
+ * the entries a resize must keep room for, as a NIC that fetched them long ago would):
+ * each QP completing its sends on cq, every WQE not yet completed that will make a CQE
+ * (signaled, or all of them with sq_sig_all, or all of them once the QP is in error, as
+ * errors always complete). Called with every pass ended (the device's freeze): the engine's
+ * indices are still; the WQEs it has not fetched are read from the application's ring,
+ * their flags only, and never more than the ring holds.
  */
-static bool
-cq_sends_pending(struct droce_engine_cq *cq)
+static uint32_t
+cq_sends_waiting(const struct droce_engine_cq *cq)
 {
-	struct droce_engine_dev *dev = cq->dom->dev;
-	uint32_t q;
+	const struct droce_engine_dev *dev = cq->dom->dev;
+	uint32_t q, i, n = 0;
 
 	for (q = 0; q < dev->max_qps; q++) {
-		struct droce_engine_qp *qp = atomic_load_explicit(&dev->qps[q],
-								  memory_order_acquire);
+		const struct droce_engine_qp *qp = atomic_load_explicit(&dev->qps[q],
+									memory_order_acquire);
+		uint32_t prod, posted;
+		bool all;
 
-		if (qp != NULL && qp->scq == cq &&
-		    __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE) !=
-		    __atomic_load_n(&qp->ctl->sq.cons, __ATOMIC_ACQUIRE))
-			return true;
+		if (qp == NULL || qp->scq != cq)
+			continue;
+		all = qp->sq_sig_all || qp->state == DROCE_SHM_QPS_ERR;
+		for (i = qp->req.cons; i != qp->req.fetch; i++)
+			n += all || (qp_swqe(qp, i)->wqe->flags & DROCE_SHM_SEND_SIGNALED);
+		prod = __atomic_load_n(&qp->ctl->sq.prod, __ATOMIC_ACQUIRE);
+		posted = RTE_MIN(prod - qp->req.fetch, qp->sq_size - (qp->req.fetch - qp->req.cons));
+		for (i = 0; i < posted; i++) {
+			const struct droce_shm_swqe *w = (const void *)(qp->sq_ring +
+				(size_t)((qp->req.fetch + i) & (qp->sq_size - 1)) * qp->sq_stride);
+
+			n += all || (__atomic_load_n(&w->flags, __ATOMIC_RELAXED) &
+				     DROCE_SHM_SEND_SIGNALED);
+		}
 	}
-	return false;
+	return n;
 }
 
 int
 droce_engine_cq_resize(struct droce_engine_cq *cq, struct droce_shm_cqe *ring, uint32_t size)
 {
 	struct droce_engine_dev *dev = cq->dom->dev;
-	uint64_t deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 100;
 	uint32_t cons, head, n, i;
 	int rc = 0;
 
 	if (ring == NULL || size == 0 || (size & (size - 1)) != 0)
 		return -EINVAL;
-	/*
-	 * Sends posted before ibv_resize_cq complete into the ring being counted, as they
-	 * would on a NIC that has long fetched them: a short wait for the engines to finish
-	 * them (bounded: an RC peer may never answer), so the check below sees them.
-	 */
-	while (cq_sends_pending(cq) && rte_get_tsc_cycles() < deadline)
-		rte_delay_us_sleep(100);
 	/* Every pass that may be writing to cq ends; no new one starts (engine_loop.c). */
 	atomic_store_explicit(&dev->freeze, 1, memory_order_seq_cst);
 	engine_quiesce(dev);
@@ -122,7 +131,7 @@ droce_engine_cq_resize(struct droce_engine_cq *cq, struct droce_shm_cqe *ring, u
 	n = head - cons;
 	if (atomic_load_explicit(&cq->error, memory_order_relaxed)) {
 		rc = -EIO;
-	} else if (n > size || n > cq->size) {
+	} else if (n > cq->size || n + cq_sends_waiting(cq) > size) {
 		/* 11.2.9.3: fewer entries than the completions waiting is refused */
 		rc = -EINVAL;
 	} else {
