@@ -2,7 +2,8 @@
 
 /*
  * droce-ctl: a small client of droced's control socket for people and scripts. It speaks
- * only the requests allowed before HELLO (STATUS, QUERY_PORTS, QUERY_QPS), so it opens no
+ * only the requests allowed before HELLO (STATUS, QUERY_PORTS, QUERY_PORT_DETAIL, QUERY_QPS), so
+ * it opens no
  * device and droced creates nothing for it. Output is one "key=value" per line (status),
  * or one line per port or QP of "key=value" fields, easy to grep in tests.
  */
@@ -28,7 +29,10 @@ usage(const char *prog)
 {
 	printf("Usage: %s [--socket PATH] COMMAND\n"
 	       "  status   droced's status: clients, objects alive, uptime (key=value lines)\n"
-	       "  ports    droced's ports: index, name, mac, ipv4, guid, state, mtu\n"
+	       "  ports    droced's ports: index, name, mac, ipv4, guid, state, mtu, and the NIC:\n"
+	       "           driver, queues, RSS, link interrupts, multicast filter, counters\n"
+	       "  queues   each port's queues: the engine, packets the NIC and the engine took,\n"
+	       "           packets handed to the engine owning their QP (doc/nics.md)\n"
 	       "  qps      every QP's congestion control: rate, target, alpha, CE-marked packets,\n"
 	       "           CNPs sent and received, rate cuts (doc/congestion.md)\n"
 	       "The socket is PATH, else $%s, else %s.\n",
@@ -59,8 +63,9 @@ connect_droced(const char *path)
 	return s;
 }
 
+/* arg: QUERY_QPS's first QPN, QUERY_PORT_DETAIL's port. */
 static int
-request(int s, uint32_t op, uint32_t start_qpn, struct droce_proto_resp *resp)
+request(int s, uint32_t op, uint32_t arg, struct droce_proto_resp *resp)
 {
 	struct droce_proto_req req;
 	unsigned int nfds;
@@ -70,7 +75,10 @@ request(int s, uint32_t op, uint32_t start_qpn, struct droce_proto_resp *resp)
 	memset(&req, 0, sizeof(req));
 	req.op = op;
 	req.seq = 1;
-	req.query_qps.start_qpn = start_qpn;
+	if (op == DROCE_PROTO_OP_QUERY_QPS)
+		req.query_qps.start_qpn = arg;
+	else if (op == DROCE_PROTO_OP_QUERY_PORT_DETAIL)
+		req.query_port_detail.port = arg;
 	rc = droce_proto_send(s, &req, sizeof(req), NULL, 0);
 	if (rc != 0) {
 		fprintf(stderr, "droce-ctl: send: %s\n", strerror(-rc));
@@ -125,15 +133,54 @@ print_status(const struct droce_proto_status *st)
 	       st->mbufs_in_use, st->mbufs_total, st->heap_in_use);
 }
 
-static void
-print_ports(const struct droce_proto_resp *resp)
+static const char *
+filter_name(uint8_t f)
 {
-	uint32_t i, nb = resp->ports.nb_ports;
+	return f == DROCE_PROTO_NIC_FILTER_LIST ? "list" :
+	       f == DROCE_PROTO_NIC_FILTER_ALLMULTI ? "allmulticast" :
+	       f == DROCE_PROTO_NIC_FILTER_PROMISC ? "promiscuous" : "none";
+}
 
+static const char *
+on_off(uint32_t flags, uint32_t bit)
+{
+	return (flags & bit) ? "on" : "off";
+}
+
+/* The NIC under a port, appended to its line of droce-ctl ports. */
+static void
+print_port_detail(const struct droce_proto_port_detail *d)
+{
+	char driver[sizeof(d->driver) + 1];
+
+	memcpy(driver, d->driver, sizeof(d->driver));
+	driver[sizeof(d->driver)] = '\0';
+	printf(" driver=%s pci=%s queues=%u rxd=%u txd=%u rss=%s link_intr=%s rx_intr=%s "
+	       "rx_ip_csum=%s filter=%s mc_macs=%" PRIu32 " eth_mtu=%" PRIu32 " speed_mbps=%" PRIu64
+	       " link_downs=%" PRIu64 " rx_packets=%" PRIu64 " tx_packets=%" PRIu64
+	       " rx_bytes=%" PRIu64 " tx_bytes=%" PRIu64 " rx_missed=%" PRIu64
+	       " rx_errors=%" PRIu64 " tx_errors=%" PRIu64 " rx_nombuf=%" PRIu64,
+	       driver, (d->flags & DROCE_PROTO_NIC_PCI) ? "yes" : "no", d->nb_queues, d->nb_rxd, d->nb_txd,
+	       on_off(d->flags, DROCE_PROTO_NIC_RSS), on_off(d->flags, DROCE_PROTO_NIC_LSC),
+	       on_off(d->flags, DROCE_PROTO_NIC_RX_INTR),
+	       on_off(d->flags, DROCE_PROTO_NIC_RX_IP_CSUM), filter_name(d->filter), d->nb_mc,
+	       d->eth_mtu, d->link_speed_mbps, d->link_downs, d->rx_packets, d->tx_packets,
+	       d->rx_bytes, d->tx_bytes, d->rx_missed, d->rx_errors, d->tx_errors, d->rx_nombuf);
+}
+
+static int
+print_ports(int s)
+{
+	struct droce_proto_resp resp, detail;
+	uint32_t i, nb;
+
+	if (request(s, DROCE_PROTO_OP_QUERY_PORTS, 0, &resp) != 0)
+		return -1;
+	nb = resp.ports.nb_ports;
 	if (nb > DROCE_PROTO_MAX_PORTS)
 		nb = DROCE_PROTO_MAX_PORTS;
 	for (i = 0; i < nb; i++) {
-		const struct droce_proto_port_info *p = &resp->ports.port[i];
+		const struct droce_proto_port_info *p = &resp.ports.port[i];
 		const uint8_t *g = (const uint8_t *)&p->node_guid;
 		char ip[INET_ADDRSTRLEN], name[sizeof(p->name) + 1];
 
@@ -141,12 +188,49 @@ print_ports(const struct droce_proto_resp *resp)
 		memcpy(name, p->name, sizeof(p->name));
 		name[sizeof(p->name)] = '\0';
 		printf("index=%" PRIu32 " name=%s mac=%02x:%02x:%02x:%02x:%02x:%02x ipv4=%s "
-		       "guid=%02x%02x:%02x%02x:%02x%02x:%02x%02x state=%s mtu=%u\n",
+		       "guid=%02x%02x:%02x%02x:%02x%02x:%02x%02x state=%s mtu=%u",
 		       i, name, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
 		       ip, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
 		       p->state == DROCE_PROTO_PORT_ACTIVE ? "ACTIVE" : "DOWN",
 		       p->max_mtu >= 1 && p->max_mtu <= 5 ? MTU_BASE << (p->max_mtu - 1) : 0);
+		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, i, &detail) == 0)
+			print_port_detail(&detail.port_detail);
+		printf("\n");
 	}
+	return 0;
+}
+
+/* One line per queue of each port. */
+static int
+print_queues(int s)
+{
+	struct droce_proto_resp resp, detail;
+	uint32_t i, q, nb;
+
+	if (request(s, DROCE_PROTO_OP_QUERY_PORTS, 0, &resp) != 0)
+		return -1;
+	nb = resp.ports.nb_ports;
+	if (nb > DROCE_PROTO_MAX_PORTS)
+		nb = DROCE_PROTO_MAX_PORTS;
+	for (i = 0; i < nb; i++) {
+		const struct droce_proto_port_detail *d = &detail.port_detail;
+
+		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, i, &detail) != 0)
+			return -1;
+		for (q = 0; q < d->nb_queues && q < DROCE_PROTO_PORT_MAX_QUEUES; q++) {
+			const struct droce_proto_port_queue *pq = &d->queue[q];
+
+			printf("port=%" PRIu32 " queue=%" PRIu32 " engine=%" PRIu32
+			       " nic_rx_packets=%" PRIu64 " nic_tx_packets=%" PRIu64
+			       " engine_rx_packets=%" PRIu64 " handoff_out=%" PRIu64
+			       " handoff_in=%" PRIu64 " handoff_drop=%" PRIu64 " loops=%" PRIu64
+			       " sleeps=%" PRIu64 " rx_intr_wakeups=%" PRIu64 "\n", i, q, pq->engine,
+			       pq->nic_rx_packets, pq->nic_tx_packets, pq->engine_rx_packets,
+			       pq->handoff_out, pq->handoff_in, pq->handoff_drop, pq->engine_loops,
+			       pq->engine_sleeps, pq->rx_intr_wakeups);
+		}
+	}
+	return 0;
 }
 
 static const char *
@@ -189,7 +273,6 @@ main(int argc, char **argv)
 {
 	const char *path = getenv(DROCE_PROTO_SOCKET_ENV), *cmd = NULL;
 	struct droce_proto_resp resp;
-	uint32_t op;
 	int i, s, rc;
 
 	for (i = 1; i < argc; i++) {
@@ -207,31 +290,25 @@ main(int argc, char **argv)
 	}
 	if (path == NULL || path[0] == '\0')
 		path = DROCE_PROTO_SOCKET_DEFAULT;
-	if (cmd != NULL && strcmp(cmd, "status") == 0) {
-		op = DROCE_PROTO_OP_STATUS;
-	} else if (cmd != NULL && strcmp(cmd, "ports") == 0) {
-		op = DROCE_PROTO_OP_QUERY_PORTS;
-	} else if (cmd != NULL && strcmp(cmd, "qps") == 0) {
-		op = DROCE_PROTO_OP_QUERY_QPS;
-	} else {
+	if (cmd == NULL || (strcmp(cmd, "status") != 0 && strcmp(cmd, "ports") != 0 &&
+			    strcmp(cmd, "queues") != 0 && strcmp(cmd, "qps") != 0)) {
 		usage(argv[0]);
 		return EXIT_FAILURE;
 	}
 	s = connect_droced(path);
 	if (s < 0)
 		return EXIT_FAILURE;
-	if (op == DROCE_PROTO_OP_QUERY_QPS) {
+	if (strcmp(cmd, "qps") == 0) {
 		rc = print_qps(s);
-		close(s);
-		return rc == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	} else if (strcmp(cmd, "ports") == 0) {
+		rc = print_ports(s);
+	} else if (strcmp(cmd, "queues") == 0) {
+		rc = print_queues(s);
+	} else {
+		rc = request(s, DROCE_PROTO_OP_STATUS, 0, &resp);
+		if (rc == 0)
+			print_status(&resp.stat);
 	}
-	rc = request(s, op, 0, &resp);
 	close(s);
-	if (rc != 0)
-		return EXIT_FAILURE;
-	if (op == DROCE_PROTO_OP_STATUS)
-		print_status(&resp.stat);
-	else
-		print_ports(&resp);
-	return EXIT_SUCCESS;
+	return rc == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

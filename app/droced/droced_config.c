@@ -58,7 +58,8 @@ static const char *const sec_names[SEC_NB_KINDS] = {
 
 static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_EAL] = { "args", NULL },
-	[SEC_PORT] = { "device", "ipv4", "ipv6", "mtu", "neighbour", "rx_no_icrc", NULL },
+	[SEC_PORT] = { "device", "ipv4", "ipv6", "mtu", "neighbour", "rx_no_icrc", "rss",
+		       "promiscuous", NULL },
 	[SEC_ENGINES] = { "lcores", "mode", "idle_spin_us", "idle_sleep_us", "early_retransmit",
 			  NULL },
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
@@ -511,6 +512,14 @@ port_ipv6(struct scan *s, const struct scan_sec *sec, struct droced_port_config 
 	return 0;
 }
 
+/* A port's keys that are not 0 or false when absent. */
+static void
+port_defaults(struct droced_port_config *p)
+{
+	p->mtu = DROCED_CONFIG_MTU_DEFAULT;
+	p->rss = true;
+}
+
 static int
 load_port(struct scan *s, const struct scan_sec *sec, struct droced_config *cfg)
 {
@@ -520,6 +529,7 @@ load_port(struct scan *s, const struct scan_sec *sec, struct droced_config *cfg)
 	uint64_t mtu = DROCED_CONFIG_MTU_DEFAULT;
 
 	memset(p, 0, sizeof(*p));
+	port_defaults(p);
 	snprintf(p->name, sizeof(p->name), "%s", sec->port);
 	if (require(s, sec, "device", &v, &line) < 0)
 		return -1;
@@ -543,6 +553,9 @@ load_port(struct scan *s, const struct scan_sec *sec, struct droced_config *cfg)
 	if (port_neighbours(s, sec, p) < 0)
 		return -1;
 	if (boolean(s, sec, "rx_no_icrc", &p->rx_no_icrc) < 0)
+		return -1;
+	if (boolean(s, sec, "rss", &p->rss) < 0 ||
+	    boolean(s, sec, "promiscuous", &p->promiscuous) < 0)
 		return -1;
 	cfg->nb_ports++;
 	return 0;
@@ -872,7 +885,7 @@ droced_config_builtin(struct droced_config *cfg)
 	snprintf(p->device, sizeof(p->device), "%s", BUILTIN_DEVICE);
 	memcpy(p->ipv4.addr, ipv4, sizeof(ipv4));
 	p->ipv4.len = BUILTIN_IPV4_LEN;
-	p->mtu = DROCED_CONFIG_MTU_DEFAULT;
+	port_defaults(p);
 	droce_cc_params_default(&p->cc);
 	cfg->nb_ports = 1;
 	cfg->lcores[0] = BUILTIN_LCORE;

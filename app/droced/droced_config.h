@@ -87,6 +87,8 @@ struct droced_port_config {
 	struct droced_neighbour neigh[DROCED_CONFIG_MAX_NEIGH];
 	uint32_t nb_neigh;
 	bool rx_no_icrc;
+	bool rss;		/* spread received packets over the queues by RSS (doc/nics.md) */
+	bool promiscuous;	/* the NIC takes every frame (else its MAC and filtered multicast) */
 	/* [congestion], then [congestion NAME]: traffic classes and DCQCN (doc/congestion.md). */
 	struct droce_cc_params cc;
 };

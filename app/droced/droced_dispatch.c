@@ -41,6 +41,8 @@ static const struct op_row ops[DROCE_PROTO_OP_MAX] = {
 	OP(QUERY_PORTS, REQ_HDR_SIZE, GATE_ANY, droced_session_query_ports),
 	OP(STATUS, REQ_HDR_SIZE, GATE_ANY, droced_session_status),
 	OP(QUERY_QPS, REQ_SIZE(query_qps), GATE_ANY, droced_session_query_qps),
+	OP(QUERY_PORT_DETAIL, REQ_SIZE(query_port_detail), GATE_ANY,
+	   droced_session_query_port_detail),
 	OP(HELLO, REQ_SIZE(hello), GATE_HELLO, droced_session_hello),
 	OP(ALLOC_PD, REQ_HDR_SIZE, GATE_CONTEXT, droced_pd_alloc),
 	OP(DEALLOC_PD, REQ_SIZE(obj), GATE_CONTEXT, droced_pd_dealloc),

@@ -16,6 +16,7 @@
  *   droced_ibcm.c     the IB CM side: connections on the wire, MADs matched to them, timers
  *   droced_gsi.c      QP1 (the GSI) of every port: CM MADs in and out
  *   droced_port.c     ports, their slow-path rings, lib/net glue, neighbour resolution
+ *   droced_nic.c      the ethdev under a port: queues, RSS, MTU, filters, link interrupts
  *   droced_mrmap.c    a memory region's view: its memfds and in-place file mappings mapped
  *   droced_devnodes.c /dev/infiniband/uverbs_droce<N> for programs that check the node
  * Everything here runs on the control thread (the EAL main lcore); engines run on their own
@@ -151,6 +152,30 @@ struct droced_pollable {
 	enum droced_fd_kind kind;
 };
 
+/* How the NIC filters multicast (droced_nic_mc_set); DROCE_PROTO_NIC_FILTER_* values. */
+enum droced_nic_filter {
+	DROCED_NIC_FILTER_NONE = DROCE_PROTO_NIC_FILTER_NONE,
+	DROCED_NIC_FILTER_LIST = DROCE_PROTO_NIC_FILTER_LIST,
+	DROCED_NIC_FILTER_ALLMULTI = DROCE_PROTO_NIC_FILTER_ALLMULTI,
+	DROCED_NIC_FILTER_PROMISC = DROCE_PROTO_NIC_FILTER_PROMISC,
+};
+
+/* What droced_nic.c set the port's ethdev up with. */
+struct droced_nic {
+	char driver[32];		/* the PMD's name */
+	uint16_t nb_queues;		/* rx and tx: one each per engine of the port */
+	uint16_t nb_rxd, nb_txd;	/* descriptors per queue, within the device's limits */
+	uint64_t rss_hf;		/* RSS hash types; 0: no RSS */
+	bool rx_ip_csum;		/* the NIC checks received IPv4 header checksums */
+	bool lsc;			/* link changes interrupt (else polled) */
+	bool lsc_registered;
+	bool lsc_pending;		/* set on the interrupt thread, taken by the tick */
+	enum droced_nic_filter filter;
+	uint32_t nb_mc;			/* multicast MACs last asked for */
+	uint32_t eth_mtu;		/* set; 0: the device's default */
+	bool pci;			/* a PCI device */
+};
+
 struct droced_port {
 	struct droced *d;		/* the daemon the port belongs to */
 	const struct droced_port_config *cfg;
@@ -177,6 +202,7 @@ struct droced_port {
 	uint32_t nb_gids;
 	uint32_t engines[DROCE_ENGINE_MAX];	/* engine ids serving the port, queue = position */
 	uint32_t nb_engines;
+	struct droced_nic nic;
 };
 
 struct droced {
@@ -245,6 +271,26 @@ uint8_t droced_mtu_enum(uint32_t mtu);
 int droced_neigh_ensure(struct droced_port *p, const uint8_t dgid[16]);
 /* After a frame went on p's slow_tx: ends the napping engine's sleep so it sends now. */
 void droced_port_tx_wake(struct droced_port *p);
+/* Multicast MACs lib/net wants given to the NIC (after a group is joined or left). */
+void droced_port_mcast_sync(struct droced_port *p);
+/* QUERY_PORT_DETAIL's answer for port p. */
+void droced_port_detail(const struct droced_port *p, struct droce_proto_port_detail *pd);
+
+/* ---- droced_nic.c ---- */
+
+struct rte_ether_addr;
+
+/* Configures, sets up and starts p's device (p->mp made here); rx_intr: sleeping engines. */
+int droced_nic_setup(struct droced_port *p, bool rx_intr, uint32_t idle_sleep_us);
+/* The multicast MACs to receive (besides broadcast and the port's own MAC). */
+void droced_nic_mc_set(struct droced_port *p, const struct rte_ether_addr *macs, uint32_t n);
+/* True once after a link-change interrupt. */
+bool droced_nic_lsc_take(struct droced_port *p);
+/* The NIC's counters, and its own per-queue ones, into pd. */
+void droced_nic_counters(const struct droced_port *p, struct droce_proto_port_detail *pd);
+const char *droced_nic_filter_name(enum droced_nic_filter f);
+/* Stops and closes the device (the link callback first). */
+void droced_nic_close(struct droced_port *p);
 /* The address vector as the wire will carry it (the route's hop limit, see above). */
 void droced_route_av(struct droce_shm_ah_attr *ah);
 
@@ -463,6 +509,7 @@ void droced_qp_release_all(struct droced_client *c);
 int droced_session_hello(struct droced_client *c, struct droced_call *call);
 int droced_session_query_ports(struct droced_client *c, struct droced_call *call);
 int droced_session_query_qps(struct droced_client *c, struct droced_call *call);
+int droced_session_query_port_detail(struct droced_client *c, struct droced_call *call);
 int droced_session_status(struct droced_client *c, struct droced_call *call);
 /* Engine events to the client's event ring and notification pipe. */
 void droced_client_events(struct droced_client *c);

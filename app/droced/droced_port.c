@@ -123,8 +123,14 @@ port_probe(struct droced_port *p)
 	int rc;
 
 	snprintf(name, sizeof(name), "%.*s", (int)len, p->cfg->device);
+	/* A PCI device EAL probed on its bus scan is there already: probing it again only
+	 * logs a failure (its arguments come from EAL's -a instead). */
+	if (rte_eth_dev_get_port_by_name(name, &p->port_id) == 0) {
+		p->probed = true;
+		return 0;
+	}
 	rc = rte_dev_probe(p->cfg->device);
-	/* -EEXIST: EAL probed it already (a PCI device on the bus scan). */
+	/* -EEXIST: EAL probed it already (under another name than the one configured). */
 	if (rc != 0 && rc != -EEXIST) {
 		/* The vdev bus answers -EFAULT when no driver takes the name. */
 		DROCED_LOG(ERR, "[port %s]: cannot probe device '%s': %s", p->cfg->name,
@@ -144,45 +150,15 @@ port_probe(struct droced_port *p)
 static int
 port_setup(const struct droced *d, struct droced_port *p)
 {
-	struct rte_eth_dev_info info;
-	struct rte_eth_conf conf;
 	char name[RTE_MEMZONE_NAMESIZE];
-	uint32_t want = p->cfg->mtu + DROCED_ROCE_HDR_ROOM, limit;
-	uint16_t q, nq = p->nb_engines;
-	int rc;
 
-	rc = rte_eth_dev_info_get(p->port_id, &info);
-	if (rc != 0) {
-		DROCED_LOG(ERR, "[port %s]: no device info: %s", p->cfg->name, strerror(-rc));
-		return -1;
-	}
-	if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
-		DROCED_LOG(ERR, "[port %s]: device '%s' has %u rx / %u tx queues, its %u engines "
-			   "need one each", p->cfg->name, p->cfg->device, info.max_rx_queues,
-			   info.max_tx_queues, nq);
-		return -1;
-	}
-	memset(&conf, 0, sizeof(conf));
-	/* ethdev refuses an MTU whose frame exceeds max_rx_pktlen, whatever max_mtu says. */
-	limit = RTE_MIN((uint32_t)info.max_mtu, info.max_rx_pktlen - RTE_MIN(info.max_rx_pktlen,
-			(uint32_t)(RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)));
-	if (want > limit)
-		/* Some PMDs (net_memif) carry larger frames than they report: keep the default. */
-		DROCED_LOG(NOTICE, "[port %s]: RoCE MTU %u needs an Ethernet MTU of %u, the device "
-			   "reports at most %u: larger frames may not pass", p->cfg->name,
-			   p->cfg->mtu, want, limit);
-	else if (want >= info.min_mtu)
-		conf.rxmode.mtu = want;
-	snprintf(name, sizeof(name), "droced_mp%u", p->index);
-	p->mp = rte_pktmbuf_pool_create(name, DROCED_NB_MBUFS, DROCED_MBUF_CACHE, 0,
-					DROCED_MBUF_ROOM, rte_eth_dev_socket_id(p->port_id));
 	snprintf(name, sizeof(name), "droced_srx%u", p->index);
 	p->slow_rx = rte_ring_create(name, DROCED_SLOW_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "droced_stx%u", p->index);
 	p->slow_tx = rte_ring_create(name, DROCED_SLOW_RING, SOCKET_ID_ANY,
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (p->mp == NULL || p->slow_rx == NULL || p->slow_tx == NULL) {
-		DROCED_LOG(ERR, "[port %s]: no memory for mbufs or rings: %s", p->cfg->name,
+	if (p->slow_rx == NULL || p->slow_tx == NULL) {
+		DROCED_LOG(ERR, "[port %s]: no memory for rings: %s", p->cfg->name,
 			   rte_strerror(rte_errno));
 		return -1;
 	}
@@ -191,49 +167,7 @@ port_setup(const struct droced *d, struct droced_port *p)
 	 * (droce_engine_conf.rx_intr); a PMD that refuses the setting is configured without
 	 * it, and its engines sleep idle_sleep_us at a time.
 	 */
-	p->rx_intr = d->cfg.wait != DROCED_CONFIG_WAIT_POLL;
-	conf.intr_conf.rxq = p->rx_intr ? 1 : 0;
-	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
-	if (rc != 0 && p->rx_intr) {
-		DROCED_LOG(NOTICE, "[port %s]: '%s' refuses rx interrupts (%s): its engines sleep "
-			   "%u us at a time", p->cfg->name, p->cfg->device, strerror(-rc),
-			   d->cfg.idle_sleep_us);
-		p->rx_intr = false;
-		conf.intr_conf.rxq = 0;
-		rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
-	}
-	if (rc != 0) {
-		DROCED_LOG(ERR, "[port %s]: cannot configure '%s': %s", p->cfg->name,
-			   p->cfg->device, strerror(-rc));
-		return -1;
-	}
-	for (q = 0; q < nq; q++) {
-		rc = rte_eth_rx_queue_setup(p->port_id, q, DROCED_NB_RXD,
-					    rte_eth_dev_socket_id(p->port_id), NULL, p->mp);
-		if (rc == 0)
-			rc = rte_eth_tx_queue_setup(p->port_id, q, DROCED_NB_TXD,
-						    rte_eth_dev_socket_id(p->port_id), NULL);
-		if (rc != 0) {
-			DROCED_LOG(ERR, "[port %s]: queue %u: %s", p->cfg->name, q, strerror(-rc));
-			return -1;
-		}
-	}
-	/* Not every PMD has a promiscuous switch; lib/net ignores frames for others anyway. */
-	rte_eth_promiscuous_disable(p->port_id);
-	/*
-	 * Multicast frames of the groups QPs join (UD multicast): the engines take only
-	 * those of joined groups, so all of them may come in. A PMD without the switch
-	 * (net_ring, memif) passes every frame anyway.
-	 */
-	rte_eth_allmulticast_enable(p->port_id);
-	rc = rte_eth_dev_start(p->port_id);
-	if (rc != 0) {
-		DROCED_LOG(ERR, "[port %s]: cannot start '%s': %s", p->cfg->name, p->cfg->device,
-			   strerror(-rc));
-		return -1;
-	}
-	p->started = true;
-	return 0;
+	return droced_nic_setup(p, d->cfg.wait != DROCED_CONFIG_WAIT_POLL, d->cfg.idle_sleep_us);
 }
 
 static int
@@ -314,6 +248,7 @@ droced_ports_init(struct droced *d)
 
 		if (port_probe(p) != 0 || port_setup(d, p) != 0 || port_net(p) != 0)
 			return -1;
+		droced_port_mcast_sync(p);
 		p->link_up = true;	/* until seen down after up (port_link_check) */
 	}
 	return 0;
@@ -361,6 +296,13 @@ port_log(const struct droced_port *p)
 		     p->cfg->ipv4.addr[3], p->cfg->ipv4.len, p->cfg->mtu);
 	for (i = 0; i < p->nb_engines && n < sizeof(line); i++)
 		n += snprintf(line + n, sizeof(line) - n, "%s%u", i ? "," : " ", p->engines[i]);
+	/* What the NIC was set up with (doc/nics.md): droce-ctl ports shows it too. */
+	if (n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " driver %s queues %u (%u/%u descriptors) "
+			      "rss %s link %s multicast %s", p->nic.driver, p->nic.nb_queues,
+			      p->nic.nb_rxd, p->nic.nb_txd, p->nic.rss_hf != 0 ? "on" : "off",
+			      p->nic.lsc ? "interrupt" : "polled",
+			      droced_nic_filter_name(p->nic.filter));
 	for (i = 0; i < p->nb_gids && n < sizeof(line); i++) {
 		if (!p->gid_valid[i])
 			continue;
@@ -417,6 +359,8 @@ droced_ports_announce(struct droced *d)
 
 /* ---- The control thread's tick ---- */
 
+static void port_link_check(struct droced *d, struct droced_port *p, uint64_t now);
+
 unsigned int
 droced_ports_rx(struct droced *d)
 {
@@ -435,6 +379,9 @@ droced_ports_rx(struct droced *d)
 			if (!hooks.qp1_rx(p, pkts[j]))
 				droce_net_rx(p->net, pkts[j], now);
 		total += n;
+		/* Woken by a link interrupt: the link is looked at now, not at the next tick. */
+		if (__atomic_load_n(&p->nic.lsc_pending, __ATOMIC_ACQUIRE))
+			port_link_check(d, p, now);
 	}
 	/* MADs between two ends on this droced, after the ones that came in. */
 	total += hooks.qp1_flush(d);
@@ -442,8 +389,8 @@ droced_ports_rx(struct droced *d)
 }
 
 /*
- * A port down since its last restart is stopped and started again: a PMD whose peer went
- * away may connect again only at start (net_memif's client after its server restarted).
+ * A virtual port down since its last restart is stopped and started again: a PMD whose peer
+ * went away may connect again only at start (net_memif's client after its server restarted).
  * Its engines keep off its queues meanwhile; if the start fails they stay off until a
  * later one succeeds.
  */
@@ -459,8 +406,11 @@ port_restart(struct droced *d, struct droced_port *p, uint64_t now)
 		rc = rte_eth_dev_start(p->port_id);
 	p->restarts++;
 	p->started = rc == 0;
-	if (rc == 0)
+	if (rc == 0) {
+		/* ethdev restores the MAC, promiscuous and allmulticast; not the list. */
+		droced_port_mcast_sync(p);
 		droce_engine_dev_port_pause(d->dev, p->port_id, false);
+	}
 	else
 		DROCED_LOG(WARNING, "[port %s]: restart %" PRIu64 " failed: %s (again in %u ms)",
 			   p->cfg->name, p->restarts, rte_strerror(-rc), p->restart_ms);
@@ -483,6 +433,9 @@ port_link_check(struct droced *d, struct droced_port *p, uint64_t now)
 	struct rte_eth_link link;
 	bool up;
 
+	/* A link interrupt (droced_nic.c) asks for a look now. */
+	if (droced_nic_lsc_take(p))
+		p->link_check_tsc = now;
 	if (now < p->link_check_tsc)
 		return;
 	p->link_check_tsc = now + hz / 1000 * DROCED_LINK_CHECK_MS;
@@ -495,7 +448,9 @@ port_link_check(struct droced *d, struct droced_port *p, uint64_t now)
 		droce_net_garp(p->net, now);
 	}
 	if (up == p->link_up) {
-		if (!up && now >= p->restart_tsc)
+		/* A NIC's link comes back by itself: stopping it would only lose its set-up
+		 * (rx interrupts under vfio-pci do not survive a stop and start of net_virtio). */
+		if (!up && !p->nic.pci && now >= p->restart_tsc)
 			port_restart(d, p, now);
 		return;
 	}
@@ -566,6 +521,66 @@ droced_route_av(struct droce_shm_ah_attr *ah)
 }
 
 void
+droced_port_mcast_sync(struct droced_port *p)
+{
+	uint8_t macs[DROCE_NET_MAX_MCAST + 2][6];
+	struct rte_ether_addr ea[RTE_DIM(macs)];
+	uint32_t i, n;
+
+	if (p->net == NULL)
+		return;
+	n = RTE_MIN(droce_net_mcast_macs(p->net, macs, RTE_DIM(macs)), (uint32_t)RTE_DIM(macs));
+	for (i = 0; i < n; i++)
+		memcpy(ea[i].addr_bytes, macs[i], 6);
+	droced_nic_mc_set(p, ea, n);
+}
+
+void
+droced_port_detail(const struct droced_port *p, struct droce_proto_port_detail *pd)
+{
+	struct rte_eth_link link;
+	uint32_t q;
+
+	memset(pd, 0, sizeof(*pd));
+	pd->port = p->index;
+	snprintf(pd->driver, sizeof(pd->driver), "%s", p->nic.driver);
+	pd->flags = (p->nic.rss_hf != 0 ? DROCE_PROTO_NIC_RSS : 0) |
+		    (p->nic.lsc ? DROCE_PROTO_NIC_LSC : 0) |
+		    (p->rx_intr ? DROCE_PROTO_NIC_RX_INTR : 0) |
+		    (p->nic.rx_ip_csum ? DROCE_PROTO_NIC_RX_IP_CSUM : 0) |
+		    (p->nic.pci ? DROCE_PROTO_NIC_PCI : 0);
+	pd->nb_queues = p->nic.nb_queues;
+	pd->nb_rxd = p->nic.nb_rxd;
+	pd->nb_txd = p->nic.nb_txd;
+	pd->filter = (uint8_t)p->nic.filter;
+	pd->nb_mc = p->nic.nb_mc;
+	pd->eth_mtu = p->nic.eth_mtu;
+	pd->rss_hf = p->nic.rss_hf;
+	pd->link_downs = p->link_downs;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->port_id, &link) == 0 &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN)
+		pd->link_speed_mbps = link.link_speed;
+	droced_nic_counters(p, pd);
+	for (q = 0; q < p->nb_engines && q < DROCE_PROTO_PORT_MAX_QUEUES; q++) {
+		struct droce_engine *e = p->d->engines[p->engines[q]];
+		struct droce_engine_stats st;
+
+		pd->queue[q].engine = p->engines[q];
+		if (e == NULL)
+			continue;
+		droce_engine_stats_get(e, &st);
+		pd->queue[q].engine_rx_packets = st.rx_pkts;
+		pd->queue[q].handoff_out = st.rx_handoff_out;
+		pd->queue[q].handoff_in = st.rx_handoff_in;
+		pd->queue[q].handoff_drop = st.rx_handoff_drop;
+		pd->queue[q].engine_loops = st.loops;
+		pd->queue[q].engine_sleeps = st.sleeps;
+		pd->queue[q].rx_intr_wakeups = st.rx_intr_wakeups;
+	}
+}
+
+void
 droced_port_info(const struct droced_port *p, struct droce_proto_port_info *info)
 {
 	uint8_t guid[8];
@@ -598,9 +613,7 @@ droced_ports_fini(struct droced *d)
 	for (i = 0; i < d->nb_ports; i++) {
 		struct droced_port *p = &d->ports[i];
 
-		/* net_memif: on the interrupt thread, with the peer's disconnect (engine_port.c) */
-		droce_engine_port_close(p->port_id, p->started, p->probed);
-		p->started = false;
+		droced_nic_close(p);
 		droce_net_free(p->net);
 		p->net = NULL;
 		while (p->slow_rx != NULL && rte_ring_dequeue(p->slow_rx, (void **)&m) == 0)

@@ -451,8 +451,11 @@ mcast_attach(struct droced_client *c, struct droced_qp *qp, const uint8_t gid[16
 	}
 	memcpy(m->gid, gid, 16);
 	LIST_INSERT_HEAD(&qp->mcast, m, next);
-	if (droce_engine_mcast_members(c->d->dev, gid) == 1 && c->port->net != NULL)
+	if (droce_engine_mcast_members(c->d->dev, gid) == 1 && c->port->net != NULL) {
 		droce_net_mcast_join(c->port->net, gid, rte_get_tsc_cycles());
+		/* The NIC takes the group's MAC from now on (doc/nics.md, "Receive filter"). */
+		droced_port_mcast_sync(c->port);
+	}
 	return 0;
 }
 
@@ -460,8 +463,10 @@ static void
 mcast_detach(struct droced_client *c, struct droced_qp *qp, struct droced_mcast *m)
 {
 	if (droce_engine_mcast_detach(qp->qp, m->gid) == 0 &&
-	    droce_engine_mcast_members(c->d->dev, m->gid) == 0 && c->port->net != NULL)
+	    droce_engine_mcast_members(c->d->dev, m->gid) == 0 && c->port->net != NULL) {
 		droce_net_mcast_leave(c->port->net, m->gid, rte_get_tsc_cycles());
+		droced_port_mcast_sync(c->port);
+	}
 	LIST_REMOVE(m, next);
 	free(m);
 }

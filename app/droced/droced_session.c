@@ -186,6 +186,18 @@ droced_session_query_ports(struct droced_client *c, struct droced_call *call)
 	return 0;
 }
 
+/* One port's NIC, counters and queues, for droce-ctl ports and queues. */
+int
+droced_session_query_port_detail(struct droced_client *c, struct droced_call *call)
+{
+	const struct droce_proto_req *req = call->req;
+
+	if (req->query_port_detail.port >= c->d->nb_ports)
+		return -EINVAL;
+	droced_port_detail(&c->d->ports[req->query_port_detail.port], &call->resp->port_detail);
+	return 0;
+}
+
 /* Every engine's QPs from start_qpn on, a page at a time, for droce-ctl qps. */
 int
 droced_session_query_qps(struct droced_client *c, struct droced_call *call)

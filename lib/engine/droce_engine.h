@@ -108,6 +108,13 @@ enum droce_engine_wait {
 #define DROCE_ENGINE_IDLE_SLEEP_US	20
 /* Sleeps without rx interrupts double in an idle spell up to this (engine_wait.c). */
 #define DROCE_ENGINE_IDLE_SLEEP_MAX_US	4000
+/*
+ * A sleep on the port's rx interrupt lasts this long at most; when, this many times in a
+ * row, such a sleep ends at that bound and the port holds packets that the interrupt should
+ * have announced, the engine stops relying on it and sleeps as without (engine_wait.c).
+ */
+#define DROCE_ENGINE_RX_INTR_CHECK_US	100000
+#define DROCE_ENGINE_RX_INTR_MISSES	3
 
 /* "poll", "adaptive", "interrupt"; NULL out of range. */
 const char *droce_engine_wait_name(enum droce_engine_wait w);
@@ -230,6 +237,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(rx_handoff_drop, "packets dropped: the owner's handoff ring was full") \
 	X(rx_foreign, "packets that are not RoCEv2 (dropped)") \
 	X(rx_malformed, "RoCEv2 packets rejected by the parser (ICRC, lengths, ...)") \
+	X(rx_nic_bad_ip_csum, "of rx_malformed, RoCEv2 packets whose IPv4 header checksum the NIC found bad") \
 	X(rx_no_qp, "packets for a QPN with no QP") \
 	X(rx_gsi, "packets to QP1 (CM MADs) handed to the control thread") \
 	X(wake_fail, "eventfd wake-ups of the control thread that failed") \
@@ -238,6 +246,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(cmd_wakeups, "sleeps a command, handoff or slow_tx frame ended") \
 	X(doorbell_wakeups, "sleeps an application's doorbell ended") \
 	X(rx_intr_wakeups, "sleeps the port's rx interrupt ended") \
+	X(rx_intr_missed, "sleeps that ended at their bound with packets the rx interrupt did not announce") \
 	X(timeout_wakeups, "sleeps that ended at their timeout (a timer, or idle_sleep_us)") \
 	X(cmds_in_nap, "commands the control thread applied while the engine slept") \
 	X(slow_tx_in_nap, "slow_tx frames the control thread sent while the engine slept") \

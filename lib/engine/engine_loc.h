@@ -325,6 +325,11 @@ void engine_wait_thread_init(const struct droce_engine *e);
 /* The run loop's idle step: spin, or sleep until woken (e->wait). */
 void engine_idle(struct droce_engine *e);
 /*
+ * The first rx burst after a sleep on the rx interrupt that ended at its bound found n
+ * packets: an interrupt that never came, after DROCE_ENGINE_RX_INTR_MISSES in a row.
+ */
+void engine_wait_rx_checked(struct droce_engine *e, unsigned int n);
+/*
  * After a burst that put packets on other engines' handoff rings (e->handoff_to): wakes
  * those that sleep, with one fence for the burst.
  */

@@ -114,6 +114,9 @@ struct droce_engine {
 	uint32_t sleep_bound_us;	/* this sleep's bound without rx interrupts */
 	int epfd;			/* what wakes it: cmd_wake_fd, domains' fds, rx interrupt */
 	int rx_intr_fd;			/* its rx queue's interrupt fd, or -1 */
+	bool rx_intr_counts;		/* it is an eventfd: read it to re-arm (engine_wait.c) */
+	bool rx_intr_check;		/* the last sleep ended at its bound: is the port empty? */
+	uint8_t rx_intr_misses;		/* such sleeps in a row that found packets waiting */
 	/*
 	 * Non-zero while the engine sleeps or is about to (engine_wait.c): another engine that
 	 * hands it a packet then writes cmd_wake_fd. Its store and the check of the handoff

@@ -22,17 +22,30 @@ struct engine_rx_pkt {
 	struct droce_wire_pkt pkt;
 };
 
-/* Parses m without its ICRC (engine_rx_icrcs checks it). */
+/*
+ * Parses m without its ICRC (engine_rx_icrcs checks it). A NIC that checks IPv4 header
+ * checksums (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM, doc/nics.md) marks each packet: a bad one is
+ * dropped as the parser would drop it, a good one's is not summed again.
+ */
 static void
 engine_rx_parse(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt *rp)
 {
+	uint64_t ip_csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+	uint32_t flags = e->parse_flags | DROCE_WIRE_PARSE_NO_ICRC;
+
 	rp->nseg = droce_wire_mbuf_segs(m, rp->segs, RTE_DIM(rp->segs));
 	if (rp->nseg == 0) {
 		rp->r = DROCE_WIRE_RUNT;
 		return;
 	}
-	rp->r = droce_wire_parse(rp->segs, rp->nseg, e->parse_flags | DROCE_WIRE_PARSE_NO_ICRC,
-				 &rp->pkt);
+	if (ip_csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		flags |= DROCE_WIRE_PARSE_IP_CSUM_OK;
+	rp->r = droce_wire_parse(rp->segs, rp->nseg, flags, &rp->pkt);
+	if (ip_csum == RTE_MBUF_F_RX_IP_CKSUM_BAD && rp->pkt.ip_version == 4 &&
+	    !droce_wire_result_is_foreign(rp->r)) {
+		ENGINE_STAT(e, rx_nic_bad_ip_csum);
+		rp->r = DROCE_WIRE_BAD_IP_CSUM;
+	}
 }
 
 /* The ICRCs of a parsed burst, back to back; unless the NIC checked them (rx_no_icrc). */
@@ -158,6 +171,8 @@ rx_stage(struct droce_engine *e)
 	n = likely(!atomic_load_explicit(&e->port_paused, memory_order_relaxed)) ?
 		rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST) : 0;
 	e->st.rx_pkts += n;
+	if (unlikely(e->rx_intr_check))
+		engine_wait_rx_checked(e, n);
 	for (i = 0; i < n; i++) {
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,26 @@ wait_ctl(struct droce_engine *e, int op, int fd, unsigned int tag)
 	return epoll_ctl(e->epfd, op, fd, &ev) == 0 ? 0 : -errno;
 }
 
+/*
+ * Whether the queue's interrupt fd is an eventfd, which counts interrupts and stays
+ * readable until read (vfio-pci's MSI-X vectors, as EAL's eal_intr_proc_rxtx_intr reads
+ * them), or a fd the rx burst itself drains (net_tap's queue fd). An eventfd left unread
+ * ends every later sleep at once: the engine would spin through its sleeps.
+ */
+static bool
+fd_is_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[eventfd]") == 0;
+}
+
 int
 engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf)
 {
@@ -88,7 +109,9 @@ engine_wait_init(struct droce_engine *e, const struct droce_engine_conf *conf)
 		ENGINE_LOG(NOTICE, "engine %u: port %u queue %u has no rx interrupt: the idle "
 			   "engine sleeps %u us at a time\n", e->id, e->port_id, e->rx_queue,
 			   e->idle_sleep_us);
+		return 0;
 	}
+	e->rx_intr_counts = fd_is_eventfd(e->rx_intr_fd);
 	return 0;
 }
 
@@ -143,8 +166,8 @@ wait_work_pending(const struct droce_engine *e)
 
 /*
  * The sleep's timeout: the nearest timer (retransmission, RNR, early retransmission), and
- * sleep_bound_us at most when the port cannot wake the engine. NULL: none (sleep until
- * woken).
+ * sleep_bound_us at most when the port cannot wake the engine, DROCE_ENGINE_RX_INTR_CHECK_US
+ * when it can. NULL: none (sleep until woken).
  */
 static const struct timespec *
 wait_timeout(const struct droce_engine *e, struct timespec *ts)
@@ -160,6 +183,9 @@ wait_timeout(const struct droce_engine *e, struct timespec *ts)
 	/* no rx interrupt, or packets the port refused to retry: a bounded sleep */
 	if ((e->rx_intr_fd < 0 || e->nb_tx != 0) && ns > (uint64_t)e->sleep_bound_us * 1000)
 		ns = (uint64_t)e->sleep_bound_us * 1000;
+	/* the rx interrupt is trusted for so long (engine_wait_rx_checked) */
+	if (e->rx_intr_fd >= 0 && ns > (uint64_t)DROCE_ENGINE_RX_INTR_CHECK_US * 1000)
+		ns = (uint64_t)DROCE_ENGINE_RX_INTR_CHECK_US * 1000;
 	if (ns == UINT64_MAX)
 		return NULL;
 	ts->tv_sec = (time_t)(ns / 1000000000);
@@ -177,6 +203,8 @@ static void
 wait_timed_out(struct droce_engine *e)
 {
 	ENGINE_STAT(e, timeout_wakeups);
+	/* the next rx burst tells whether the interrupt should have ended this sleep */
+	e->rx_intr_check = e->rx_intr_fd >= 0;
 	if ((e->rx_intr_fd < 0 || e->nb_tx != 0) &&
 	    e->sleep_bound_us < DROCE_ENGINE_IDLE_SLEEP_MAX_US)
 		e->sleep_bound_us = RTE_MIN(2 * e->sleep_bound_us,
@@ -209,7 +237,11 @@ wait_drain(struct droce_engine *e)
 			break;
 		default:
 			ENGINE_STAT(e, rx_intr_wakeups);
-			continue;	/* the PMD's fd: its rx burst takes what it holds */
+			e->rx_intr_misses = 0;
+			/* net_tap's queue fd: the rx burst takes what it holds */
+			if (!e->rx_intr_counts)
+				continue;
+			break;
 		}
 		if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 			ENGINE_LOG(DEBUG, "engine %u: wake-up fd: %s\n", e->id, strerror(errno));
@@ -262,6 +294,32 @@ awake:
 		rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
 	/* a domain a command added during the sleep was published sleeping too */
 	sleeping_publish(e, 0);
+}
+
+/*
+ * A PMD may take rx interrupts and never raise them (QEMU's e1000e under vfio-pci with
+ * DPDK's em driver: doc/nics.md): a sleep on them would last until the next timer, or for
+ * ever. So such a sleep is bounded (wait_timeout), and packets found waiting after one
+ * that ended at its bound, DROCE_ENGINE_RX_INTR_MISSES times in a row with no interrupt
+ * in between, make the engine sleep as on a port without rx interrupts. (A packet that
+ * lands just as a bounded sleep ends looks the same; it takes that many in a row.)
+ */
+void
+engine_wait_rx_checked(struct droce_engine *e, unsigned int n)
+{
+	e->rx_intr_check = false;
+	if (n == 0 || e->rx_intr_fd < 0)
+		return;
+	ENGINE_STAT(e, rx_intr_missed);
+	if (++e->rx_intr_misses < DROCE_ENGINE_RX_INTR_MISSES)
+		return;
+	rte_eth_dev_rx_intr_disable(e->port_id, e->rx_queue);
+	(void)wait_ctl(e, EPOLL_CTL_DEL, e->rx_intr_fd, WAIT_RX);
+	e->rx_intr_fd = -1;
+	e->sleep_bound_us = e->idle_sleep_us;
+	ENGINE_LOG(NOTICE, "engine %u: port %u queue %u takes rx interrupts but did not raise "
+		   "%u in a row: the idle engine sleeps %u us at a time\n", e->id, e->port_id,
+		   e->rx_queue, DROCE_ENGINE_RX_INTR_MISSES, e->idle_sleep_us);
 }
 
 void

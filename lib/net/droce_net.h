@@ -218,5 +218,11 @@ int droce_net_mcast_leave(struct droce_net *n, const uint8_t gid[16], uint64_t n
 /* Groups joined, and the GID of the index-th (0 .. count - 1): 0 or -EINVAL. */
 uint32_t droce_net_mcast_count(const struct droce_net *n);
 int droce_net_mcast_query(const struct droce_net *n, uint32_t index, uint8_t gid[16]);
+/*
+ * The multicast MACs the port must receive, each once, for the NIC's filter
+ * (rte_eth_dev_set_mc_addr_list): 224.0.0.1's and ff02::1's (where general queries go)
+ * and each joined group's. Writes at most cap; returns how many there are.
+ */
+uint32_t droce_net_mcast_macs(const struct droce_net *n, uint8_t (*macs)[6], uint32_t cap);
 
 #endif /* DROCE_NET_H */

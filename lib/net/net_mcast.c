@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_common.h>
 #include <rte_random.h>
 
 #include "net_loc.h"
@@ -112,24 +113,67 @@ mcast_find(const struct droce_net *n, const uint8_t gid[16])
 	return NULL;
 }
 
+/* Every host listens to 224.0.0.1 and ff02::1: that is where general queries go. */
+static const uint8_t mcast_always_macs[][6] = {
+	{ 0x01, 0x00, 0x5E, 0x00, 0x00, 0x01 },
+	{ 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 },
+};
+
 bool
 net_mcast_mac_wanted(const struct droce_net *n, const uint8_t mac[6])
 {
-	static const uint8_t all_hosts_mac[6] = { 0x01, 0x00, 0x5E, 0x00, 0x00, 0x01 };
-	static const uint8_t all_nodes_mac[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 };
 	uint8_t gm[6];
 	uint32_t i;
 
 	if (net_mac_is_unicast(mac))
 		return false;
-	/* Every host listens to 224.0.0.1 and ff02::1: that is where general queries go. */
-	if (memcmp(mac, all_hosts_mac, 6) == 0 || memcmp(mac, all_nodes_mac, 6) == 0)
-		return true;
+	for (i = 0; i < RTE_DIM(mcast_always_macs); i++)
+		if (memcmp(mac, mcast_always_macs[i], 6) == 0)
+			return true;
 	for (i = 0; i < n->nb_mcast; i++) {
 		if (droce_net_mcast_mac(n->mcast[i].gid, gm) == 0 && memcmp(mac, gm, 6) == 0)
 			return true;
 	}
 	return false;
+}
+
+/* mac is one of the always-wanted ones, or group i's MAC is also an earlier group's. */
+static bool
+mcast_mac_seen(const struct droce_net *n, uint32_t i, const uint8_t mac[6])
+{
+	uint8_t gm[6];
+	uint32_t j;
+
+	for (j = 0; j < RTE_DIM(mcast_always_macs); j++)
+		if (memcmp(mac, mcast_always_macs[j], 6) == 0)
+			return true;
+	for (j = 0; j < i; j++)
+		if (droce_net_mcast_mac(n->mcast[j].gid, gm) == 0 && memcmp(mac, gm, 6) == 0)
+			return true;
+	return false;
+}
+
+uint32_t
+droce_net_mcast_macs(const struct droce_net *n, uint8_t (*macs)[6], uint32_t cap)
+{
+	uint8_t gm[6];
+	uint32_t i, nb = 0;
+
+	for (i = 0; i < RTE_DIM(mcast_always_macs); i++) {
+		if (nb < cap)
+			memcpy(macs[nb], mcast_always_macs[i], 6);
+		nb++;
+	}
+	for (i = 0; i < n->nb_mcast; i++) {
+		/* Groups may share a MAC (RFC 1112 maps 32 groups to each): once in the list. */
+		if (droce_net_mcast_mac(n->mcast[i].gid, gm) != 0 ||
+		    mcast_mac_seen(n, i, gm))
+			continue;
+		if (nb < cap)
+			memcpy(macs[nb], gm, 6);
+		nb++;
+	}
+	return nb;
 }
 
 /*

@@ -98,6 +98,7 @@ enum droce_proto_op {
 	/* rdma_cm again (see droced_rdmacm_op): multicast joins of an id */
 	DROCE_PROTO_OP_CM_JOIN_MCAST,
 	DROCE_PROTO_OP_CM_LEAVE_MCAST,
+	DROCE_PROTO_OP_QUERY_PORT_DETAIL,	/* no fds; allowed before HELLO: NIC and queues */
 	DROCE_PROTO_OP_MAX
 };
 
@@ -407,6 +408,9 @@ struct droce_proto_req {
 			uint32_t start_qpn;	/* the answer starts at the first QP >= it */
 		} query_qps;
 		struct {
+			uint32_t port;		/* droced port index */
+		} query_port_detail;
+		struct {
 			uint32_t pd;
 			uint32_t access;	/* enum ibv_access_flags, as given */
 			uint64_t iova;		/* what remote and local addresses are relative to */
@@ -606,6 +610,61 @@ struct droce_proto_qp_cc {
 	uint64_t rate_cuts;
 };
 
+/*
+ * One port's NIC as droced configured it, its counters and each of its queues
+ * (QUERY_PORT_DETAIL; droce-ctl ports and queues; doc/nics.md). Queue q is engine
+ * engine[q]'s: the NIC's own per-queue counts where the PMD keeps them (0 otherwise), and
+ * the engine's: what it took from the queue, and the packets it handed to the engine
+ * owning their QP or was handed.
+ */
+#define DROCE_PROTO_PORT_MAX_QUEUES	16
+#define DROCE_PROTO_NIC_RSS		0x1	/* RSS spreads received packets over the queues */
+#define DROCE_PROTO_NIC_LSC		0x2	/* link changes arrive as interrupts */
+#define DROCE_PROTO_NIC_RX_INTR		0x4	/* configured with rx interrupts (sleeping engines) */
+#define DROCE_PROTO_NIC_RX_IP_CSUM	0x8	/* the NIC checks received IPv4 header checksums */
+#define DROCE_PROTO_NIC_PCI		0x10	/* a PCI device (not a vdev) */
+
+/* The receive filter for multicast */
+#define DROCE_PROTO_NIC_FILTER_NONE	0	/* whatever the PMD passes (it has no switch) */
+#define DROCE_PROTO_NIC_FILTER_LIST	1	/* the MACs of the joined groups */
+#define DROCE_PROTO_NIC_FILTER_ALLMULTI	2	/* every multicast frame */
+#define DROCE_PROTO_NIC_FILTER_PROMISC	3	/* every frame (configured) */
+
+struct droce_proto_port_queue {
+	uint32_t engine;
+	uint32_t rsvd;
+	uint64_t nic_rx_packets;
+	uint64_t nic_tx_packets;
+	uint64_t engine_rx_packets;	/* engine counter rx_pkts */
+	uint64_t handoff_out;		/* rx_handoff_out: to the QP's owner */
+	uint64_t handoff_in;		/* rx_handoff_in: from other engines */
+	uint64_t handoff_drop;		/* rx_handoff_drop */
+	uint64_t engine_loops;		/* loops: passes of its run loop, busy or not */
+	uint64_t engine_sleeps;		/* sleeps: times it slept in the kernel */
+	uint64_t rx_intr_wakeups;	/* sleeps the queue's rx interrupt ended */
+};
+
+struct droce_proto_port_detail {
+	uint32_t port;
+	uint32_t flags;			/* DROCE_PROTO_NIC_* */
+	char driver[32];		/* the PMD: net_virtio, net_e1000_em, ... */
+	uint16_t nb_queues;
+	uint16_t nb_rxd;		/* descriptors of each rx queue */
+	uint16_t nb_txd;
+	uint8_t filter;			/* DROCE_PROTO_NIC_FILTER_* */
+	uint8_t rsvd;
+	uint32_t nb_mc;			/* multicast MACs asked for */
+	uint32_t eth_mtu;		/* the Ethernet MTU set (0: the device's default) */
+	uint64_t rss_hf;		/* RTE_ETH_RSS_* hashed on */
+	uint64_t link_downs;		/* the link seen going down */
+	uint64_t link_speed_mbps;
+	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes;
+	uint64_t rx_missed;		/* no descriptor free */
+	uint64_t rx_errors, tx_errors;
+	uint64_t rx_nombuf;		/* no mbuf to refill a descriptor */
+	struct droce_proto_port_queue queue[DROCE_PROTO_PORT_MAX_QUEUES];
+};
+
 /* ---- Responses ---- */
 
 struct droce_proto_status {
@@ -679,6 +738,7 @@ struct droce_proto_resp {
 			struct droce_proto_port_info port[DROCE_PROTO_MAX_PORTS];
 		} ports;
 		struct droce_proto_status stat;
+		struct droce_proto_port_detail port_detail;
 		struct {
 			uint32_t nb_qps;
 			uint32_t next_qpn;	/* ask again from here; 0: no more */

@@ -260,6 +260,7 @@ struct droce_wire_pkt {
 enum droce_wire_parse_flag {
 	DROCE_WIRE_PARSE_NO_ICRC = 1u << 0,	/* skip the ICRC check (NIC verified it) */
 	DROCE_WIRE_PARSE_L3 = 1u << 1,		/* segs start at the IP header, no Ethernet */
+	DROCE_WIRE_PARSE_IP_CSUM_OK = 1u << 2,	/* the NIC verified the IPv4 header checksum */
 };
 
 /*

@@ -222,12 +222,12 @@ ip_end_stated(const uint8_t *p, const struct droce_wire_pkt *pkt)
 
 /* IP checksum and lengths, UDP length; sets *ip_end, the end of the IP packet. */
 static enum droce_wire_result
-check_ip_udp(const uint8_t *p, uint32_t total, const struct droce_wire_pkt *pkt,
+check_ip_udp(const uint8_t *p, uint32_t total, uint32_t flags, const struct droce_wire_pkt *pkt,
 	     uint32_t *ip_end)
 {
 	uint32_t end;
 
-	if (pkt->ip_version == 4 &&
+	if (pkt->ip_version == 4 && !(flags & DROCE_WIRE_PARSE_IP_CSUM_OK) &&
 	    !wire_ipv4_csum_ok(p + pkt->l3_off, pkt->l4_off - pkt->l3_off))
 		return DROCE_WIRE_BAD_IP_CSUM;
 	end = ip_end_stated(p, pkt);
@@ -264,7 +264,7 @@ droce_wire_parse(const struct droce_wire_seg *segs, unsigned int nseg, uint32_t 
 	r = parse_to_udp_port(p, seg0_len, total, flags, pkt);
 	if (r != DROCE_WIRE_OK)
 		return r;
-	r = check_ip_udp(p, total, pkt, &ip_end);
+	r = check_ip_udp(p, total, flags, pkt, &ip_end);
 	if (r != DROCE_WIRE_OK)
 		return r;
 

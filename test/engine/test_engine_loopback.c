@@ -789,3 +789,114 @@ DROCE_TEST(slow_tx_sends_frames)
 	ring_drain_free(slow_a.tx);
 	ring_drain_free(slow_b.rx);
 }
+
+/* ---- A NIC's IPv4 checksum verdicts (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) ---- */
+
+#define CSUM_PAYLOAD	64
+#define CSUM_SRC_QP	0x123
+
+/*
+ * A UD SEND ONLY from b to qpn on a, as b's port would put it on the wire, with the IPv4
+ * header checksum spoiled when asked and the NIC's verdict in the mbuf's flags.
+ */
+static struct rte_mbuf *
+csum_frame(const struct tc_host *from, const struct tc_host *to, uint32_t qpn, uint32_t psn,
+	   bool spoil, uint64_t ol_flags)
+{
+	struct droce_wire_addr addr = { .hop_limit = TTL, .udp_sport = 0xC000 };
+	struct droce_wire_hdrs h = { .opcode = DROCE_OP_UD_SEND_ONLY, .pkey = DROCE_PKEY_DEFAULT,
+				     .dqpn = qpn, .psn = psn };
+	uint8_t payload[CSUM_PAYLOAD];
+	struct droce_wire_seg seg = { payload, sizeof(payload) };
+	struct droce_wire_tmpl tmpl;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(from->mp);
+	struct rte_ipv4_hdr *ip;
+	int len;
+
+	CHECK(m != NULL);
+	memcpy(addr.src_mac, from->mac, 6);
+	memcpy(addr.dst_mac, to->mac, 6);
+	memcpy(addr.src_gid, from->gid, 16);
+	memcpy(addr.dst_gid, to->gid, 16);
+	h.deth.qkey = QKEY;
+	h.deth.src_qp = CSUM_SRC_QP;
+	msg_fill(payload, sizeof(payload), psn);
+	CHECK_EQ_I64(droce_wire_tmpl_init(&tmpl, &addr), 0);
+	len = droce_wire_build(&tmpl, &h, &seg, 1, rte_pktmbuf_mtod(m, void *),
+			       rte_pktmbuf_tailroom(m));
+	CHECK(len > 0);
+	m->data_len = m->pkt_len = (uint32_t)len;
+	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, tmpl.l3_off);
+	/* The ICRC leaves the IP checksum out (IBTA A17.3.3): the packet stays valid. */
+	if (spoil)
+		ip->hdr_checksum ^= htobe16(0x0101);
+	m->ol_flags = ol_flags;
+	return m;
+}
+
+/*
+ * What the engine does with the NIC's verdict: BAD drops a packet whose checksum is right
+ * (counted in rx_nic_bad_ip_csum), GOOD takes one whose checksum the engine would have
+ * refused (its own check is skipped), no verdict (UNKNOWN) leaves the engine to check,
+ * and it refuses the spoiled one itself.
+ */
+DROCE_TEST(nic_ip_csum_verdicts)
+{
+	static const struct {
+		bool spoil;
+		uint64_t flags;
+		bool delivered;
+	} cases[] = {
+		{ false, RTE_MBUF_F_RX_IP_CKSUM_BAD, false },
+		{ true, RTE_MBUF_F_RX_IP_CKSUM_GOOD, true },
+		{ true, RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, false },
+		{ false, RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, true },
+		{ false, RTE_MBUF_F_RX_IP_CKSUM_GOOD, true },
+	};
+	struct rte_ring *ab, *ba;
+	struct tc_host a, b;
+	struct tc_cq *cr;
+	struct tc_qp *qr;
+	struct tc_mr *mr;
+	struct ibv_wc wc;
+	uint64_t malformed = 0, bad = 0;
+	unsigned int i;
+
+	test_eal_init_lcores(MAX_WORKERS);
+	tc_pair_open_slow(&a, &b, 1, 1, NULL, NULL, &ab, &ba);
+	cr = tc_cq_create(&a, 16);
+	qr = qp_make(&a, DROCE_SHM_QPT_UD, 0, cr, cr, NULL);
+	tc_ud_ready(qr, QKEY, 0);
+	mr = tc_mr_reg(&a, DROCE_GRH_LEN + CSUM_PAYLOAD, IBV_ACCESS_LOCAL_WRITE);
+	/* One receive posted at a time: a dropped packet leaves it for the next case. */
+	CHECK_EQ_I64(tc_recv(qr, 0, mr, 0, DROCE_GRH_LEN + CSUM_PAYLOAD), 0);
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		uint8_t want[CSUM_PAYLOAD];
+
+		droce_test_ctx("case %u: checksum %s, verdict %#" PRIx64, i,
+			       cases[i].spoil ? "spoiled" : "right", cases[i].flags);
+		memset(mr->buf, 0, DROCE_GRH_LEN + CSUM_PAYLOAD);
+		CHECK_EQ_I64(rte_ring_enqueue(ba, csum_frame(&b, &a, qr->qpn, i, cases[i].spoil,
+							     cases[i].flags)), 0);
+		if (cases[i].flags == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+			bad++;
+		if (!cases[i].delivered) {
+			malformed++;
+			counter_wait(&a, "rx_malformed", malformed);
+			CHECK_EQ_U64(tc_counter(&a, "rx_nic_bad_ip_csum"), bad);
+			continue;
+		}
+		CHECK_EQ_I64(tc_wait(cr, 1, &wc, WAIT_MS), 1);
+		CHECK_EQ_U64(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ_U64(wc.byte_len, DROCE_GRH_LEN + CSUM_PAYLOAD);
+		CHECK_EQ_U64(wc.src_qp, CSUM_SRC_QP);
+		msg_fill(want, sizeof(want), i);
+		CHECK_MEM(mr->buf + DROCE_GRH_LEN, want, CSUM_PAYLOAD);
+		CHECK_EQ_I64(tc_recv(qr, i + 1, mr, 0, DROCE_GRH_LEN + CSUM_PAYLOAD), 0);
+	}
+	droce_test_ctx("counters");
+	CHECK_EQ_U64(tc_counter(&a, "rx_malformed"), malformed);
+	CHECK_EQ_U64(tc_counter(&a, "rx_nic_bad_ip_csum"), bad);
+	CHECK_EQ_U64(tc_counter(&a, "rx_pkts"), RTE_DIM(cases));
+	tc_pair_close(&a, &b);
+}

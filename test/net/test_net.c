@@ -1179,6 +1179,44 @@ DROCE_TEST(mcast_join_leave_ipv4)
 	net_teardown(n);
 }
 
+/*
+ * The MACs a NIC's filter must take: the all-hosts and all-nodes groups' always, then each
+ * joined group's, once even when two groups share one (RFC 1112 maps 32 groups to a MAC).
+ */
+DROCE_TEST(mcast_macs_for_the_nic)
+{
+	static const uint8_t all_hosts_mac[6] = { 0x01, 0x00, 0x5E, 0x00, 0x00, 0x01 };
+	static const uint8_t all_nodes_mac[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 };
+	/* 239.1.2.3: the same low 23 bits as g4's 239.129.2.3 */
+	static const uint8_t g4_twin[16] = { [10] = 0xFF, [11] = 0xFF, 239, 1, 2, 3 };
+	struct droce_net *n = net_setup();
+	uint8_t macs[8][6];
+
+	memset(macs, 0, sizeof(macs));
+	CHECK_EQ_U64(droce_net_mcast_macs(n, macs, RTE_DIM(macs)), 2);
+	CHECK_MEM(macs[0], all_hosts_mac, 6);
+	CHECK_MEM(macs[1], all_nodes_mac, 6);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g6, 0), 0);
+	CHECK_EQ_I64(droce_net_mcast_join(n, g4_twin, 0), 0);
+	CHECK_EQ_U64(droce_net_mcast_macs(n, macs, RTE_DIM(macs)), 4);
+	CHECK_MEM(macs[2], g4_mac, 6);
+	CHECK_MEM(macs[3], g6_mac, 6);
+	/* Too small an array: filled as far as it goes, the whole count returned. */
+	memset(macs, 0, sizeof(macs));
+	CHECK_EQ_U64(droce_net_mcast_macs(n, macs, 3), 4);
+	CHECK_MEM(macs[2], g4_mac, 6);
+	CHECK_EQ_U64(macs[3][0], 0);
+	/* The twin keeps g4's MAC wanted after g4 is left. */
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g4, 1), 0);
+	CHECK_EQ_U64(droce_net_mcast_macs(n, macs, RTE_DIM(macs)), 4);
+	CHECK(memcmp(macs[2], g4_mac, 6) == 0 || memcmp(macs[3], g4_mac, 6) == 0);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g4_twin, 2), 0);
+	CHECK_EQ_I64(droce_net_mcast_leave(n, g6, 3), 0);
+	CHECK_EQ_U64(droce_net_mcast_macs(n, macs, RTE_DIM(macs)), 2);
+	net_teardown(n);
+}
+
 DROCE_TEST(mcast_join_leave_ipv6)
 {
 	struct droce_net *n = net_setup();

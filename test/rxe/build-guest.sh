@@ -40,14 +40,24 @@ fi
 programs=("$@")
 
 # Userspace of the guest, with its Depends closure; only the programs named below and the
-# shared libraries they need go into the initramfs.
+# shared libraries they need go into the initramfs. The DPDK packages are for droced in a
+# guest on an emulated PCI NIC (test/nic: droced and the rest of droce come in an overlay,
+# test/nic/build-overlay.sh): the libraries droced links and the PMDs it loads.
+dpdk_pmds=(librte_mempool_ring librte_bus_pci librte_net_virtio librte_net_e1000
+	librte_net_vmxnet3)
 top_packages=(busybox-static libibverbs1 ibverbs-providers ibverbs-utils librdmacm1
-	rdmacm-utils perftest iproute2)
+	rdmacm-utils perftest iproute2 librte-eal23 librte-ethdev23 librte-cfgfile23
+	librte-mempool-ring23 librte-bus-pci23 librte-net-virtio23 librte-net-e1000-23
+	librte-net-vmxnet3-23 libisal2)
 # Loaded in this order with their dependencies first. No modprobe runs in the guest, so
 # crc32_generic is named: rxe asks the crypto API for "crc32" (the ICRC) when the device
 # is made, and without it `rdma link add` fails with ENOENT.
-modules=(virtio_pci virtio_net crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel
-	rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm)
+net_modules=(virtio_pci virtio_net)
+rxe_modules=(crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe ib_cm iw_cm
+	rdma_cm rdma_ucm)
+# A droced guest's (guest-init, guest.role=droced), loaded before the NIC drivers so that
+# droce's NIC is bound first; vfio_iommu_type1 is named as nothing depends on it.
+droce_modules=(vfio vfio_iommu_type1 vfio_pci uio_pci_generic)
 triplet=x86_64-linux-gnu
 # Hard limits, so an unattended run cannot hang: on the network, and on apt's local cache
 # (its lock can be held by another apt).
@@ -187,11 +197,23 @@ while IFS= read -r f; do
 done < <(find "$work"/pkg/*/{lib,usr/lib}/$triplet -maxdepth 1 -name '*.so*' 2>/dev/null)
 
 add_lib() {
-	local so=$1
+	local so=$1 link
 	[[ -z ${lib_done[$so]:-} ]] || return 0
 	lib_done[$so]=1
 	[[ -n ${lib_src[$so]:-} ]] || die "no package holds $so"
-	cp -L "${lib_src[$so]}" "$libdir/$so"
+	link=$(readlink "${lib_src[$so]}" || true)
+	if [[ $link == dpdk/* ]]; then
+		# A DPDK PMD: the file (NAME.so.23.0) lies in EAL's plugin directory and the
+		# soname is a link to it, as Debian installs them. One file: EAL loads the
+		# directory's NAME.so.23.0 files and the dynamic loader takes the same inode for
+		# the soname, not a second copy that would register its bus or driver twice.
+		link=${link%/*}/$(basename "$(readlink -f "${lib_src[$so]}")")
+		mkdir -p "$libdir/${link%/*}"
+		cp -L "${lib_src[$so]}" "$libdir/$link"
+		ln -s "$link" "$libdir/$so"
+	else
+		cp -L "${lib_src[$so]}" "$libdir/$so"
+	fi
 	add_needed "${lib_src[$so]}"
 }
 add_needed() {
@@ -217,6 +239,19 @@ done
 # perftest's raw_ethernet_* need raw packet QPs, which rxe has not.
 for f in "$work"/pkg/{ibverbs-utils,rdmacm-utils}/usr/bin/* "$work"/pkg/perftest/usr/bin/ib_*; do
 	add_prog "$f" "$root/usr/bin"
+done
+# DPDK for droced (test/nic): the PMDs EAL loads from its plugin directory and what they
+# need; droced's own libraries (librte_cfgfile, libisal) by their sonames.
+for p in "${dpdk_pmds[@]}" librte_cfgfile libisal; do
+	found=
+	for so in "${!lib_src[@]}"; do
+		if [[ $so =~ ^$p\.so\.[0-9]+$ ]]; then
+			found=$so
+			break
+		fi
+	done
+	[[ -n $found ]] || die "no package holds $p.so.N"
+	add_lib "$found"
 done
 # Ours (PROGRAMs above), with what they need from the packages.
 for f in "${programs[@]}"; do
@@ -266,14 +301,24 @@ add_module() {
 	done
 	mod_order+=("$m")
 }
-for m in "${modules[@]}"; do
-	add_module "$m"
-done
+# One load order per list, each module in the first list that needs it:
+# /etc/modules.net (the guest's virtio-net), /etc/modules.rxe, /etc/modules.droce.
 mkdir -p "$root/lib/modules"
-for m in "${mod_order[@]}"; do
-	cp "${ko_of[$m]}" "$root/lib/modules/$m.ko"
+all_order=()
+for list in net rxe droce; do
+	declare -n names=${list}_modules
+	mod_order=()
+	for m in "${names[@]}"; do
+		add_module "$m"
+	done
+	for m in "${mod_order[@]}"; do
+		cp "${ko_of[$m]}" "$root/lib/modules/$m.ko"
+	done
+	printf '%s\n' "${mod_order[@]}" >"$root/etc/modules.$list"
+	all_order+=("${mod_order[@]}")
+	unset -n names
 done
-printf '%s\n' "${mod_order[@]}" >"$root/etc/modules"
+mod_order=("${all_order[@]}")
 
 install -m 755 "$here/guest-init" "$root/init"
 

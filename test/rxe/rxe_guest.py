@@ -89,6 +89,7 @@ class RxeLink:
         self.tap = "tap0"
         self.droced_if = "vdroce"
         self._veth_bridge = "vbr"
+        self._taps = []
         self._made = False
 
     def __enter__(self):
@@ -147,6 +148,17 @@ class RxeLink:
         # droced answers ARP for 10.77.0.3 and owns UDP 4791 there: the kernel must not.
         self._ip("link", "set", self.droced_if, "arp", "off", "mtu", mtu, "up")
 
+    def add_tap(self, name, queues=1):
+        """Another tap in the bridge, for another guest (test/nic); queues > 1 makes it a
+        multi-queue tap, which QEMU needs for a virtio-net with that many queue pairs."""
+        argv = ["tuntap", "add", "dev", name, "mode", "tap"]
+        if queues > 1:
+            argv.append("multi_queue")
+        self._ip(*argv)
+        self._taps.append(name)
+        self._ip("link", "set", name, "mtu", str(self.MTU), "master", self.bridge, "up")
+        return name
+
     def netns_cmd(self, argv):
         """argv run in the namespace (a host program talking to the guest over TCP)."""
         return ["ip", "netns", "exec", self.ns] + list(argv)
@@ -156,7 +168,7 @@ class RxeLink:
             return
         self._made = False
         # Deleted one by one, as a process still in the namespace would keep them alive.
-        for dev in (self.tap, self._veth_bridge, self.bridge):
+        for dev in self._taps + [self.tap, self._veth_bridge, self.bridge]:
             subprocess.run(["ip", "-n", self.ns, "link", "del", dev],
                            stderr=subprocess.DEVNULL, timeout=30)
         subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
@@ -427,16 +439,19 @@ class RxeGuest:
             if ev is not None:
                 ev.set()
         elif verb == "AGENT-READY":
-            info = dict(kv.split("=", 1) for kv in rest.split())
-            for k in ("gid_index", "mtu"):
-                info[k] = int(info[k])
-            self.info = info
+            self.info = self._ready_info(dict(kv.split("=", 1) for kv in rest.split()))
             self._ready.set()
         elif verb == "AGENT-FAIL":
             self.failure = "guest-init failed: " + rest
             self._ready.set()
         elif line:
             log("rxe guest: unexpected line from the agent: %r" % line[:200])
+
+    def _ready_info(self, info):
+        """info of the agent's AGENT-READY line, its key=value pairs."""
+        for k in ("gid_index", "mtu"):
+            info[k] = int(info[k])
+        return info
 
     def _send(self, line):
         if self._sock is None:

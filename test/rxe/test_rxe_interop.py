@@ -53,6 +53,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
                            ctl, expect_idle, log, parse_args, private_copy, run_cases)
+from roce_checks import (ERROR_WORDS, ROCE_PORT, check_pingpong, gid_of,  # noqa: E402
+                         perf_rows, verify_capture)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
@@ -215,25 +217,6 @@ def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, it
     return out_d, out_g
 
 
-def gid_of(ip):
-    return "::ffff:%s" % ip
-
-
-def check_pingpong(out, side, iters, size, peer_ip, nqps=1):
-    """ibv_*_pingpong's report: iterations, bytes and the peer's GID on every QP line."""
-    m = re.search(r"^(\d+) iters in [\d.]+ seconds", out, re.M)
-    check(m is not None and int(m.group(1)) == iters,
-          "%s: want %d iterations:\n%s" % (side, iters, out))
-    m = re.search(r"^(\d+) bytes in [\d.]+ seconds", out, re.M)
-    check(m is not None and int(m.group(1)) == 2 * iters * size,
-          "%s: want %d bytes:\n%s" % (side, 2 * iters * size, out))
-    remote = re.findall(r"remote address:.*GID (\S+)", out)
-    check(len(remote) == nqps and all(g == gid_of(peer_ip) for g in remote),
-          "%s: remote GIDs %s, want %d x %s" % (side, remote, nqps, gid_of(peer_ip)))
-    check("Failed" not in out and "Couldn't" not in out, "%s reported an error:\n%s" %
-          (side, out))
-
-
 # Under loss: an attempt's limit, and how many attempts an end race (EndRace) may take.
 LOSSY_TIMEOUT = 30
 LOSSY_ATTEMPTS = 3
@@ -266,22 +249,6 @@ def pingpong(prog, size, iters, extra=(), nqps=1, lossy=False):
         log("     %s -s %d -n %d%s: ok, droce %s" % (
             prog, size, iters, (" " + " ".join(extra)) if extra else "",
             "server" if droce_serves else "client"))
-
-
-ERROR_WORDS = re.compile(r"(?i)\b(error|failed|couldn't|unable)\b")
-
-
-def perf_rows(out, ncols):
-    """perftest's result rows: (bytes, iterations, [values])."""
-    rows = []
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 2 + ncols and f[0].isdigit() and f[1].isdigit():
-            try:
-                rows.append((int(f[0]), int(f[1]), [float(x) for x in f[2:]]))
-            except ValueError:
-                pass
-    return rows
 
 
 # perftest's message when its CPU clock regression fails, and how often to try then.
@@ -620,62 +587,7 @@ def t_loss():
 
 # ---- The capture ----
 
-# ext: droce-pcap's whole JSON object of the packet (its RETH, AETH, IETH...).
-Pkt = collections.namedtuple("Pkt", "src dst opcode dqpn psn ext")
 
-
-def verify_capture(pcap):
-    """droce-pcap --verify and tshark agree that every RoCEv2 packet is sound; returns the
-    packets (droce-pcap's JSON)."""
-    import json
-
-    r = subprocess.run([BIN["droce_pcap"], "--verify", "--json", pcap], capture_output=True,
-                       text=True, timeout=600)
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-    summary = lines[-1].get("summary") if lines else None
-    check(summary is not None, "droce-pcap printed no summary: %s" % r.stderr)
-    bad = [l for l in lines[:-1] if l.get("result") != "OK"]
-    check(r.returncode == 0 and summary["malformed"] == 0 and summary["bad_icrc"] == 0 and
-          not bad, "droce-pcap --verify: exit %d, %s\n%s" % (r.returncode, summary,
-                                                            "\n".join(map(str, bad[:20]))))
-    check(summary["roce"] > 0, "no RoCEv2 packet in the capture: %s" % summary)
-    # rpcordma off: its heuristic takes SEND payloads for RPC-over-RDMA and calls them
-    # malformed.
-    tshark = ["tshark", "--disable-protocol", "rpcordma", "-r", pcap]
-    r = subprocess.run(tshark + ["-Y", "infiniband.bth", "-T", "fields", "-e", "frame.number"],
-                       capture_output=True, text=True, timeout=600)
-    check(r.returncode == 0, "tshark: %s" % r.stderr)
-    n_bth = len(r.stdout.split())
-    check(n_bth == summary["roce"], "tshark decodes %d BTHs, droce-pcap %d RoCEv2 packets" %
-          (n_bth, summary["roce"]))
-    r = subprocess.run(tshark + ["-Y", "_ws.malformed || _ws.expert.severity == error",
-                                 "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
-                                 "-e", "frame.number", "-e", "ipv6.dst", "-e", "udp.dstport",
-                                 "-e", "_ws.malformed", "-e", "_ws.expert.message"],
-                       capture_output=True, text=True, timeout=600)
-    check(r.returncode == 0, "tshark: %s" % r.stderr)
-    # RoCEv2 over IPv6 (the multicast cases) sends UDP checksum 0 as over IPv4 (A17.4.2:
-    # receivers ignore it; both stacks do it, and check_mcast sees that they agree), which
-    # tshark calls an error after RFC 8200 (as in test/interop/test_tshark_fields.py). That
-    # note alone on such a packet is no error here; anything else is.
-    bad, v6_zero = [], 0
-    for line in r.stdout.splitlines():
-        frame, v6dst, dport, malformed, notes = (line.split("\t") + [""] * 5)[:5]
-        if (v6dst and dport == str(ROCE_PORT) and not malformed and
-                set(notes.split("|")) == {IPV6_ZERO_CSUM_NOTE}):
-            v6_zero += 1
-        else:
-            bad.append(line)
-    check(not bad, "tshark finds malformed or erroneous frames: %s" % bad[:20])
-    log("     capture: %d RoCEv2 packets, droce-pcap and tshark agree, all ICRCs right%s" %
-        (summary["roce"], "" if not v6_zero else
-         " (%d over IPv6 with UDP checksum 0: tshark's RFC 8200 note)" % v6_zero))
-    return [Pkt(l["src"], l["dst"], l["opcode_name"], l["dqpn"], l["psn"], l)
-            for l in lines[:-1]]
-
-
-ROCE_PORT = 4791
-IPV6_ZERO_CSUM_NOTE = "Illegal checksum value (0)"
 
 
 # Header fields both stacks must fill alike, whatever the program asked for: the IPv4
@@ -1130,7 +1042,7 @@ def main():
         # The guest is off: its capture is complete.
         t0 = time.monotonic()
         try:
-            pkts = verify_capture(pcap)
+            pkts = verify_capture(BIN["droce_pcap"], pcap)
             check_headers(pcap)
             if MW_RUNS:
                 check_mw(pkts)

@@ -197,6 +197,8 @@ DROCE_TEST(every_key)
 		"mtu = 1024\n"
 		"neighbour = 192.168.7.1 02:00:00:00:00:01,fd00::2 0A:bb:cc:dd:ee:ff\n"
 		"rx_no_icrc = yes\n"
+		"rss = no\n"
+		"promiscuous = yes\n"
 		"[port b-2]\n"
 		"device = 0000:3b:00.0\n"
 		"ipv4 = 10.1.2.3/8   ; a comment\n"
@@ -257,6 +259,8 @@ DROCE_TEST(every_key)
 	CHECK_MEM(a->neigh[1].ip, ip, 16);
 	CHECK_MEM(a->neigh[1].mac, mac1, 6);
 	CHECK(a->rx_no_icrc);
+	CHECK(!a->rss);
+	CHECK(a->promiscuous);
 	CHECK_EQ_STR(b->name, "b-2");
 	CHECK_EQ_STR(b->device, "0000:3b:00.0");
 	check_ipv4(&b->ipv4, "10.1.2.3", 8);
@@ -264,6 +268,8 @@ DROCE_TEST(every_key)
 	CHECK_EQ_U64(b->mtu, DROCED_CONFIG_MTU_DEFAULT);
 	CHECK_EQ_U64(b->nb_neigh, 0);
 	CHECK(!b->rx_no_icrc);
+	CHECK(b->rss);
+	CHECK(!b->promiscuous);
 	CHECK_EQ_U64(cfg->nb_lcores, 4);
 	CHECK_EQ_U64(cfg->lcores[0], 1);
 	CHECK_EQ_U64(cfg->lcores[1], 2);
