@@ -168,17 +168,24 @@ print_port_detail(const struct droce_proto_port_detail *d)
 	       d->rx_bytes, d->tx_bytes, d->rx_missed, d->rx_errors, d->tx_errors, d->rx_nombuf);
 }
 
+/* QUERY_PORTS into resp: the number of ports, or -1. */
+static int
+query_ports(int s, struct droce_proto_resp *resp)
+{
+	if (request(s, DROCE_PROTO_OP_QUERY_PORTS, 0, resp) != 0)
+		return -1;
+	return resp->ports.nb_ports < DROCE_PROTO_MAX_PORTS ? (int)resp->ports.nb_ports :
+	       DROCE_PROTO_MAX_PORTS;
+}
+
 static int
 print_ports(int s)
 {
 	struct droce_proto_resp resp, detail;
-	uint32_t i, nb;
+	int i, nb = query_ports(s, &resp);
 
-	if (request(s, DROCE_PROTO_OP_QUERY_PORTS, 0, &resp) != 0)
+	if (nb < 0)
 		return -1;
-	nb = resp.ports.nb_ports;
-	if (nb > DROCE_PROTO_MAX_PORTS)
-		nb = DROCE_PROTO_MAX_PORTS;
 	for (i = 0; i < nb; i++) {
 		const struct droce_proto_port_info *p = &resp.ports.port[i];
 		const uint8_t *g = (const uint8_t *)&p->node_guid;
@@ -187,13 +194,13 @@ print_ports(int s)
 		inet_ntop(AF_INET, &p->ipv4, ip, sizeof(ip));
 		memcpy(name, p->name, sizeof(p->name));
 		name[sizeof(p->name)] = '\0';
-		printf("index=%" PRIu32 " name=%s mac=%02x:%02x:%02x:%02x:%02x:%02x ipv4=%s "
+		printf("index=%d name=%s mac=%02x:%02x:%02x:%02x:%02x:%02x ipv4=%s "
 		       "guid=%02x%02x:%02x%02x:%02x%02x:%02x%02x state=%s mtu=%u",
 		       i, name, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
 		       ip, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
 		       p->state == DROCE_PROTO_PORT_ACTIVE ? "ACTIVE" : "DOWN",
 		       p->max_mtu >= 1 && p->max_mtu <= 5 ? MTU_BASE << (p->max_mtu - 1) : 0);
-		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, i, &detail) == 0)
+		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, (uint32_t)i, &detail) == 0)
 			print_port_detail(&detail.port_detail);
 		printf("\n");
 	}
@@ -205,22 +212,20 @@ static int
 print_queues(int s)
 {
 	struct droce_proto_resp resp, detail;
-	uint32_t i, q, nb;
+	int i, nb = query_ports(s, &resp);
+	uint32_t q;
 
-	if (request(s, DROCE_PROTO_OP_QUERY_PORTS, 0, &resp) != 0)
+	if (nb < 0)
 		return -1;
-	nb = resp.ports.nb_ports;
-	if (nb > DROCE_PROTO_MAX_PORTS)
-		nb = DROCE_PROTO_MAX_PORTS;
 	for (i = 0; i < nb; i++) {
 		const struct droce_proto_port_detail *d = &detail.port_detail;
 
-		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, i, &detail) != 0)
+		if (request(s, DROCE_PROTO_OP_QUERY_PORT_DETAIL, (uint32_t)i, &detail) != 0)
 			return -1;
 		for (q = 0; q < d->nb_queues && q < DROCE_PROTO_PORT_MAX_QUEUES; q++) {
 			const struct droce_proto_port_queue *pq = &d->queue[q];
 
-			printf("port=%" PRIu32 " queue=%" PRIu32 " engine=%" PRIu32
+			printf("port=%d queue=%" PRIu32 " engine=%" PRIu32
 			       " nic_rx_packets=%" PRIu64 " nic_tx_packets=%" PRIu64
 			       " engine_rx_packets=%" PRIu64 " handoff_out=%" PRIu64
 			       " handoff_in=%" PRIu64 " handoff_drop=%" PRIu64 " loops=%" PRIu64

@@ -108,11 +108,9 @@ class NicGuest(RxeGuest):
         if self.bind == "vfio-pci":
             # Before the NIC: a device's DMA address space is fixed when it is realized.
             argv += ["-device", "intel-iommu,intremap=on,aw-bits=48"]
-        argv += ["-kernel", kernel, "-initrd", self.initrd, "-append", append,
-                 "-chardev", "file,id=con,path=%s" % self._file("console.log"),
-                 "-serial", "chardev:con",
-                 "-chardev", "socket,id=agent,path=%s" % sock, "-serial", "chardev:agent",
-                 "-monitor", "none",
+        argv += ["-kernel", kernel, "-initrd", self.initrd, "-append", append]
+        argv += self._serial_argv(sock)
+        argv += ["-monitor", "none",
                  "-qmp", "unix:%s,server=on,wait=off" % self._file("qmp.sock"),
                  "-netdev", netdev, "-device", self._nic_device()]
         if self.side_tap:

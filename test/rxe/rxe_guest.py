@@ -324,10 +324,7 @@ class RxeGuest:
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 # The ELF kernel boots through PVH, with no decompression in the guest.
                 "-kernel", kernel, "-initrd", os.path.join(self.rxe_dir, "initramfs.gz"),
-                "-append", append,
-                "-chardev", "file,id=con,path=%s" % self._file("console.log"),
-                "-serial", "chardev:con",
-                "-chardev", "socket,id=agent,path=%s" % sock, "-serial", "chardev:agent",
+                "-append", append] + self._serial_argv(sock) + [
                 "-monitor", "none",
                 # vnet_hdr=off: frames cross the tap (and reach the capture) as on a wire,
                 # with no virtio-net header in front and no checksum left to offload.
@@ -341,6 +338,12 @@ class RxeGuest:
         if self.pcap:
             argv += ["-object", "filter-dump,id=dump0,netdev=n0,file=%s" % self.pcap]
         return argv
+
+    def _serial_argv(self, sock):
+        """The kernel's console to a file (ttyS0), the agent's socket (ttyS1)."""
+        return ["-chardev", "file,id=con,path=%s" % self._file("console.log"),
+                "-serial", "chardev:con",
+                "-chardev", "socket,id=agent,path=%s" % sock, "-serial", "chardev:agent"]
 
     def start(self):
         """Boots the guest (once) and waits for its agent; returns info: ip, mac, gid_index
