@@ -247,6 +247,7 @@ unsigned int droce_engine_poll(struct droce_engine *e);
 	X(doorbell_wakeups, "sleeps an application's doorbell ended") \
 	X(rx_intr_wakeups, "sleeps the port's rx interrupt ended") \
 	X(rx_intr_missed, "sleeps that ended at their bound with packets the rx interrupt did not announce") \
+	X(rx_intr_late, "sleeps given up: the look after enabling the rx interrupt found packets") \
 	X(timeout_wakeups, "sleeps that ended at their timeout (a timer, or idle_sleep_us)") \
 	X(cmds_in_nap, "commands the control thread applied while the engine slept") \
 	X(slow_tx_in_nap, "slow_tx frames the control thread sent while the engine slept") \

@@ -235,6 +235,7 @@ droce_engine_destroy(struct droce_engine *e)
 	engine_tx_flush(e);
 	rte_pktmbuf_free_bulk(e->tx, e->nb_tx);
 	rte_pktmbuf_free_bulk(e->mb_stash, e->nb_mb_stash);
+	rte_pktmbuf_free_bulk(e->rx_stash, e->nb_rx_stash);
 	while (rte_ring_sc_dequeue(e->handoff, &m) == 0)
 		rte_pktmbuf_free(m);
 	rte_ring_free(e->handoff);

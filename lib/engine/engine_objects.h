@@ -117,6 +117,10 @@ struct droce_engine {
 	bool rx_intr_counts;		/* it is an eventfd: read it to re-arm (engine_wait.c) */
 	bool rx_intr_check;		/* the last sleep ended at its bound: is the port empty? */
 	uint8_t rx_intr_misses;		/* such sleeps in a row that found packets waiting */
+	/* What the look after enabling the rx interrupt took from the port (engine_wait.c):
+	 * the next rx stage's burst. */
+	struct rte_mbuf *rx_stash[ENGINE_BURST];
+	uint16_t nb_rx_stash;
 	/*
 	 * Non-zero while the engine sleeps or is about to (engine_wait.c): another engine that
 	 * hands it a packet then writes cmd_wake_fd. Its store and the check of the handoff

@@ -168,9 +168,16 @@ rx_stage(struct droce_engine *e)
 	struct engine_rx_pkt rps[ENGINE_BURST];
 	unsigned int n, h, i;
 
-	n = likely(!atomic_load_explicit(&e->port_paused, memory_order_relaxed)) ?
-		rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST) : 0;
-	e->st.rx_pkts += n;
+	if (unlikely(e->nb_rx_stash != 0)) {
+		/* taken from the port by the look before a sleep (engine_wait.c), counted */
+		n = e->nb_rx_stash;
+		memcpy(pkts, e->rx_stash, n * sizeof(pkts[0]));
+		e->nb_rx_stash = 0;
+	} else {
+		n = likely(!atomic_load_explicit(&e->port_paused, memory_order_relaxed)) ?
+			rte_eth_rx_burst(e->port_id, e->rx_queue, pkts, ENGINE_BURST) : 0;
+		e->st.rx_pkts += n;
+	}
 	if (unlikely(e->rx_intr_check))
 		engine_wait_rx_checked(e, n);
 	for (i = 0; i < n; i++) {
