@@ -254,15 +254,22 @@ droce_engine_qp_destroy(struct droce_engine_qp *qp)
 	struct droce_engine_dev *dev = qp->dom->dev;
 	struct engine_cmd cmd;
 
+	/*
+	 * Unpublished first, so that no packet, doorbell or handoff finds the QP from the next
+	 * pass on; the quiesce waits out the passes that may still hold it (a packet of it in
+	 * some engine's hands). Only then off its engine's lists: such a pass may have put it
+	 * back on one (an ACK to send, a timer armed), and a QP freed while listed is a list
+	 * of freed memory (ibv_xsrq_pingpong's QPs destroyed while their peer's last packets
+	 * came in crashed droced in qp_list_del: doc/reliability.md).
+	 */
+	atomic_store_explicit(&dev->qps[qp->qpn], NULL, memory_order_release);
+	__atomic_store_n(&qp->dom->db_qp[qp->engine->id][qp->db_slot], NULL, __ATOMIC_RELEASE);
+	mcast_qp_gone(dev, qp->qpn);
+	engine_quiesce(dev);
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.type = ENGINE_CMD_QP_DEL;
 	cmd.qp = qp;
 	engine_cmd_run(qp->engine, &cmd);
-	atomic_store_explicit(&dev->qps[qp->qpn], NULL, memory_order_release);
-	__atomic_store_n(&qp->dom->db_qp[qp->engine->id][qp->db_slot], NULL, __ATOMIC_RELEASE);
-	mcast_qp_gone(dev, qp->qpn);
-	/* Packets of this QP may be in another engine's hands or its handoff ring. */
-	engine_quiesce(dev);
 	/* An XRC target's srq and rcq are only ever set while it handles a packet. */
 	if (qp->type != DROCE_SHM_QPT_XRC_RECV) {
 		if (qp->scq != NULL)
