@@ -202,6 +202,9 @@ struct droced_port {
 	uint32_t nb_gids;
 	uint32_t engines[DROCE_ENGINE_MAX];	/* engine ids serving the port, queue = position */
 	uint32_t nb_engines;
+	/* The next QP's engine, round robin over the port's QPs, not each client's: an
+	 * application with one QP (most of them) would otherwise always get the first. */
+	uint32_t qp_rr;
 	struct droced_nic nic;
 };
 
@@ -361,7 +364,6 @@ struct droced_client {
 	uint32_t nb_ahs;
 	uint64_t mr_bytes;
 	uint64_t (*db_used)[DROCE_SHM_DB_WORDS];	/* per engine: doorbell slots in use */
-	uint32_t rr;			/* next engine of the port for a QP */
 	/* A request waiting for ARP (MODIFY_QP or CREATE_AH); no fds travel with those. */
 	bool parked;
 	bool park_done;

@@ -153,7 +153,7 @@ create_xrc_target(struct droced_client *c, struct droced_call *call)
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return -ENOMEM;
-	qp->engine_id = c->port->engines[c->rr++ % c->port->nb_engines];
+	qp->engine_id = c->port->engines[c->port->qp_rr++ % c->port->nb_engines];
 	rc = db_slot_alloc(c, qp->engine_id, &qp->db_slot);
 	if (rc != 0) {
 		free(qp);
@@ -258,7 +258,7 @@ droced_qp_create(struct droced_client *c, struct droced_call *call)
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return -ENOMEM;
-	qp->engine_id = c->port->engines[c->rr++ % c->port->nb_engines];
+	qp->engine_id = c->port->engines[c->port->qp_rr++ % c->port->nb_engines];
 	rc = db_slot_alloc(c, qp->engine_id, &qp->db_slot);
 	if (rc != 0) {
 		free(qp);

@@ -48,8 +48,8 @@ class NicGuest(RxeGuest):
     control thread and engines share them through EAL's --lcores)."""
 
     def __init__(self, link, tap, kind, initrd, ip, side_tap=None, side_ip=None,
-                 bind="vfio-pci", queues=1, smp=1, mem_mb=1024, hugepages=256, pcap=None,
-                 **kw):
+                 bind="vfio-pci", queues=1, rss=False, smp=1, mem_mb=1024, hugepages=256,
+                 pcap=None, **kw):
         super().__init__(link, ip=ip, pcap=pcap, mem_mb=mem_mb, **kw)
         # The kernel's own NIC (virtio-net at 00:04.0, eth0 at side_ip) for the TCP
         # exchanges of the programs run on droce, as a server's management port.
@@ -62,6 +62,7 @@ class NicGuest(RxeGuest):
         self.initrd = os.path.abspath(initrd)
         self.bind = bind
         self.queues = queues
+        self.rss = rss
         self.smp = smp
         self.hugepages = hugepages
         self.pmd = NICS[kind][2]
@@ -82,7 +83,9 @@ class NicGuest(RxeGuest):
                 props.append("iommu_platform=on")
             if self.queues > 1:
                 # A vector per queue and one for the configuration (DPDK's virtio guide).
-                props += ["mq=on", "vectors=%d" % (2 * self.queues + 2), "rss=on"]
+                props += ["mq=on", "vectors=%d" % (2 * self.queues + 2)]
+                if self.rss:
+                    props.append("rss=on")
         return ",".join(props)
 
     def _qemu_argv(self, accel, sock):
