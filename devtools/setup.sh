@@ -31,6 +31,8 @@ packages=(
 	qemu-system-x86 cpio binutils iputils-ping rdmacm-utils librpma-dev libfabric-bin ucx-utils
 	# A second allocator under test_memory's calloc churn (LD_PRELOAD).
 	libjemalloc2
+	# net_af_xdp (test_veth's af_xdp case; libdpdk-dev pulls it in, named as it is used).
+	librte-net-af-xdp23
 	# devtools/soak.sh's plot of its samples; devtools/repeat-tests.sh --load's CPU load.
 	gnuplot-nox stress-ng
 )

@@ -71,6 +71,9 @@ droced_now_ms(void)
 #define DROCED_MBUF_CACHE	256
 /* Headroom plus the largest packet: headers (<= 106 bytes), 4096 of payload, pad, ICRC. */
 #define DROCED_MBUF_ROOM	(RTE_PKTMBUF_HEADROOM + 4352)
+/* The same for a RoCE MTU of at most 2048 in net_af_xdp's frames, where the kernel keeps
+ * the first 256 bytes of each (XDP_PACKET_HEADROOM) for itself (doc/nics.md). */
+#define DROCED_MBUF_ROOM_XDP_2K	(RTE_PKTMBUF_HEADROOM + 256 + 2304)
 /* The port's Ethernet MTU is the RoCE MTU plus IPv6, UDP, BTH, extension headers, ICRC. */
 #define DROCED_ROCE_HDR_ROOM	128
 #define DROCED_NB_RXD		1024

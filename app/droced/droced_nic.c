@@ -52,10 +52,18 @@ nic_is_pci(const struct rte_eth_dev_info *info)
 	return bus != NULL && strcmp(rte_bus_name(bus), "pci") == 0;
 }
 
+/* net_af_xdp: a kernel netdev's XDP socket, whose frames are its mbuf pool's elements. */
+static bool
+nic_is_af_xdp(const struct rte_eth_dev_info *info)
+{
+	return strcmp(info->driver_name, "net_af_xdp") == 0;
+}
+
 /*
  * The Ethernet MTU the RoCE MTU needs, set in conf unless the device cannot take it: a PCI
- * NIC is then refused (its frames would be dropped on the wire), a virtual device keeps
- * its default (net_memif carries larger frames than it reports).
+ * NIC or net_af_xdp (frames within a page) is then refused, as its frames would be
+ * dropped; another virtual device keeps its default (net_memif carries larger frames
+ * than it reports).
  */
 static int
 nic_mtu(struct droced_port *p, const struct rte_eth_dev_info *info, struct rte_eth_conf *conf)
@@ -74,7 +82,7 @@ nic_mtu(struct droced_port *p, const struct rte_eth_dev_info *info, struct rte_e
 	for (fits = p->cfg->mtu; fits >= DROCED_CONFIG_MTU_MIN &&
 	     fits + DROCED_ROCE_HDR_ROOM > limit; fits /= 2)
 		;
-	if (p->nic.pci) {
+	if (p->nic.pci || nic_is_af_xdp(info)) {
 		if (fits < DROCED_CONFIG_MTU_MIN)
 			DROCED_LOG(ERR, "[port %s]: '%s' (%s) takes frames of at most %u bytes of "
 				   "IP: too small for any RoCE MTU", p->cfg->name, p->cfg->device,
@@ -90,6 +98,20 @@ nic_mtu(struct droced_port *p, const struct rte_eth_dev_info *info, struct rte_e
 		   "reports at most %u: larger frames may not pass", p->cfg->name, p->cfg->mtu,
 		   want, limit);
 	return 0;
+}
+
+/*
+ * net_af_xdp's frames are its pool's elements, and a kernel before 6.6 takes none larger
+ * than a page (nor a later one unless the pool is in hugepages): for a RoCE MTU of 2048 or
+ * less its mbufs hold what that needs. Every other device keeps room for 4096 (net_af_packet
+ * refuses mbufs smaller than its frames, which users size for 4096).
+ */
+static uint16_t
+nic_mbuf_room(const struct droced_port *p, const struct rte_eth_dev_info *info)
+{
+	if (p->cfg->mtu <= 2048 && nic_is_af_xdp(info))
+		return DROCED_MBUF_ROOM_XDP_2K;
+	return DROCED_MBUF_ROOM;
 }
 
 /* RSS over the port's queues when it has more than one and the device hashes IP. */
@@ -225,8 +247,8 @@ droced_nic_setup(struct droced_port *p, bool rx_intr, uint32_t idle_sleep_us)
 	 * retransmission copies and the slow path. */
 	nb_mbufs = RTE_MAX((uint32_t)DROCED_NB_MBUFS, 2u * nq * (nb_rxd + nb_txd));
 	snprintf(name, sizeof(name), "droced_mp%u", p->index);
-	p->mp = rte_pktmbuf_pool_create(name, nb_mbufs, DROCED_MBUF_CACHE, 0, DROCED_MBUF_ROOM,
-					socket);
+	p->mp = rte_pktmbuf_pool_create(name, nb_mbufs, DROCED_MBUF_CACHE, 0,
+					nic_mbuf_room(p, &info), socket);
 	if (p->mp == NULL) {
 		DROCED_LOG(ERR, "[port %s]: no memory for %u mbufs on socket %d: %s", p->cfg->name,
 			   nb_mbufs, socket, rte_strerror(rte_errno));

@@ -389,7 +389,8 @@ VETH_DEVARGS = ",framesz=4352,blocksz=69632,framecnt=512"
 class VethPair(DaemonPair):
     """Two network namespaces joined by a veth pair, a droced in each on net_af_packet."""
 
-    def __init__(self, droced, tag="veth", mtu=4096, devargs="", on_link_up=None):
+    def __init__(self, droced, tag="veth", mtu=4096, devargs="", on_link_up=None,
+                 device_a=None, veth_mtu=9000):
         self.work = Workdir(tag)
         sfx = "%d" % os.getpid()
         self.ns = ["droce-a-" + sfx, "droce-b-" + sfx]
@@ -399,7 +400,10 @@ class VethPair(DaemonPair):
         # devargs: extra net_af_packet options (frame and block sizes, see VETH_DEVARGS).
         # on_link_up(pair): called once the veth link is up, before the daemons start.
         self.on_link_up = on_link_up
+        # device_a: a's device instead of net_af_packet, "%s" standing for its veth end.
+        self.veth_mtu = veth_mtu
         self.a = Daemon(droced, self.work, "a",
+                        (device_a % self.ifs[0]) if device_a else
                         "net_af_packet0,iface=%s%s" % (self.ifs[0], devargs),
                         self.ip_a + "/24", mtu=mtu, lcore=1, netns=self.ns[0])
         self.b = Daemon(droced, self.work, "b",
@@ -412,8 +416,8 @@ class VethPair(DaemonPair):
         sh("ip", "link", "add", self.ifs[0], "netns", self.ns[0], "type", "veth",
            "peer", "name", self.ifs[1], "netns", self.ns[1])
         for ns, ifn in zip(self.ns, self.ifs):
-            # Room for a 4096-byte RoCE payload and its headers.
-            sh("ip", "-n", ns, "link", "set", ifn, "mtu", "9000", "up")
+            # Room for a 4096-byte RoCE payload and its headers (by default).
+            sh("ip", "-n", ns, "link", "set", ifn, "mtu", str(self.veth_mtu), "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
         if self.on_link_up is not None:
             self.on_link_up(self)

@@ -5,6 +5,12 @@ other by ARP. RC ping-pong with payload checks (messages below and above the pat
 4096 and 1024), UD ping-pong with the GRH check; an ARP capture on both veth ends shows a
 request from each side's peer answered by a reply. Namespaces are removed in every case.
 
+af_xdp: droced a on net_af_xdp instead (an XDP socket on its veth end, the kernel keeping
+the device: the cloud case of doc/nics.md), b on net_af_packet, RoCE MTU 2048 and a veth
+MTU of 3000 (native XDP on a veth takes no larger frame: see doc/nics.md for the limits):
+RC, UC and UD ping-pongs with payload checks, nothing missed by the XDP socket; and a RoCE
+MTU of 4096 on net_af_xdp refused at start, naming the MTU that fits.
+
 usage: test_veth.py DROCED DROCE_CTL RC_PINGPONG UD_PINGPONG [CASE...]
 """
 
@@ -17,8 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (VETH_DEVARGS, VethPair, check, expect_idle, log, main, parse_args,
-                           run_pair)
+from droce_harness import (VETH_DEVARGS, TestFailure, VethPair, check, ctl_lines, expect_idle,
+                           log, main, parse_args, run_pair)
 
 TCP_PORT = 19210
 BIN, CASES = parse_args(["droced", "droce_ctl", "rc_pingpong", "ud_pingpong"])
@@ -149,5 +155,43 @@ def run():
         check("droce-a-%d" % os.getpid() not in names, "namespace left behind")
 
 
+XDP_DEVICE = "net_af_xdp0,iface=%s,start_queue=0,queue_count=1"
+XDP_MTU = 2048
+
+
+def af_xdp():
+    with VethPair(BIN["droced"], "xdp", mtu=XDP_MTU, devargs=VETH_DEVARGS, device_a=XDP_DEVICE,
+                  veth_mtu=3000) as pair:
+        port = ctl_lines(BIN["droce_ctl"], pair.a, "ports")[0]
+        check(port.get("driver") == "net_af_xdp" and port.get("eth_mtu") == "2176" and
+              port.get("state") == "ACTIVE", "droce-ctl ports on net_af_xdp: %s" % port)
+        # The data packets a must receive at least: each of b's messages, in MTU packets.
+        least = 0
+        for size, iters in ((1, 50), (2048, 50), (65536, 20), (1 << 20, 2)):
+            pingpong(pair, BIN["rc_pingpong"], size, iters, ["-m", str(XDP_MTU)])
+            least += iters * -(-size // XDP_MTU)
+        pingpong(pair, BIN["rc_pingpong"], 16384, 10, ["-t", "uc", "-m", str(XDP_MTU)])
+        pingpong(pair, BIN["ud_pingpong"], 2048, 50)
+        least += 10 * 16384 // XDP_MTU + 50
+        counters = ctl_lines(BIN["droce_ctl"], pair.a, "ports")[0]
+        check(counters["rx_missed"] == "0" and counters["rx_nombuf"] == "0" and
+              int(counters["rx_packets"]) >= least,
+              "the XDP socket missed frames (%d data packets at least): %s" %
+              (least, counters))
+        log("  rc 1 B .. 1 MiB, uc, ud 2048 through net_af_xdp: ok (%s packets received)" %
+            counters["rx_packets"])
+        expect_idle(BIN["droce_ctl"], pair.a)
+    # A RoCE MTU whose frames do not fit in a page: refused, naming the one that fits.
+    pair = VethPair(BIN["droced"], "xdp4k", mtu=4096, devargs=VETH_DEVARGS,
+                    device_a=XDP_DEVICE, veth_mtu=3000)
+    try:
+        with pair:
+            raise TestFailure("droced started on net_af_xdp with RoCE MTU 4096")
+    except TestFailure as e:
+        check("RoCE MTU 4096 needs an Ethernet MTU of 4224" in str(e) and
+              "set mtu = 2048" in str(e), "not the refusal expected:\n%s" % e)
+    log("  RoCE MTU 4096 on net_af_xdp: refused, mtu = 2048 suggested")
+
+
 if __name__ == "__main__":
-    main([("veth", run)], [])
+    main([("veth", run), ("af_xdp", af_xdp)], CASES)
