@@ -272,7 +272,14 @@ def t_memif_raw_mismatch():
         srv = Proc(perf_argv(work, "s", 0, "net_memif0,role=server," + common,
                              ["--server", "--mode", "raw-rx", "-p", str(port)]), work, "server")
         try:
-            time.sleep(0.5)
+            # The client waits a bounded time for its link: started once the server waits
+            # for it, as run_both does (a guess of 0.5 s fell short: ASan's start of the
+            # server took longer than the client's 10 s on a busy machine).
+            deadline = time.monotonic() + TIMEOUT
+            while LINK_WAIT not in srv.text():
+                check(srv.proc.poll() is None and time.monotonic() < deadline,
+                      "server did not print %r:\n%s" % (LINK_WAIT, srv.text()))
+                time.sleep(0.05)
             cli = Proc(perf_argv(work, "c", 1, "net_memif0,role=client," + common,
                                  ["--client", "localhost", "--mode", "send", "-p", str(port)]),
                        work, "client")
