@@ -47,7 +47,7 @@ from droce_harness import (VETH_DEVARGS, Daemon, TestFailure, Workdir, check,  #
                            ctl, expect_idle, log, parse_args)
 from nic_guest import NicGuest  # noqa: E402
 from roce_checks import (ERROR_WORDS, check_pingpong, perf_rows,  # noqa: E402
-                         verify_capture)
+                         rping_status, verify_capture)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "rxe_dir",
@@ -154,9 +154,10 @@ def next_port():
     return _port[0]
 
 
-def exchange(srv, cli, srv_cmd, cli_cmd, listening, timeout=CASE_TIMEOUT):
-    """srv_cmd on srv, once listening() says so cli_cmd on cli; both must exit 0. Returns
-    their outputs (server, client)."""
+def exchange(srv, cli, srv_cmd, cli_cmd, listening, timeout=CASE_TIMEOUT,
+             status=lambda rc, out: rc):
+    """srv_cmd on srv, once listening() says so cli_cmd on cli; both must exit 0 (as
+    status(rc, output) reads it). Returns their outputs (server, client)."""
     s = srv.spawn(srv_cmd, timeout)
     deadline = time.monotonic() + 60
     while not listening():
@@ -168,9 +169,11 @@ def exchange(srv, cli, srv_cmd, cli_cmd, listening, timeout=CASE_TIMEOUT):
             raise TestFailure("%s: no server after 60 s: %s" % (srv.name, srv_cmd))
         time.sleep(0.3)
     rc_c, out_c = cli.spawn(cli_cmd, timeout).wait()
+    rc_c = status(rc_c, out_c)
     if rc_c != 0:
         s.kill()
     rc_s, out_s = s.wait()
+    rc_s = status(rc_s, out_s)
     if rc_s != 0 or rc_c != 0:
         raise TestFailure("server %s exit %s, client %s exit %s\n--- server (%s):\n%s\n"
                           "--- client (%s):\n%s" % (srv.name, rc_s, cli.name, rc_c, srv_cmd,
@@ -228,7 +231,7 @@ def rping(a, b):
         port = CM_PORT_BASE + next_port() % 100
         common = "-v -V -C %d -S 4096 -a %s -p %d" % (RPING_COUNT, srv.roce_ip, port)
         out_s, out_c = exchange(srv, cli, "rping -s " + common, "rping -c " + common,
-                                lambda: srv.cm_listening(port))
+                                lambda: srv.cm_listening(port), status=rping_status)
         got_c = re.findall(r"^ping data: rdma-ping-(\d+): ", out_c, re.M)
         got_s = re.findall(r"^server ping data: rdma-ping-(\d+): ", out_s, re.M)
         check([int(g) for g in got_c] == list(range(RPING_COUNT)) and
@@ -338,6 +341,7 @@ def link_flap(g, guest, host):
     down = port_state(g)
     guest.set_link(True)
     results = [j.wait() for j in (cli, srv, bw_cli, bw_srv)]
+    results[:2] = [(rping_status(rc, out), out) for rc, out in results[:2]]
     time.sleep(1)
     watch.kill()
     _, events = watch.wait()

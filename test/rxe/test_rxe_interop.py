@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
                            ctl, expect_idle, log, parse_args, private_copy, run_cases)
 from roce_checks import (ERROR_WORDS, ROCE_PORT, check_pingpong, gid_of,  # noqa: E402
-                         perf_rows, verify_capture)
+                         perf_rows, rping_errors, rping_status, verify_capture)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
@@ -928,6 +928,8 @@ def run_cm_both(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, port,
             "Event: RDMA_CM_EVENT_REJECTED; error: 8." in out_d):
         raise ListenRace("droce's client was rejected (reason 8), exit %s:\n%s" %
                          (rc_d, out_d))
+    if droce_srv[0] == "rping":
+        rc_d, rc_g = rping_status(rc_d, out_d), rping_status(rc_g, out_g)
     if rc_d != 0 or rc_g != 0:
         raise TestFailure("droce side exit %s, guest side exit %s\n--- droce:\n%s\n"
                           "--- guest:\n%s" % (rc_d, rc_g, out_d, out_g))
@@ -952,7 +954,7 @@ def t_rping():
               "rping: client %d, server %d ping lines, want %d\n--- server:\n%s\n"
               "--- client:\n%s" % (len(got_c), len(got_s), count, srv[-1500:], cli[-1500:]))
         for side, out in (("droce", out_d), ("guest", out_g)):
-            bad = [l for l in out.splitlines() if ERROR_WORDS.search(l)]
+            bad = rping_errors(out)
             check(not bad, "rping on %s: %s" % (side, bad))
         log("     rping -C %d: ok, droce %s" % (count, "server" if droce_serves else "client"))
 
