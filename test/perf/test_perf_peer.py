@@ -115,6 +115,15 @@ def perf_argv(work, tag, lcore, vdev, opts):
             "--vdev=" + vdev, "--"] + opts + ["--json"]
 
 
+def wait_printed(proc, text):
+    """Until proc prints text; fails if it exits first or TIMEOUT passes."""
+    deadline = time.monotonic() + TIMEOUT
+    while text not in proc.text():
+        check(proc.proc.poll() is None and time.monotonic() < deadline,
+              "%s did not print %r:\n%s" % (proc.name, text, proc.text()))
+        time.sleep(0.05)
+
+
 def run_both(first, second, work, ready=None):
     """Starts first (the side that listens or serves memif), then second once first printed
     ready (perftest's client tries to connect only once; a droce-perf client waits a
@@ -124,12 +133,9 @@ def run_both(first, second, work, ready=None):
     a = Proc(first[0], work, first[1], first[2] if len(first) > 2 else None)
     b = None
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while ready is not None and ready not in a.text():
-            check(a.proc.poll() is None and time.monotonic() < deadline,
-                  "%s did not print %r:\n%s" % (a.name, ready, a.text()))
-            time.sleep(0.05)
-        if ready is None:
+        if ready is not None:
+            wait_printed(a, ready)
+        else:
             time.sleep(0.5)
         b = Proc(second[0], work, second[1], second[2] if len(second) > 2 else None)
         rc_b = b.wait()
@@ -275,11 +281,7 @@ def t_memif_raw_mismatch():
             # The client waits a bounded time for its link: started once the server waits
             # for it, as run_both does (a guess of 0.5 s fell short: ASan's start of the
             # server took longer than the client's 10 s on a busy machine).
-            deadline = time.monotonic() + TIMEOUT
-            while LINK_WAIT not in srv.text():
-                check(srv.proc.poll() is None and time.monotonic() < deadline,
-                      "server did not print %r:\n%s" % (LINK_WAIT, srv.text()))
-                time.sleep(0.05)
+            wait_printed(srv, LINK_WAIT)
             cli = Proc(perf_argv(work, "c", 1, "net_memif0,role=client," + common,
                                  ["--client", "localhost", "--mode", "send", "-p", str(port)]),
                        work, "client")
