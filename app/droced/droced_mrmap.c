@@ -294,7 +294,8 @@ maps_check(pid_t pid, uint64_t addr, uint64_t len, uint64_t off, bool write,
 		m.ino = (ino_t)ino;
 		if (cur == addr)
 			*first = m;
-		if (m.perms[3] != 's' || ino == 0 || m.dev != first->dev || m.ino != first->ino ||
+		/* Inode 0 is a file too: a SysV segment of id 0 (the fstat below checks). */
+		if (m.perms[3] != 's' || m.dev != first->dev || m.ino != first->ino ||
 		    pgoff + (cur - lo) != off + (cur - addr)) {
 			ret = -EINVAL;
 			break;

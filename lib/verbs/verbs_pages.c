@@ -279,6 +279,16 @@ path_is_anon_hugetlb(const char *path)
 	return strcmp(path, "/anon_hugepage") == 0 || strcmp(path, "anon_inode:[hugetlb]") == 0;
 }
 
+/*
+ * A SysV segment: its file's inode is its shmid, 0 for an IPC namespace's first segment
+ * (a fresh machine's), where any other shared mapping's inode is not 0.
+ */
+static bool
+path_is_sysv(const char *path)
+{
+	return strncmp(path, "/SYSV", 5) == 0;
+}
+
 /* What a maps line is for registration; pgsize 0 when its pages are not consistent. */
 static enum clip_kind
 clip_classify(const char *perms, unsigned long ino, unsigned int maj, const char *path,
@@ -297,7 +307,7 @@ clip_classify(const char *perms, unsigned long ino, unsigned int maj, const char
 	if (path[0] == '[' && !anon)
 		return CLIP_NO;
 	if (perms[3] == 's')
-		return ino != 0 ? CLIP_SHARED : CLIP_NO;
+		return ino != 0 || path_is_sysv(path) ? CLIP_SHARED : CLIP_NO;
 	return CLIP_PRIVATE;
 }
 
@@ -331,7 +341,8 @@ maps_read(struct verbs_pages *p, uintptr_t start, uintptr_t end, struct clips *c
 		c.pgsize = base;
 		if (c.table >= 0)
 			c.pgsize = p->fds[c.table].pgsize;
-		else if (path_is_anon_hugetlb(path) || (maj == 0 && ino != 0))
+		else if (path_is_anon_hugetlb(path) ||
+			 (maj == 0 && (ino != 0 || path_is_sysv(path))))
 			c.pgsize = smaps_page_size(lo);
 		if (c.pgsize == 0 || (lo | hi) % c.pgsize != 0)
 			c.pgsize = 0;	/* unknown or inconsistent: not registrable, below */

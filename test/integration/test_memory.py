@@ -10,8 +10,8 @@ verbs_memory through real droced daemons (a memif pair, MemifPair):
 - dontneed: deregistered memory is private anonymous memory again.
 - calloc_glibc, calloc_jemalloc: calloc stays zero over memory registered, deregistered
   and freed, with glibc's malloc and with jemalloc (LD_PRELOAD, purging at once).
-- posix_shm, file, hugetlbfs, sysv, sysv_hugetlb: shared file mappings registered in
-  place on droced A (address, bytes and file unchanged), RDMA-written by a process on
+- posix_shm, file, hugetlbfs, sysv, sysv_id0, sysv_hugetlb: shared file mappings
+  registered in place on droced A (sysv_id0: a segment whose id, and so its inode, is 0) (address, bytes and file unchanged), RDMA-written by a process on
   droced B, the data seen through the file (another process's mapping, pread()).
 
 Cases that cannot run here (no free huge page, no jemalloc) are reported as skipped with
@@ -61,9 +61,9 @@ class Skipped(Exception):
     pass
 
 
-def start(args, daemon, name, timeout=PROG_TIMEOUT, env=None):
-    return App([BIN["verbs_memory"]] + args + ["--timeout", str(timeout)], daemon,
-               timeout + HARD_MARGIN, name, env=env)
+def start(args, daemon, name, timeout=PROG_TIMEOUT, env=None, prefix=()):
+    return App(list(prefix) + [BIN["verbs_memory"]] + args + ["--timeout", str(timeout)],
+               daemon, timeout + HARD_MARGIN, name, env=env)
 
 
 def finish(apps, timeout=PROG_TIMEOUT):
@@ -99,11 +99,13 @@ def run(args, daemon, env=None, timeout=PROG_TIMEOUT):
     return app.output
 
 
-def in_place(target_args, outputs=None):
-    """A target case on droced A and the writer on droced B; returns the target's output
-    (also added to outputs, for a clean-up that needs it even when the case failed)."""
+def in_place(target_args, outputs=None, prefix=()):
+    """A target case on droced A (its command behind prefix) and the writer on droced B;
+    returns the target's output (also added to outputs, for a clean-up that needs it even
+    when the case failed)."""
     port = str(free_tcp_port())
-    target = start(target_args + ["--port", port, "--seed", str(SEED)], pair.a, "target")
+    target = start(target_args + ["--port", port, "--seed", str(SEED)], pair.a, "target",
+                   prefix=prefix)
     writer = start(["writer", "--port", port, "--peer", "127.0.0.1"], pair.b, "writer")
     rc_t, rc_w = finish([target, writer])
     if outputs is not None:
@@ -244,10 +246,10 @@ def remove_segment(out):
             log("  removed SysV segment %s left behind" % m.group(1))
 
 
-def sysv(args):
+def sysv(args, prefix=()):
     outputs = []
     try:
-        in_place(["sysv"] + args, outputs)
+        return in_place(["sysv"] + args, outputs, prefix)
     finally:
         for out in outputs:
             remove_segment(out)
@@ -255,6 +257,16 @@ def sysv(args):
 
 def case_sysv():
     sysv([])
+
+
+def case_sysv_id0():
+    # The first segment of an IPC namespace has id 0, which /proc/PID/maps shows as the
+    # mapping's inode: on a fresh machine that was the first SysV registration's, and it
+    # was refused (a shared mapping with inode 0 taken for no file). unshare --ipc makes it
+    # so every time; the namespace and its segment go with the process.
+    out = sysv([], prefix=["unshare", "--ipc"])
+    check(re.search(r"shmid 0 pid", out) is not None,
+          "the segment in a new IPC namespace did not get id 0:\n%s" % out)
 
 
 def case_sysv_hugetlb():
@@ -279,6 +291,7 @@ ALL = [
     ("file", case_file),
     ("hugetlbfs", case_hugetlbfs),
     ("sysv", case_sysv),
+    ("sysv_id0", case_sysv_id0),
     ("sysv_hugetlb", case_sysv_hugetlb),
     ("idle", case_idle),
 ]
