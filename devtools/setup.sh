@@ -12,6 +12,10 @@
 #   ${DROCE_BUILD_PREFIX:-build}-rxe    the QEMU guest running Linux's soft-RoCE, the rxe
 #                                       suite's peer (test/rxe/build-guest.sh, doc/interop.md)
 #
+# With --quick (devtools/quickstart.sh) it installs only what the quickstart runs and
+# builds only that (meson's `quickstart` target) in ${DROCE_BUILD_PREFIX:-build}: a first
+# run within two minutes on a fresh machine. A later run without --quick adds the rest.
+#
 # Nothing needs hugepages to build or to run the tests: where they cannot be had (a
 # container without hugetlbfs, a read-only /proc/sys) this prints a note and goes on.
 
@@ -19,6 +23,12 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
 prefix=${DROCE_BUILD_PREFIX:-build}
+quick=0
+case ${1-} in
+--quick) quick=1 ;;
+'') ;;
+*) echo "usage: devtools/setup.sh [--quick]" >&2; exit 2 ;;
+esac
 
 # Installed without their recommends, so a few that come with them on a desktop are named:
 # libc6-dev (gcc's C library headers), llvm (llvm-symbolizer, which turns sanitizer and
@@ -35,7 +45,20 @@ packages=(
 	librte-net-af-xdp23
 	# devtools/soak.sh's plot of its samples; devtools/repeat-tests.sh --load's CPU load.
 	gnuplot-nox stress-ng
+	# droced's Prometheus endpoint; the operations test's Prometheus server and promtool,
+	# and systemd-analyze for the unit.
+	libmicrohttpd-dev prometheus systemd
 )
+# What the quickstart builds and runs: the compiler, DPDK, rdma-core's headers and the
+# unmodified programs it starts (ibv_rc_pingpong, ibv_srq_pingpong, rping).
+packages_quick=(
+	gcc libc6-dev meson ninja-build pkg-config libdpdk-dev libibverbs-dev librdmacm-dev
+	libnuma-dev libisal-dev libpcap-dev libmicrohttpd-dev ibverbs-utils rdmacm-utils
+	iproute2 procps
+)
+if ((quick)); then
+	packages=("${packages_quick[@]}")
+fi
 
 # About 1 GiB of 2 MiB pages: enough for droced's mempools and a few apps' shared memory.
 hugepages_wanted=512
@@ -82,8 +105,22 @@ install_packages() {
 	echo 'wireshark-common wireshark-common/install-setuid boolean false' |
 		debconf-set-selections
 	run_logged "apt-get update" timeout "$apt_timeout" apt-get update
-	run_logged "apt-get install" timeout "$apt_timeout" \
-		apt-get install -y --no-install-recommends "${missing[@]}"
+	# Packages with a service (prometheus) must not start it here: the tests start their
+	# own. A policy-rc.d already there (a container's) is left as it is.
+	local policy=/usr/sbin/policy-rc.d ours=0
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\n# devtools/setup.sh: no service starts while it installs\nexit 101\n' \
+			>"$policy"
+		chmod 755 "$policy"
+		ours=1
+	fi
+	if ! timeout "$apt_timeout" apt-get install -y --no-install-recommends "${missing[@]}" \
+		>"$log" 2>&1; then
+		((ours)) && rm -f "$policy"
+		tail -n 60 "$log" >&2
+		die "apt-get install failed"
+	fi
+	((ours)) && rm -f "$policy"
 	say "Debian packages installed"
 }
 
@@ -193,6 +230,11 @@ build_dir() {
 
 install_packages
 reserve_hugepages
+if ((quick)); then
+	build_dir "$prefix" gcc -- quickstart
+	say "done (--quick: $prefix's quickstart target only; devtools/setup.sh builds the rest)"
+	exit 0
+fi
 fetch_dpdk_sdk
 
 sanitize=('-Db_sanitize=address,undefined' -Dc_args=-fno-sanitize-recover=all)

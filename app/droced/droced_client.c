@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -33,11 +34,55 @@ droced_client_new(struct droced *d, int fd)
 	if (c == NULL)
 		return NULL;
 	c->d = d;
+	c->id = ++d->clients_accepted;
 	c->p.kind = DROCED_FD_CLIENT;
 	c->fd = fd;
 	c->region_fd = -1;
 	c->async_efd = c->async_rfd = -1;
 	return c;
+}
+
+void
+droced_client_identify(struct droced_client *c, pid_t pid, uid_t uid)
+{
+	char path[64];
+	ssize_t n = -1, i;
+	int fd;
+
+	c->pid = pid;
+	c->uid = uid;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, c->comm, sizeof(c->comm) - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		snprintf(c->comm, sizeof(c->comm), "?");
+		return;
+	}
+	/* Its arguments, NUL-separated there, with spaces here; a trailing NUL dropped. */
+	while (n > 0 && c->comm[n - 1] == '\0')
+		n--;
+	for (i = 0; i < n; i++)
+		if (c->comm[i] == '\0' || c->comm[i] == '\n')
+			c->comm[i] = ' ';
+	c->comm[n] = '\0';
+}
+
+int
+droced_limit(struct droced_call *call, uint32_t limit, int rc)
+{
+	call->resp->limit = limit;
+	return rc;
+}
+
+void
+droced_client_answer(struct droced_client *c, void *answer, size_t len)
+{
+	free(c->answer);
+	c->answer = answer;
+	c->answer_len = len;
 }
 
 /* ---- Notification pipes (droce_shm_proto.h) ---- */
@@ -133,6 +178,20 @@ void *
 droced_table_get(const struct droced_table *t, uint32_t handle)
 {
 	return handle < t->cap ? t->obj[handle] : NULL;
+}
+
+void *
+droced_table_next(const struct droced_table *t, uint32_t *handle)
+{
+	uint32_t h;
+
+	for (h = *handle; h < t->cap; h++) {
+		if (t->obj[h] != NULL) {
+			*handle = h;
+			return t->obj[h];
+		}
+	}
+	return NULL;
 }
 
 void

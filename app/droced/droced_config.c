@@ -26,8 +26,9 @@
 
 /* rte_cfgfile_load's line buffer: a longer line is an error there. */
 #define SCAN_LINE_MAX		(CFG_NAME_LEN + CFG_VALUE_LEN + 4)
-/* [eal] [engines] [control] [limits] [congestion], and per port [port X] [congestion X] */
-#define SCAN_MAX_SECTIONS	(5 + 2 * DROCED_CONFIG_MAX_PORTS)
+/* [eal] [engines] [control] [limits] [metrics] [congestion], and per port [port X]
+ * [congestion X] */
+#define SCAN_MAX_SECTIONS	(6 + 2 * DROCED_CONFIG_MAX_PORTS)
 #define SCAN_MAX_KEYS		32	/* the most keys a section kind has ([congestion]) */
 #define CONGESTION_PREFIX	"congestion"
 #define COMMENT_CHAR		CFG_DEFAULT_COMMENT_CHARACTER
@@ -43,6 +44,7 @@ enum sec_kind {
 	SEC_ENGINES,
 	SEC_CONTROL,
 	SEC_LIMITS,
+	SEC_METRICS,
 	SEC_CONGESTION,		/* [congestion]: every port's; [congestion NAME]: one port's */
 	SEC_NB_KINDS,
 };
@@ -53,6 +55,7 @@ static const char *const sec_names[SEC_NB_KINDS] = {
 	[SEC_ENGINES] = "engines",
 	[SEC_CONTROL] = "control",
 	[SEC_LIMITS] = "limits",
+	[SEC_METRICS] = "metrics",
 	[SEC_CONGESTION] = CONGESTION_PREFIX,
 };
 
@@ -65,6 +68,7 @@ static const char *const sec_keys[SEC_NB_KINDS][SCAN_MAX_KEYS + 1] = {
 	[SEC_CONTROL] = { "socket", "allowed_uid", "allowed_gid", NULL },
 	[SEC_LIMITS] = { "max_qps", "max_cqs", "max_srqs", "max_mrs", "max_mr_bytes",
 			 "max_ahs", "max_cqe", "max_wr", "region_mb", NULL },
+	[SEC_METRICS] = { "listen", "max_qps", NULL },
 	/* SEC_CONGESTION: lib/cc's parameter names (droce_cc_param_name), checked there */
 };
 _Static_assert(SCAN_MAX_KEYS >= sizeof(struct droce_cc_params) / sizeof(uint32_t),
@@ -709,6 +713,38 @@ load_limits(struct scan *s, struct droced_config *cfg)
 	return 0;
 }
 
+/* [metrics] listen = IPV4:PORT: the Prometheus endpoint (droced_metrics.c). */
+static int
+load_metrics(struct scan *s, struct droced_config *cfg)
+{
+	const struct scan_sec *sec = find_sec(s, SEC_METRICS);
+	struct droced_metrics_config *m = &cfg->metrics;
+	char addr[INET_ADDRSTRLEN];
+	unsigned int line;
+	const char *v, *colon;
+	uint64_t port;
+
+	if (sec == NULL)
+		return 0;
+	if (num32(s, sec, "max_qps", 0, DROCED_METRICS_QPS_MAX, &m->max_qps) < 0)
+		return -1;
+	v = get(s, sec, "listen", &line);
+	if (v == NULL)
+		return fail(s, sec->line, "[metrics] needs listen = ADDRESS:PORT "
+			    "(127.0.0.1:9469 serves this machine only)");
+	colon = strrchr(v, ':');
+	if (colon == NULL || (size_t)(colon - v) >= sizeof(addr) || !parse_u64(colon + 1, &port) ||
+	    port == 0 || port > UINT16_MAX)
+		return fail(s, line, "listen: '%s' is not IPV4:PORT", v);
+	memcpy(addr, v, (size_t)(colon - v));
+	addr[colon - v] = '\0';
+	if (inet_pton(AF_INET, addr, m->addr) != 1)
+		return fail(s, line, "listen: '%s' is not an IPv4 address", addr);
+	m->port = (uint16_t)port;
+	m->enabled = true;
+	return 0;
+}
+
 /* Splits EAL arguments on white space into NUL-ended words (no quoting). */
 static void
 split_eal(struct droced_config *cfg, const char *v)
@@ -751,6 +787,7 @@ set_defaults(struct droced_config *cfg)
 	cfg->allowed_uid = -1;
 	cfg->allowed_gid = -1;
 	cfg->early_retransmit = true;
+	cfg->metrics.max_qps = DROCED_METRICS_QPS_DEFAULT;
 	cfg->limits = (struct droced_limits){
 		.max_qps = DROCED_LIMIT_QPS_DEFAULT,
 		.max_cqs = DROCED_LIMIT_CQS_DEFAULT,
@@ -829,7 +866,8 @@ load_values(struct scan *s, struct droced_config *cfg)
 		return fail(s, 0, "no [port NAME] section");
 	if (load_congestion(s, cfg) < 0)
 		return -1;
-	if (load_engines(s, cfg) < 0 || load_control(s, cfg) < 0 || load_limits(s, cfg) < 0)
+	if (load_engines(s, cfg) < 0 || load_control(s, cfg) < 0 || load_limits(s, cfg) < 0 ||
+	    load_metrics(s, cfg) < 0)
 		return -1;
 	return 0;
 }

@@ -105,6 +105,16 @@ struct droced_limits {
 	uint32_t region_mb;	/* MiB of the client's shared region (rings, doorbells) */
 };
 
+/* [metrics]: Prometheus' endpoint (droced_metrics.c, doc/operations.md). */
+#define DROCED_METRICS_QPS_DEFAULT	256	/* QPs exported, series per QP and counter */
+#define DROCED_METRICS_QPS_MAX		100000
+struct droced_metrics_config {
+	bool enabled;		/* listen was given */
+	uint8_t addr[4];	/* network order */
+	uint16_t port;
+	uint32_t max_qps;	/* more QPs than this: no per-QP series */
+};
+
 struct droced_config {
 	/* [eal] args split on spaces: nb_eal_args words, each ended by a NUL, one after another. */
 	char eal_args[DROCED_CONFIG_VALUE_MAX];
@@ -125,6 +135,7 @@ struct droced_config {
 	int64_t allowed_uid;	/* -1: any */
 	int64_t allowed_gid;	/* -1: any */
 	struct droced_limits limits;
+	struct droced_metrics_config metrics;
 };
 
 /*

@@ -27,9 +27,12 @@ droced_cq_create(struct droced_client *c, struct droced_call *call)
 	int rc;
 
 	if (req->create_cq.notify > 1 || nfds != 0 ||
-	    req->create_cq.cqe > c->d->cfg.limits.max_cqe ||
 	    (req->create_cq.flags & ~(uint32_t)DROCE_PROTO_CQ_TIMESTAMPS))
 		return -EINVAL;
+	if (req->create_cq.cqe > c->d->cfg.limits.max_cqe)
+		return droced_limit(call, DROCE_PROTO_LIMIT_CQE, -EINVAL);
+	if (c->cqs.nb >= c->cqs.max)
+		return droced_limit(call, DROCE_PROTO_LIMIT_CQS, -ENOMEM);
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL)
 		return -ENOMEM;
@@ -104,9 +107,10 @@ droced_cq_resize(struct droced_client *c, struct droced_call *call)
 	int64_t off;
 	int rc;
 
-	if (cq == NULL || req->resize_cq.cqe == 0 ||
-	    req->resize_cq.cqe > c->d->cfg.limits.max_cqe)
+	if (cq == NULL || req->resize_cq.cqe == 0)
 		return -EINVAL;
+	if (req->resize_cq.cqe > c->d->cfg.limits.max_cqe)
+		return droced_limit(call, DROCE_PROTO_LIMIT_CQE, -EINVAL);
 	size = droced_pow2_at_least(req->resize_cq.cqe);
 	off = droce_shm_arena_alloc(c->arena, (uint64_t)size * sizeof(struct droce_shm_cqe),
 				    DROCE_SHM_CACHE_LINE);

@@ -43,6 +43,10 @@ static const struct op_row ops[DROCE_PROTO_OP_MAX] = {
 	OP(QUERY_QPS, REQ_SIZE(query_qps), GATE_ANY, droced_session_query_qps),
 	OP(QUERY_PORT_DETAIL, REQ_SIZE(query_port_detail), GATE_ANY,
 	   droced_session_query_port_detail),
+	OP(QUERY_VIEW, REQ_SIZE(query_view), GATE_ANY, droced_session_query_view),
+	OP(CAPTURE_START, REQ_SIZE(capture), GATE_ANY, droced_capture_start),
+	OP(CAPTURE_STATUS, REQ_HDR_SIZE, GATE_ANY, droced_capture_status),
+	OP(CAPTURE_STOP, REQ_HDR_SIZE, GATE_ANY, droced_capture_stop),
 	OP(HELLO, REQ_SIZE(hello), GATE_HELLO, droced_session_hello),
 	OP(ALLOC_PD, REQ_HDR_SIZE, GATE_CONTEXT, droced_pd_alloc),
 	OP(DEALLOC_PD, REQ_SIZE(obj), GATE_CONTEXT, droced_pd_dealloc),
@@ -145,10 +149,13 @@ droced_dispatch(struct droced_client *c, const struct droce_proto_req *req, size
 	if (rc == 1)
 		return 1;
 	if (rc != 0) {
-		/* A failed request answers with its status only. */
+		/* A failed request answers with its status only, and the limit it met. */
+		uint32_t limit = resp->limit;
+
 		memset(resp, 0, sizeof(*resp));
 		resp->op = op;
 		resp->seq = req->seq;
+		resp->limit = limit;
 		*out_nfds = 0;
 	}
 	resp->status = rc;

@@ -111,10 +111,13 @@ droced_now_ms(void)
  * net.ipv4.ip_default_ttl or the IPv6 default, 64). droced has no routing table.
  */
 #define DROCED_ROUTE_HOP_LIMIT	64
+/* The start of a client's command line the views show. */
+#define DROCED_COMM_MAX		128
 
 /* ---- droced_main.c ---- */
 
 struct droced_client;
+struct droced_capture;
 struct rte_mbuf;
 
 /* Why QP1 dropped a packet: X(name, description). */
@@ -149,6 +152,7 @@ enum droced_fd_kind {
 	DROCED_FD_TIMER,
 	DROCED_FD_WAKE,
 	DROCED_FD_CLIENT,
+	DROCED_FD_CALL,
 };
 
 struct droced_pollable {
@@ -209,6 +213,7 @@ struct droced_port {
 	 * application with one QP (most of them) would otherwise always get the first. */
 	uint32_t qp_rr;
 	struct droced_nic nic;
+	struct droced_capture *capture;	/* droce-ctl capture running on it, or NULL */
 };
 
 struct droced {
@@ -220,7 +225,8 @@ struct droced {
 	uint32_t nb_engines;
 	bool launched[DROCE_ENGINE_MAX];
 	int epfd;
-	struct droced_pollable listen_p, signal_p, timer_p, wake_p;
+	struct droced_pollable listen_p, signal_p, timer_p, wake_p, call_p;
+	int call_fd;		/* eventfd: another thread queued a call (droced_loop_call) */
 	int lsock, sigfd, timerfd;
 	bool tick_slow;		/* the idle tick (DROCED_IDLE_TICK_NS) is set */
 	uint64_t busy_ms;	/* when the loop last saw more than its tick */
@@ -228,6 +234,7 @@ struct droced {
 	bool socket_bound;	/* the path is ours to unlink */
 	TAILQ_HEAD(, droced_client) clients;
 	uint64_t start_ms;
+	uint64_t clients_accepted;	/* connections since start: the next client's id */
 	uint64_t clients_total;
 	uint64_t clients_torn_down;
 	bool stopping;
@@ -319,6 +326,18 @@ int droced_gsi_send(struct droced_port *p, const uint8_t sgid[16], const uint8_t
 /* Delivers the MADs queued to our own GIDs; how many. */
 unsigned int droced_gsi_flush(struct droced *d);
 
+/* ---- droced_telemetry.c ---- */
+
+/* droced's /droce/ commands on DPDK's telemetry socket (after droced_loop_init). */
+int droced_telemetry_init(struct droced *d);
+
+/* ---- droced_metrics.c ---- */
+
+/* The Prometheus endpoint of [metrics], when configured (after droced_loop_init). */
+int droced_metrics_init(struct droced *d);
+/* Stops serving (after droced_loop_fini: a scrape in progress gets its 503). */
+void droced_metrics_fini(void);
+
 /* ---- droced_loop.c ---- */
 
 int droced_loop_init(struct droced *d);
@@ -326,6 +345,14 @@ int droced_loop_init(struct droced *d);
 int droced_loop_run(struct droced *d);
 /* Stops accepting, tells and drops every client, removes the socket. */
 void droced_loop_fini(struct droced *d);
+/*
+ * Runs fn(d, arg) on the control thread, from another thread (DPDK telemetry's, the
+ * metrics server's), and waits for it: what droced holds is the control thread's alone.
+ * 0 once fn ran; -ETIMEDOUT: not started within timeout_ms (it never will be); -ESHUTDOWN:
+ * droced is stopping.
+ */
+int droced_loop_call(struct droced *d, void (*fn)(struct droced *d, void *arg), void *arg,
+		     unsigned int timeout_ms);
 
 /* ---- droced_client.c ---- */
 
@@ -342,9 +369,11 @@ struct droced_client {
 	struct droced_pollable p;	/* first: epoll's data.ptr */
 	struct droced *d;		/* the daemon it talks to */
 	TAILQ_ENTRY(droced_client) next;
+	uint64_t id;			/* names it in the views: the connections before it, + 1 */
 	int fd;
 	pid_t pid;
 	uid_t uid;
+	char comm[DROCED_COMM_MAX];	/* its process's command line (the views) */
 	bool hello;
 	bool dead;			/* torn down at the end of this loop pass */
 	bool paused;
@@ -368,6 +397,10 @@ struct droced_client {
 	uint64_t mr_bytes;
 	uint64_t (*db_used)[DROCE_SHM_DB_WORDS];	/* per engine: doorbell slots in use */
 	/* A request waiting for ARP (MODIFY_QP or CREATE_AH); no fds travel with those. */
+	struct droced_capture *capture;	/* the capture it started (droced_capture.c) */
+	/* An answer longer than struct droce_proto_resp (QUERY_VIEW), sent instead of it. */
+	void *answer;
+	size_t answer_len;
 	bool parked;
 	bool park_done;
 	int park_status;
@@ -378,6 +411,16 @@ struct droced_client {
 
 struct droced_client *droced_client_new(struct droced *d, int fd);
 /*
+ * The answer to the request in hand is answer (malloc'd, len bytes, taken over), not the
+ * response: its op, seq and status are filled in from the response when it is sent.
+ */
+void droced_client_answer(struct droced_client *c, void *answer, size_t len);
+struct droced_call;
+/* A refusal at a configured limit (DROCE_PROTO_LIMIT_*) named in the response; returns rc. */
+int droced_limit(struct droced_call *call, uint32_t limit, int rc);
+/* Who the client is (SO_PEERCRED's pid and uid) and its command line, from /proc. */
+void droced_client_identify(struct droced_client *c, pid_t pid, uid_t uid);
+/*
  * Handle tables, droced's one kind: index = handle, grown on demand up to the client's
  * limit (then -ENOMEM); a handle the client sends is only ever looked up in its own
  * tables. Handles are given in turn, so a stale one does not name the next object at
@@ -387,6 +430,8 @@ struct droced_client *droced_client_new(struct droced *d, int fd);
 void droced_table_init(struct droced_table *t, uint32_t max, bool lowest_first);
 int droced_table_add(struct droced_table *t, void *obj, uint32_t *handle);
 void *droced_table_get(const struct droced_table *t, uint32_t handle);
+/* The object of the lowest handle >= *handle (set to it), or NULL: none. */
+void *droced_table_next(const struct droced_table *t, uint32_t *handle);
 void droced_table_del(struct droced_table *t, uint32_t handle);
 void droced_table_free(struct droced_table *t);
 /*
@@ -479,6 +524,14 @@ int droced_mr_dereg(struct droced_client *c, struct droced_call *call);
 int droced_mw_alloc(struct droced_client *c, struct droced_call *call);
 int droced_mw_dealloc(struct droced_client *c, struct droced_call *call);
 void droced_mr_release_all(struct droced_client *c);
+/* What the views show of an MR. */
+struct droced_mr_info {
+	uint64_t iova, length;
+	uint32_t lkey, rkey, pd;
+	uint32_t access;	/* enum ibv_access_flags */
+};
+/* c's MR with the lowest handle >= *handle (*handle set to it): 0, or -ENOENT. */
+int droced_mr_next(const struct droced_client *c, uint32_t *handle, struct droced_mr_info *info);
 /* droced_cq.c */
 int droced_cq_create(struct droced_client *c, struct droced_call *call);
 int droced_cq_resize(struct droced_client *c, struct droced_call *call);
@@ -509,6 +562,16 @@ int droced_qp_modify_num(const struct droced_client *owner, uint32_t qpn,
 			 const struct droce_shm_qp_attr *attr);
 void droced_qp_release_all(struct droced_client *c);
 
+/* droced_capture.c: droce-ctl capture (CAPTURE_START with the file, _STATUS, _STOP) */
+struct droced_capture;
+int droced_capture_start(struct droced_client *c, struct droced_call *call);
+int droced_capture_status(struct droced_client *c, struct droced_call *call);
+int droced_capture_stop(struct droced_client *c, struct droced_call *call);
+/* The client's capture, at its end: stopped, its file complete. */
+void droced_capture_release(struct droced_client *c);
+/* Every pass of the loop: what the engines copied, to the files. */
+void droced_captures_drain(struct droced *d);
+
 /* ---- droced_session.c ---- */
 
 int droced_session_hello(struct droced_client *c, struct droced_call *call);
@@ -516,12 +579,42 @@ int droced_session_query_ports(struct droced_client *c, struct droced_call *call
 int droced_session_query_qps(struct droced_client *c, struct droced_call *call);
 int droced_session_query_port_detail(struct droced_client *c, struct droced_call *call);
 int droced_session_status(struct droced_client *c, struct droced_call *call);
+/* droced's status (STATUS's answer; telemetry's /droce/status, the metrics). */
+void droced_status_get(const struct droced *d, struct droce_proto_status *st);
+int droced_session_query_view(struct droced_client *c, struct droced_call *call);
 /* Engine events to the client's event ring and notification pipe. */
 void droced_client_events(struct droced_client *c);
 /* Every client's port state and a PORT_ERR or PORT_ACTIVE event. */
 void droced_clients_port_event(struct droced_port *p, bool up);
 /* Frees everything the client owned and the client; counts it in clients_torn_down. */
 void droced_client_free(struct droced_client *c);
+
+/* ---- droced_view.c ---- */
+
+/*
+ * Where a view's rows go (droced_view_run): droce-ctl's answer, DPDK telemetry, the
+ * Prometheus metrics. One producer, three encoders.
+ */
+struct droced_view_sink {
+	/* A row with this key begins; false: no room for it (the view stops there). */
+	bool (*row)(struct droced_view_sink *s, uint64_t key);
+	/* A number of the row: tag DROCE_PROTO_VIEW_TAG_ID, _GAUGE or _COUNTER; help: what it
+	 * counts (NULL for an ID). */
+	void (*num)(struct droced_view_sink *s, uint8_t tag, const char *name, uint64_t v,
+		    const char *help);
+	/* A text field of the row (DROCE_PROTO_VIEW_TAG_LABEL). */
+	void (*text)(struct droced_view_sink *s, const char *name, const char *v);
+	/* Who asks: root (0) sees everything, another uid its own clients' objects, no keys. */
+	uid_t viewer;
+};
+
+/*
+ * Runs view v (DROCE_PROTO_VIEW_*) from its first row with a key >= start into s: 1 when it
+ * stopped because s had no room, 0 at its end, -EINVAL: no such view. Control thread.
+ */
+int droced_view_run(struct droced *d, uint32_t v, uint64_t start, struct droced_view_sink *s);
+/* The view's name (droce-ctl's subcommand, the telemetry command), or NULL. */
+const char *droced_view_name(uint32_t v);
 
 /* ---- droced_dispatch.c ---- */
 
@@ -576,6 +669,23 @@ void droced_rdmacm_resolved(struct droced_port *p, uint32_t ip, int status);
 void droced_rdmacm_shutdown(struct droced *d);
 /* Channels, ids, connections and QP1's counters, for droce-ctl status. */
 void droced_rdmacm_status(const struct droced *d, struct droce_proto_status *st);
+/* What the views show of an rdma_cm id. */
+struct droced_rdmacm_id_view {
+	uint32_t handle;
+	uint32_t state;			/* DROCE_PROTO_CM_ID_* */
+	uint16_t ps;			/* DROCE_PROTO_CM_PS_* */
+	uint8_t qp_type;		/* DROCE_SHM_QPT_* */
+	uint32_t port;			/* droced's port index; DROCE_PROTO_NO_HANDLE: none */
+	struct droce_proto_cm_addr src, dst;
+	uint32_t qpn, remote_qpn;
+	int backlog, pending;		/* a listener's */
+	const char *conn;		/* its CM connection's state (lib/cm), or NULL */
+	uint32_t local_comm_id, remote_comm_id;
+	uint32_t nb_mcast;
+};
+/* c's rdma_cm id with the lowest handle >= *handle (*handle set to it): 0, or -ENOENT. */
+int droced_rdmacm_id_next(const struct droced_client *c, uint32_t *handle,
+			  struct droced_rdmacm_id_view *v);
 
 /* What droced_ibcm.c calls back (struct droced_ibcm_hooks) when the wire moves a
  * connection. */
@@ -621,6 +731,40 @@ void droced_ibcm_conn_orphan(struct droced_ibcm_conn *conn);
 /* Retransmissions and timewaits whose deadline passed. */
 void droced_ibcm_conn_timers(uint64_t now_ns);
 uint32_t droced_ibcm_conn_count(void);
+
+/* ---- droced_args.c ---- */
+
+#define DROCED_ARGS_MAX	(2 * DROCED_CONFIG_VALUE_MAX + 64)	/* EAL's arguments */
+
+struct droced_args {
+	const char *config;	/* --config FILE; NULL: the built-in configuration */
+	const char *instance;	/* --instance NAME; NULL: none */
+};
+
+/* droced's own options: 0, 1 (--help: usage printed), -1 (said why on stderr). */
+int droced_args_parse(int argc, char **argv, struct droced_args *a);
+/*
+ * --instance NAME applied to cfg: %i in its socket, port devices and EAL arguments reads
+ * NAME; the socket is /run/droce/NAME.sock and the file prefix droce-NAME unless the file
+ * names them with %i. 0 or -1 (said why).
+ */
+int droced_args_instance(const struct droced_args *a, struct droced_config *cfg);
+/* EAL's argument vector (static storage): the file's args, the command line's, lcores. */
+int droced_args_eal(const struct droced_config *cfg, int argc, char **argv, char ***eal_argv,
+		    int *eal_argc);
+/* Before EAL: 0, or -1 when another process holds the file prefix (said who). */
+int droced_args_prefix_free(const struct droced_config *cfg, int argc, char **argv);
+
+/* ---- droced_log.c ---- */
+
+/* rte_log's stream: standard output, and syslog off a terminal (before EAL starts). */
+int droced_log_init(void);
+/* The engines' queue (after EAL, before the engines): they never write a log themselves. */
+int droced_log_queue(void);
+/* Control thread: writes what the engines queued; how many. */
+unsigned int droced_log_flush(void);
+/* After the engines stopped: the queue written and gone. */
+void droced_log_fini(void);
 
 /* ---- droced_mrmap.c ---- */
 

@@ -10,12 +10,15 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +29,23 @@
 #include "droced_loc.h"
 
 #define SOCKET_MODE	0666	/* allowed_uid / allowed_gid are what limit access */
+
+/*
+ * Calls from other threads (droced_loop_call): queued under a lock, run by the loop. A
+ * caller waits on its own entry; one whose wait ran out takes the entry back unless the
+ * loop already started it, and then waits for its end (a view is quick).
+ */
+struct loop_call {
+	TAILQ_ENTRY(loop_call) next;
+	void (*fn)(struct droced *d, void *arg);
+	void *arg;
+	bool running, done;
+};
+
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t calls_cond = PTHREAD_COND_INITIALIZER;
+static TAILQ_HEAD(, loop_call) calls = TAILQ_HEAD_INITIALIZER(calls);
+static bool calls_closed = true;	/* until the loop runs, and again once it stopped */
 #define RUN_DIR_MODE	0755
 
 static int
@@ -134,13 +154,15 @@ droced_loop_init(struct droced *d)
 	d->signal_p.kind = DROCED_FD_SIGNAL;
 	d->timer_p.kind = DROCED_FD_TIMER;
 	d->wake_p.kind = DROCED_FD_WAKE;
+	d->call_p.kind = DROCED_FD_CALL;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	d->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 ||
+	d->call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->epfd < 0 || d->sigfd < 0 || d->timerfd < 0 || d->call_fd < 0 ||
 	    timerfd_settime(d->timerfd, 0, &its, NULL) != 0) {
 		DROCED_LOG(ERR, "control thread set-up: %s", strerror(errno));
 		return -1;
@@ -150,12 +172,87 @@ droced_loop_init(struct droced *d)
 	if (epoll_add(d, d->lsock, EPOLLIN, &d->listen_p) != 0 ||
 	    epoll_add(d, d->sigfd, EPOLLIN, &d->signal_p) != 0 ||
 	    epoll_add(d, d->timerfd, EPOLLIN, &d->timer_p) != 0 ||
-	    epoll_add(d, d->wake_fd, EPOLLIN, &d->wake_p) != 0) {
+	    epoll_add(d, d->wake_fd, EPOLLIN, &d->wake_p) != 0 ||
+	    epoll_add(d, d->call_fd, EPOLLIN, &d->call_p) != 0) {
 		DROCED_LOG(ERR, "epoll: %s", strerror(errno));
 		return -1;
 	}
-	DROCED_LOG(NOTICE, "ready, socket %s", d->cfg.socket);
+	pthread_mutex_lock(&calls_lock);
+	calls_closed = false;
+	pthread_mutex_unlock(&calls_lock);
 	return 0;
+}
+
+int
+droced_loop_call(struct droced *d, void (*fn)(struct droced *d, void *arg), void *arg,
+		 unsigned int timeout_ms)
+{
+	struct loop_call call = { .fn = fn, .arg = arg };
+	uint64_t one = 1;
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&calls_lock);
+	if (calls_closed) {
+		pthread_mutex_unlock(&calls_lock);
+		return -ESHUTDOWN;
+	}
+	TAILQ_INSERT_TAIL(&calls, &call, next);
+	pthread_mutex_unlock(&calls_lock);
+	if (write(d->call_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is full, so the loop wakes anyway */
+	}
+	pthread_mutex_lock(&calls_lock);
+	while (!call.done) {
+		if (!call.running && (rc == ETIMEDOUT || calls_closed)) {
+			TAILQ_REMOVE(&calls, &call, next);
+			break;
+		}
+		rc = call.running ? pthread_cond_wait(&calls_cond, &calls_lock) :
+		     pthread_cond_timedwait(&calls_cond, &calls_lock, &deadline);
+	}
+	rc = call.done ? 0 : calls_closed ? -ESHUTDOWN : -ETIMEDOUT;
+	pthread_mutex_unlock(&calls_lock);
+	return rc;
+}
+
+/* The calls queued: each run, its caller woken. */
+static void
+calls_run(struct droced *d)
+{
+	struct loop_call *call;
+	uint64_t n;
+
+	if (read(d->call_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		DROCED_LOG(ERR, "call eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&calls_lock);
+	while ((call = TAILQ_FIRST(&calls)) != NULL) {
+		TAILQ_REMOVE(&calls, call, next);
+		call->running = true;
+		pthread_mutex_unlock(&calls_lock);
+		call->fn(d, call->arg);
+		pthread_mutex_lock(&calls_lock);
+		call->done = true;
+		pthread_cond_broadcast(&calls_cond);
+	}
+	pthread_mutex_unlock(&calls_lock);
+}
+
+/* No more calls: those queued are given back at once (-ESHUTDOWN). */
+static void
+calls_close(void)
+{
+	pthread_mutex_lock(&calls_lock);
+	calls_closed = true;
+	pthread_cond_broadcast(&calls_cond);
+	pthread_mutex_unlock(&calls_lock);
 }
 
 /* SO_PEERCRED against [control] allowed_uid / allowed_gid; root may always connect. */
@@ -199,18 +296,28 @@ accept_clients(struct droced *d)
 			close(fd);
 			continue;
 		}
-		c->pid = cr.pid;
-		c->uid = cr.uid;
+		droced_client_identify(c, cr.pid, cr.uid);
 		TAILQ_INSERT_TAIL(&d->clients, c, next);
 	}
 }
 
-/* Sends a response; on failure the client is marked dead (torn down by the loop). */
+/*
+ * Sends a response, or the long answer a handler left instead (its op, seq and status
+ * are the response's); on failure the client is marked dead (torn down by the loop).
+ */
 static void
 respond(struct droced_client *c, struct droce_proto_resp *resp, const int *fds,
 	unsigned int nfds)
 {
-	int rc = droce_proto_send(c->fd, resp, sizeof(*resp), fds, nfds);
+	int rc;
+
+	if (c->answer != NULL) {
+		memcpy(c->answer, resp, offsetof(struct droce_proto_resp, limit));
+		rc = droce_proto_send(c->fd, c->answer, c->answer_len, fds, nfds);
+		droced_client_answer(c, NULL, 0);
+	} else {
+		rc = droce_proto_send(c->fd, resp, sizeof(*resp), fds, nfds);
+	}
 
 	/* One response per request: a client that lets them pile up is gone for us. */
 	if (rc != 0)
@@ -399,6 +506,9 @@ droced_loop_run(struct droced *d)
 					DROCED_LOG(ERR, "wake eventfd: %s", strerror(errno));
 				woken = true;
 				break;
+			case DROCED_FD_CALL:
+				calls_run(d);
+				break;
 			case DROCED_FD_CLIENT:
 				c = (struct droced_client *)p;
 				if (c->dead)
@@ -423,6 +533,8 @@ droced_loop_run(struct droced *d)
 			clients_events(d);
 		/* After the batch: a later event of this batch may still point at a client. */
 		reap(d);
+		droced_captures_drain(d);
+		droced_log_flush();
 		tick_period(d, busy);
 	}
 	return 0;
@@ -432,6 +544,8 @@ void
 droced_loop_fini(struct droced *d)
 {
 	struct droced_client *c;
+
+	calls_close();
 
 	if (d->lsock >= 0)
 		close(d->lsock);
@@ -454,5 +568,6 @@ droced_loop_fini(struct droced *d)
 		close(d->timerfd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	/* call_fd stays: a telemetry thread may still write to it until the EAL stops. */
 	d->sigfd = d->timerfd = d->epfd = -1;
 }

@@ -32,9 +32,6 @@
 
 RTE_LOG_REGISTER(droced_logtype, droce.droced, NOTICE);
 
-#define ARGS_MAX	(2 * DROCED_CONFIG_VALUE_MAX + 64)
-#define LCORES_ARG_MAX	4096
-#define CPUSET_STR_MAX	1024
 /*
  * The device's QPN table holds every client's QPs: at least this many entries, however
  * small the per-client limit is.
@@ -43,180 +40,6 @@ RTE_LOG_REGISTER(droced_logtype, droce.droced, NOTICE);
 #define DROCED_DEV_MAX_QPS	(1u << 24)
 
 static struct droced droced;
-
-static void
-usage(const char *prog)
-{
-	printf("Usage: %s [EAL options] [--] [--config FILE]\n"
-	       "  --config FILE  droced's configuration (doc/configuration.md); without it\n"
-	       "                 droced runs on a built-in net_ring0 link (config/default.ini)\n"
-	       "  --help         this text\n"
-	       "EAL options may also come from the file's [eal] args; the command line is\n"
-	       "given to EAL after them, so it wins. Unless -l, -c or --lcores is given,\n"
-	       "droced maps the main lcore and every engine lcore onto the CPUs it may use.\n",
-	       prog);
-}
-
-/* "0-1" or "0,2-3": the CPUs this process may run on, in --lcores' cpu_set syntax. */
-static int
-cpuset_string(char *buf, size_t len)
-{
-	cpu_set_t set;
-	size_t out = 0;
-	int cpu, first = -1, n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return -errno;
-	buf[0] = '\0';
-	for (cpu = 0; cpu <= CPU_SETSIZE; cpu++) {
-		bool in = cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set);
-
-		if (in && first < 0)
-			first = cpu;
-		if (in || first < 0)
-			continue;
-		n = first == cpu - 1 ?
-			snprintf(buf + out, len - out, "%s%d", out ? "," : "", first) :
-			snprintf(buf + out, len - out, "%s%d-%d", out ? "," : "", first, cpu - 1);
-		if (n < 0 || (size_t)n >= len - out)
-			return -ENOSPC;
-		out += n;
-		first = -1;
-	}
-	return out > 0 ? 0 : -ENOENT;
-}
-
-static bool
-user_sets_lcores(int argc, char **argv)
-{
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (strncmp(a, "-l", 2) == 0 || strncmp(a, "-c", 2) == 0 ||
-		    strncmp(a, "--lcores", strlen("--lcores")) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Does an EAL option starting with opt appear in the file's args or on the command line? */
-static bool
-args_have(const struct droced_config *cfg, int argc, char **argv, const char *opt)
-{
-	const char *w = cfg->eal_args;
-	uint32_t k;
-	int i;
-
-	for (k = 0; k < cfg->nb_eal_args; k++, w += strlen(w) + 1)
-		if (strncmp(w, opt, strlen(opt)) == 0)
-			return true;
-	for (i = 1; i < argc; i++)
-		if (strncmp(argv[i], opt, strlen(opt)) == 0)
-			return true;
-	return false;
-}
-
-/* The main lcore: the lowest id no engine uses. */
-static uint32_t
-main_lcore_pick(const struct droced_config *cfg)
-{
-	uint32_t lc, i;
-
-	for (lc = 0;; lc++) {
-		for (i = 0; i < cfg->nb_lcores; i++)
-			if (cfg->lcores[i] == lc)
-				break;
-		if (i == cfg->nb_lcores)
-			return lc;
-	}
-}
-
-/*
- * EAL's arguments: the program name, the file's [eal] args, the command line without
- * --config (and without the "--" that may precede it), and, unless the user placed lcores
- * himself, the lcore mapping: every lcore floats over all our CPUs, so a configuration
- * naming lcore 2 runs on a 2-CPU machine.
- */
-static int
-eal_args_build(const struct droced_config *cfg, int argc, char **argv, char **out, int *nout,
-	       char *lcores_arg, char *main_arg)
-{
-	char cpus[CPUSET_STR_MAX];
-	const char *w = cfg->eal_args;
-	int n = 0, i;
-	uint32_t k;
-
-	out[n++] = argv[0];
-	/*
-	 * Hugepage files unlinked once mapped: droced has no secondary processes, and nothing
-	 * is left in /dev/hugepages however it ends. Later arguments may say otherwise.
-	 */
-	if (!args_have(cfg, argc, argv, "--no-huge") && !args_have(cfg, argc, argv, "--in-memory") &&
-	    !args_have(cfg, argc, argv, "--huge-unlink"))
-		out[n++] = (char *)(uintptr_t)"--huge-unlink";
-	for (k = 0; k < cfg->nb_eal_args; k++) {
-		out[n++] = (char *)(uintptr_t)w;
-		w += strlen(w) + 1;
-	}
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0) {
-			i++;
-			continue;
-		}
-		if (strncmp(argv[i], "--config=", strlen("--config=")) == 0 ||
-		    strcmp(argv[i], "--") == 0)
-			continue;
-		if (n >= ARGS_MAX - 3)
-			return -E2BIG;
-		out[n++] = argv[i];
-	}
-	if (!user_sets_lcores(n, out)) {
-		uint32_t main_lc = main_lcore_pick(cfg);
-		size_t len;
-
-		if (cpuset_string(cpus, sizeof(cpus)) != 0)
-			return -ENOENT;
-		len = snprintf(lcores_arg, LCORES_ARG_MAX, "--lcores=%u@(%s)", main_lc, cpus);
-		for (k = 0; k < cfg->nb_lcores && len < LCORES_ARG_MAX; k++)
-			len += snprintf(lcores_arg + len, LCORES_ARG_MAX - len, ",%u@(%s)",
-					cfg->lcores[k], cpus);
-		if (len >= LCORES_ARG_MAX)
-			return -E2BIG;
-		snprintf(main_arg, LCORES_ARG_MAX, "--main-lcore=%u", main_lc);
-		out[n++] = lcores_arg;
-		out[n++] = main_arg;
-	}
-	out[n] = NULL;
-	*nout = n;
-	return 0;
-}
-
-/* --config FILE / --config=FILE anywhere on the line; NULL: the built-in configuration. */
-static int
-config_path(int argc, char **argv, const char **path)
-{
-	int i;
-
-	*path = NULL;
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0) {
-			usage(argv[0]);
-			exit(EXIT_SUCCESS);
-		}
-		if (strcmp(argv[i], "--config") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "droced: --config needs a file\n");
-				return -1;
-			}
-			*path = argv[++i];
-		} else if (strncmp(argv[i], "--config=", strlen("--config=")) == 0) {
-			*path = argv[i] + strlen("--config=");
-		}
-	}
-	return 0;
-}
 
 static int
 engines_start(struct droced *d)
@@ -381,33 +204,36 @@ wire_layers(void)
 int
 main(int argc, char **argv)
 {
-	static char *eal_argv[ARGS_MAX + 1];
-	static char lcores_arg[LCORES_ARG_MAX], main_arg[LCORES_ARG_MAX];
 	struct droced *d = &droced;
+	struct droced_args args;
 	char err[2 * PATH_MAX];
-	const char *path;
+	char **eal_argv;
 	sigset_t sigs;
 	int eal_argc, rc, status = EXIT_FAILURE;
 
-	if (config_path(argc, argv, &path) != 0)
+	if (droced_log_init() != 0) {
+		fprintf(stderr, "droced: cannot set up its log\n");
 		return EXIT_FAILURE;
-	if (path == NULL)
+	}
+	rc = droced_args_parse(argc, argv, &args);
+	if (rc != 0)
+		return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	if (args.config == NULL)
 		droced_config_builtin(&d->cfg);
-	else if (droced_config_load(path, &d->cfg, err, sizeof(err)) != 0) {
+	else if (droced_config_load(args.config, &d->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "droced: %s\n", err);
 		return EXIT_FAILURE;
 	}
 	if (d->cfg.nb_lcores < d->cfg.nb_ports) {
 		fprintf(stderr, "droced: %s: [engines] lcores names %u engines for %u ports: "
-			"each port needs one\n", path != NULL ? path : "built-in configuration",
-			d->cfg.nb_lcores, d->cfg.nb_ports);
+			"each port needs one\n", args.config != NULL ? args.config :
+			"built-in configuration", d->cfg.nb_lcores, d->cfg.nb_ports);
 		return EXIT_FAILURE;
 	}
-	rc = eal_args_build(&d->cfg, argc, argv, eal_argv, &eal_argc, lcores_arg, main_arg);
-	if (rc != 0) {
-		fprintf(stderr, "droced: cannot build EAL arguments: %s\n", strerror(-rc));
+	if (droced_args_instance(&args, &d->cfg) != 0 ||
+	    droced_args_eal(&d->cfg, argc, argv, &eal_argv, &eal_argc) != 0 ||
+	    droced_args_prefix_free(&d->cfg, argc, argv) != 0)
 		return EXIT_FAILURE;
-	}
 	/*
 	 * Blocked before EAL starts its threads, which inherit the mask: the signals then reach
 	 * only the control thread's signalfd, never an engine.
@@ -432,10 +258,14 @@ main(int argc, char **argv)
 	d->start_ms = droced_now_ms();
 	TAILQ_INIT(&d->clients);
 	wire_layers();
-	d->epfd = d->lsock = d->sigfd = d->timerfd = d->wake_fd = -1;
-	if (lcores_check(d) == 0 && droced_ports_init(d) == 0 && engines_start(d) == 0 &&
-	    droced_ports_announce(d) == 0 && droced_loop_init(d) == 0) {
+	d->epfd = d->lsock = d->sigfd = d->timerfd = d->wake_fd = d->call_fd = -1;
+	if (lcores_check(d) == 0 && droced_log_queue() == 0 && droced_ports_init(d) == 0 &&
+	    engines_start(d) == 0 &&
+	    droced_ports_announce(d) == 0 && droced_loop_init(d) == 0 &&
+	    droced_telemetry_init(d) == 0 && droced_metrics_init(d) == 0) {
 		droced_devnodes_init(d->nb_ports);
+		/* Last: the line programs and tests wait for, with everything up. */
+		DROCED_LOG(NOTICE, "ready, socket %s", d->cfg.socket);
 		if (droced_loop_run(d) == 0)
 			status = EXIT_SUCCESS;
 	}
@@ -443,8 +273,10 @@ main(int argc, char **argv)
 	droced_devnodes_fini();
 	/* Clients first: destroying their QPs needs the engines running. */
 	droced_loop_fini(d);
+	droced_metrics_fini();
 	if (d->dev != NULL)
 		engines_stop(d);
+	droced_log_fini();
 	droced_ports_fini(d);
 	eal_fini();
 	return status;

@@ -19,6 +19,7 @@ struct droced_mr {
 	uint64_t iova;
 	uint64_t length;
 	uint32_t lkey;
+	uint32_t rkey;
 	uint32_t pd;
 	uint32_t access;
 };
@@ -57,9 +58,10 @@ droced_mr_reg(struct droced_client *c, struct droced_call *call)
 		return -EINVAL;
 	if (pd == NULL || req->reg_mr.length == 0 || !access_ok(req->reg_mr.access))
 		return -EINVAL;
-	if (c->mrs.nb >= c->mrs.max ||
-	    req->reg_mr.length > c->d->cfg.limits.max_mr_bytes - c->mr_bytes)
-		return -ENOMEM;
+	if (c->mrs.nb >= c->mrs.max)
+		return droced_limit(call, DROCE_PROTO_LIMIT_MRS, -ENOMEM);
+	if (req->reg_mr.length > c->d->cfg.limits.max_mr_bytes - c->mr_bytes)
+		return droced_limit(call, DROCE_PROTO_LIMIT_MR_BYTES, -ENOMEM);
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return -ENOMEM;
@@ -84,6 +86,7 @@ droced_mr_reg(struct droced_client *c, struct droced_call *call)
 	mr->length = req->reg_mr.length;
 	mr->pd = req->reg_mr.pd;
 	mr->access = req->reg_mr.access;
+	mr->rkey = resp->obj.rkey;
 	pd->users++;
 	c->mr_bytes += mr->length;
 	resp->obj.lkey = mr->lkey;
@@ -131,7 +134,7 @@ droced_mr_rereg(struct droced_client *c, struct droced_call *call)
 		first_off = req->rereg_mr.first_off;
 		iova = req->rereg_mr.iova;
 		if (length > c->d->cfg.limits.max_mr_bytes - (c->mr_bytes - mr->length))
-			return -ENOMEM;
+			return droced_limit(call, DROCE_PROTO_LIMIT_MR_BYTES, -ENOMEM);
 		rc = droced_mr_view_map(c, req->rereg_mr.pieces, np, fds, nfds, access,
 					first_off, length, &view);
 		if (rc != 0)
@@ -164,7 +167,7 @@ droced_mr_rereg(struct droced_client *c, struct droced_call *call)
 	mr->pd = pd;
 	mr->access = access;
 	resp->obj.handle = req->rereg_mr.handle;
-	resp->obj.lkey = resp->obj.rkey = mr->lkey;
+	resp->obj.lkey = resp->obj.rkey = mr->rkey = mr->lkey;
 	return 0;
 }
 
@@ -239,6 +242,22 @@ droced_mw_dealloc(struct droced_client *c, struct droced_call *call)
 	droced_pd_get(c, mw->pd)->users--;
 	droced_table_del(&c->mws, handle);
 	free(mw);
+	return 0;
+}
+
+int
+droced_mr_next(const struct droced_client *c, uint32_t *handle, struct droced_mr_info *info)
+{
+	const struct droced_mr *mr = droced_table_next(&c->mrs, handle);
+
+	if (mr == NULL)
+		return -ENOENT;
+	info->iova = mr->iova;
+	info->length = mr->length;
+	info->lkey = mr->lkey;
+	info->rkey = mr->rkey;
+	info->pd = mr->pd;
+	info->access = mr->access;
 	return 0;
 }
 

@@ -184,7 +184,7 @@ droced_ah_create(struct droced_client *c, struct droced_call *call)
 	if (pd == NULL || !attr.is_global)
 		return -EINVAL;
 	if (c->nb_ahs >= c->d->cfg.limits.max_ahs)
-		return -ENOMEM;
+		return droced_limit(call, DROCE_PROTO_LIMIT_AHS, -ENOMEM);
 	rc = droced_neigh_ensure(c->port, attr.dgid);
 	if (rc == -EAGAIN)
 		return droced_client_park(c, req, attr.dgid);

@@ -149,7 +149,7 @@ create_xrc_target(struct droced_client *c, struct droced_call *call)
 	if (xrcd == NULL || req->create_qp.sq_sig_all > 1)
 		return -EINVAL;
 	if (c->qps.nb >= c->qps.max)
-		return -ENOMEM;
+		return droced_limit(call, DROCE_PROTO_LIMIT_QPS, -ENOMEM);
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return -ENOMEM;
@@ -234,13 +234,16 @@ droced_qp_create(struct droced_client *c, struct droced_call *call)
 	    (type != DROCE_SHM_QPT_RC && type != DROCE_SHM_QPT_UC && type != DROCE_SHM_QPT_UD &&
 	     type != DROCE_SHM_QPT_XRC_SEND))
 		return -EINVAL;
-	if (cap->max_send_wr > max_wr || cap->max_send_sge > DROCE_SHM_MAX_SGE ||
+	if (cap->max_send_wr > max_wr ||
+	    (srq == NULL && rcq != NULL && cap->max_recv_wr > max_wr))
+		return droced_limit(call, DROCE_PROTO_LIMIT_WR, -EINVAL);
+	if (cap->max_send_sge > DROCE_SHM_MAX_SGE ||
 	    cap->max_inline_data > DROCE_SHM_MAX_INLINE ||
 	    (srq == NULL && rcq != NULL &&
 	     (cap->max_recv_wr > max_wr || cap->max_recv_sge > DROCE_SHM_MAX_SGE)))
 		return -EINVAL;
 	if (c->qps.nb >= c->qps.max)
-		return -ENOMEM;
+		return droced_limit(call, DROCE_PROTO_LIMIT_QPS, -ENOMEM);
 	/* What the rings have room for is what the QP honours (and reports). */
 	sq_size = droced_pow2_at_least(cap->max_send_wr);
 	sq_stride = droce_shm_sq_stride(cap->max_send_sge, cap->max_inline_data);

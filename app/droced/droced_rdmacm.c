@@ -799,3 +799,37 @@ droced_rdmacm_status(const struct droced *d, struct droce_proto_status *st)
 	st->cm_qp_moves = rdmacm_qp_moves;
 	st->cm_qp_move_fallbacks = rdmacm_qp_move_fallbacks;
 }
+
+int
+droced_rdmacm_id_next(const struct droced_client *c, uint32_t *handle,
+		      struct droced_rdmacm_id_view *v)
+{
+	const struct droced_rdmacm_id *id;
+	const struct droce_cm_conn *sm;
+
+	if (c->cm == NULL)
+		return -ENOENT;
+	id = droced_table_next(&c->cm->ids, handle);
+	if (id == NULL)
+		return -ENOENT;
+	memset(v, 0, sizeof(*v));
+	v->handle = id->handle;
+	v->state = id->state;
+	v->ps = id->ps;
+	v->qp_type = id->qp_type;
+	v->port = id->port != NULL ? id->port->index : DROCE_PROTO_NO_HANDLE;
+	v->src = id->src;
+	v->dst = id->dst;
+	v->qpn = id->qpn;
+	v->remote_qpn = id->remote_qpn;
+	v->backlog = id->backlog;
+	v->pending = id->pending;
+	v->nb_mcast = id->nb_mcast;
+	if (id->conn != NULL) {
+		sm = droced_ibcm_conn_sm(id->conn);
+		v->conn = droce_cm_state_name(sm->state);
+		v->local_comm_id = sm->local_id;
+		v->remote_comm_id = sm->remote_id;
+	}
+	return 0;
+}

@@ -4,7 +4,7 @@
  * A client's session, above its objects (layers.txt): HELLO (the region, the engine
  * domain, the tables), the end of the connection (droced_client_free releases everything,
  * QPs first, while the engines still run), the engines' events to the client, and the
- * queries any connection may make (devices, droce-ctl's status and QPs).
+ * queries any connection may make (devices, droce-ctl's status, QPs and views).
  */
 
 #include <errno.h>
@@ -96,11 +96,13 @@ void
 droced_client_free(struct droced_client *c)
 {
 	droced_rdmacm_chan_free(c);
+	droced_capture_release(c);
 	if (client_release(c) != 0) {
 		c->d->clients_torn_down++;
 		DROCED_LOG(INFO, "client pid %d gone: its objects were torn down", (int)c->pid);
 	}
 	close(c->fd);
+	free(c->answer);
 	free(c);
 }
 
@@ -237,60 +239,13 @@ droced_session_query_qps(struct droced_client *c, struct droced_call *call)
 	return 0;
 }
 
-static void
-client_status(const struct droced_client *c, struct droce_proto_status *st)
-{
-	if (!c->hello)
-		return;
-	st->nb_clients++;
-	st->pds += c->pds.nb;
-	st->mrs += c->mrs.nb;
-	st->cqs += c->cqs.nb;
-	st->srqs += c->srqs.nb;
-	st->qps += c->qps.nb;
-	st->ahs += c->nb_ahs;
-	st->mr_bytes += c->mr_bytes;
-}
-
 int
 droced_session_status(struct droced_client *self, struct droced_call *call)
 {
-	struct droce_proto_status *st = &call->resp->stat;
-	const struct droced *d = self->d;
-	const struct droced_client *c;
-	struct droce_engine_dev_objects objs;
-	struct mallinfo2 mi;
-	uint32_t i;
-
-	st->pid = (uint32_t)getpid();
-	st->nb_ports = d->nb_ports;
-	st->nb_engines = d->nb_engines;
-	TAILQ_FOREACH(c, &d->clients, next)
-		client_status(c, st);
-	st->clients_total = d->clients_total;
-	st->clients_torn_down = d->clients_torn_down;
-	st->uptime_ms = droced_now_ms() - d->start_ms;
-	droce_engine_dev_objects_get(d->dev, &objs);
-	st->engine_domains = objs.domains;
-	st->engine_qps = objs.qps;
-	st->engine_cqs = objs.cqs;
-	st->engine_srqs = objs.srqs;
-	st->engine_mrs = objs.mrs;
-	st->engine_ahs = objs.ahs;
-	st->mcast_groups = objs.mcast_groups;
-	st->mcast_attached = objs.mcast_attached;
-	st->neighbours = objs.neighbours;
-	for (i = 0; i < d->nb_engines; i++)
-		st->timer_qps += droce_engine_timer_qps(d->engines[i]);
-	for (i = 0; i < d->nb_ports; i++) {
-		st->mbufs_in_use += rte_mempool_in_use_count(d->ports[i].mp);
-		st->mbufs_total += d->ports[i].mp->size;
-	}
-	mi = mallinfo2();
-	st->heap_in_use = mi.uordblks + mi.hblkhd;
-	droced_rdmacm_status(d, st);
+	droced_status_get(self->d, &call->resp->stat);
 	return 0;
 }
+
 
 
 int
@@ -382,4 +337,130 @@ droced_session_hello(struct droced_client *c, struct droced_call *call)
 fail:
 	client_release(c);
 	return rc;
+}
+
+/* ---- QUERY_VIEW: a view's rows, encoded for the socket (droce_shm_proto.h) ---- */
+
+/* Room a row needs at least to be started on a page: a page holds whole rows only. */
+#define VIEW_ROW_MIN	512
+
+struct proto_sink {
+	struct droced_view_sink s;	/* first */
+	uint8_t *buf;			/* the records: after the answer's header */
+	size_t len, cap;
+	size_t row_off;			/* where the row in progress began */
+	uint64_t row_key;
+	uint32_t rows;
+	bool overflow;			/* the row in progress did not fit */
+	bool stopped;			/* a row was refused: ask again from row_key */
+};
+
+static void
+rec_put(struct proto_sink *ps, uint8_t tag, const char *name, const void *v, size_t vlen)
+{
+	size_t nlen = name != NULL ? strlen(name) : 0;
+
+	if (ps->overflow || nlen > UINT8_MAX || ps->len + 2 + nlen + vlen > ps->cap) {
+		ps->overflow = true;
+		return;
+	}
+	ps->buf[ps->len++] = tag;
+	ps->buf[ps->len++] = (uint8_t)nlen;
+	memcpy(ps->buf + ps->len, name, nlen);
+	ps->len += nlen;
+	memcpy(ps->buf + ps->len, v, vlen);
+	ps->len += vlen;
+}
+
+static void
+rec_u64(struct proto_sink *ps, uint8_t tag, const char *name, uint64_t v)
+{
+	uint8_t le[8];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(le); i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	rec_put(ps, tag, name, le, sizeof(le));
+}
+
+static bool
+proto_row(struct droced_view_sink *s, uint64_t key)
+{
+	struct proto_sink *ps = (struct proto_sink *)s;
+
+	if (ps->overflow || ps->cap - ps->len < VIEW_ROW_MIN) {
+		/* The row in progress (or this one) goes to the next page, whole. */
+		if (ps->overflow)
+			ps->len = ps->row_off;
+		else
+			ps->row_key = key;
+		ps->stopped = true;
+		return false;
+	}
+	ps->row_off = ps->len;
+	ps->row_key = key;
+	ps->rows++;
+	rec_u64(ps, DROCE_PROTO_VIEW_TAG_ROW, NULL, key);
+	return true;
+}
+
+static void
+proto_num(struct droced_view_sink *s, uint8_t tag, const char *name, uint64_t v,
+	  const char *help)
+{
+	RTE_SET_USED(help);
+	rec_u64((struct proto_sink *)s, tag, name, v);
+}
+
+static void
+proto_text(struct droced_view_sink *s, const char *name, const char *v)
+{
+	struct proto_sink *ps = (struct proto_sink *)s;
+	size_t n = strnlen(v, UINT16_MAX);
+	uint8_t tmp[2 + 256];
+
+	/* Text longer than 256 bytes (a command line) is cut there. */
+	n = RTE_MIN(n, sizeof(tmp) - 2);
+	tmp[0] = (uint8_t)n;
+	tmp[1] = (uint8_t)(n >> 8);
+	memcpy(tmp + 2, v, n);
+	rec_put(ps, DROCE_PROTO_VIEW_TAG_LABEL, name, tmp, n + 2);
+}
+
+/*
+ * A view's rows from start_key, as many whole rows as DROCE_PROTO_VIEW_MAX holds; the
+ * answer is longer than a response, so it goes out as the client's long answer.
+ */
+int
+droced_session_query_view(struct droced_client *c, struct droced_call *call)
+{
+	const struct droce_proto_req *req = call->req;
+	struct droce_proto_view_answer *a;
+	struct proto_sink ps = {
+		.s = { .row = proto_row, .num = proto_num, .text = proto_text, .viewer = c->uid },
+	};
+	int rc;
+
+	if (droced_view_name(req->query_view.view) == NULL)
+		return -EINVAL;
+	a = calloc(1, DROCE_PROTO_VIEW_MAX);
+	if (a == NULL)
+		return -ENOMEM;
+	ps.buf = a->rows;
+	ps.cap = DROCE_PROTO_VIEW_MAX - sizeof(*a);
+	rc = droced_view_run(c->d, req->query_view.view, req->query_view.start_key, &ps.s);
+	if (rc == 0 && ps.overflow) {
+		/* The last row did not fit: it starts the next page. */
+		ps.len = ps.row_off;
+		ps.stopped = true;
+	}
+	if (rc < 0 || (ps.stopped && ps.len == 0)) {
+		free(a);
+		return rc < 0 ? rc : -E2BIG;	/* a row larger than a page: never */
+	}
+	a->len = (uint32_t)ps.len;
+	a->more = ps.stopped;
+	a->next_key = ps.stopped ? ps.row_key : 0;
+	droced_client_answer(c, a, sizeof(*a) + ps.len);
+	return 0;
 }

@@ -46,8 +46,11 @@ droced_srq_create(struct droced_client *c, struct droced_call *call)
 	/* An XRC SRQ names its domain and CQ (ibv_create_srq_ex(3)); TM SRQs: not offered. */
 	if (req->create_srq.srq_type > DROCE_PROTO_SRQT_XRC || (xrc && (xrcd == NULL || cq == NULL)))
 		return req->create_srq.srq_type > DROCE_PROTO_SRQT_XRC ? -EOPNOTSUPP : -EINVAL;
-	if (pd == NULL || req->create_srq.max_wr == 0 ||
-	    req->create_srq.max_wr > c->d->cfg.limits.max_wr || req->create_srq.max_sge == 0 ||
+	if (req->create_srq.max_wr > c->d->cfg.limits.max_wr)
+		return droced_limit(call, DROCE_PROTO_LIMIT_WR, -EINVAL);
+	if (c->srqs.nb >= c->srqs.max)
+		return droced_limit(call, DROCE_PROTO_LIMIT_SRQS, -ENOMEM);
+	if (pd == NULL || req->create_srq.max_wr == 0 || req->create_srq.max_sge == 0 ||
 	    req->create_srq.max_sge > DROCE_SHM_MAX_SGE ||
 	    req->create_srq.srq_limit > req->create_srq.max_wr)
 		return -EINVAL;

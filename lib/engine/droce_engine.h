@@ -334,11 +334,63 @@ extern const char *const droce_engine_counter_names[];
 extern const char *const droce_engine_counter_descs[];
 #define DROCE_ENGINE_NB_COUNTERS (sizeof(struct droce_engine_stats) / sizeof(uint64_t))
 
+/*
+ * A QP's own counters, under the names and meanings of Linux's RDMA hardware counters
+ * (mlx5's queue, congestion and optional counters; `rdma statistic` shows them) so that
+ * an operator's dashboards read droce as they read a NIC. Each engine also keeps them
+ * summed over every QP it served, destroyed ones included: a port's figures are its
+ * engines' sums. doc/operations.md maps each to the engine counters above.
+ * X(name, description).
+ */
+#define DROCE_ENGINE_QP_COUNTERS(X) \
+	X(rdma_tx_packets, "RoCE packets the QP sent: requests, responses, ACKs, CNPs") \
+	X(rdma_tx_bytes, "bytes of those packets, Ethernet header to ICRC") \
+	X(rdma_rx_packets, "RoCE packets received for the QP") \
+	X(rdma_rx_bytes, "bytes of those packets, Ethernet header to ICRC") \
+	X(rx_write_requests, "RDMA WRITE request packets received") \
+	X(rx_read_requests, "RDMA READ requests received") \
+	X(rx_atomic_requests, "atomic and ATOMIC WRITE requests received") \
+	X(out_of_buffer, "requests that found no receive WQE (RC: RNR NAK sent; UC, UD: dropped)") \
+	X(out_of_sequence, "request packets received beyond the expected PSN") \
+	X(duplicate_request, "duplicate request packets received (acknowledged again)") \
+	X(rnr_nak_retry_err, "RNR NAKs received") \
+	X(packet_seq_err, "PSN sequence error NAKs received") \
+	X(implied_nak_seq_err, "READ or atomic responses implying an earlier response was lost") \
+	X(local_ack_timeout_err, "local ACK timeouts") \
+	X(resp_local_length_error, "SENDs longer than their receive WQE") \
+	X(resp_cqe_error, "receive completions in error, flushes aside") \
+	X(req_cqe_error, "send completions in error, flushes aside") \
+	X(req_remote_invalid_request, "sends failed by the peer's invalid request NAK") \
+	X(req_remote_access_errors, "sends failed by the peer's remote access NAK") \
+	X(resp_remote_access_errors, "requests refused by their R_Key (remote access NAK sent)") \
+	X(resp_cqe_flush_error, "receive completions flushed") \
+	X(req_cqe_flush_error, "send completions flushed") \
+	X(req_transport_retries_exceeded, "sends failed: transport retries exceeded") \
+	X(req_rnr_retries_exceeded, "sends failed: RNR retries exceeded") \
+	X(np_ecn_marked_roce_packets, "CE-marked packets received (the notification point)") \
+	X(np_cnp_sent, "CNPs sent (the notification point)") \
+	X(rp_cnp_handled, "CNPs the reaction point acted on") \
+	X(rp_cnp_ignored, "CNPs ignored: the reaction point is off")
+
+struct droce_engine_qp_counters {
+#define DROCE_ENGINE_QP_COUNTER_FIELD(name, desc) uint64_t name;
+	DROCE_ENGINE_QP_COUNTERS(DROCE_ENGINE_QP_COUNTER_FIELD)
+#undef DROCE_ENGINE_QP_COUNTER_FIELD
+};
+
+extern const char *const droce_engine_qp_counter_names[];
+extern const char *const droce_engine_qp_counter_descs[];
+#define DROCE_ENGINE_NB_QP_COUNTERS \
+	(sizeof(struct droce_engine_qp_counters) / sizeof(uint64_t))
+
 /* QPs on e's timer list now (ACK or RNR timer running); any thread. */
 uint32_t droce_engine_timer_qps(const struct droce_engine *e);
 
 /* A snapshot (counters are written by the engine thread only; read without tearing). */
 void droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st);
+/* The QP counters of every QP e served, destroyed ones included; as above. */
+void droce_engine_qp_counters_total(const struct droce_engine *e,
+				    struct droce_engine_qp_counters *c);
 /* Writes " name=value" for every non-zero counter of e to f (diagnostics; any thread). */
 void droce_engine_stats_print(FILE *f, const struct droce_engine *e);
 /*
@@ -372,8 +424,66 @@ struct droce_engine_qp_cc {
  * droce_engine_qp_print): any thread. 0.
  */
 int droce_engine_qp_cc_get(const struct droce_engine_qp *qp, struct droce_engine_qp_cc *info);
+/* A QP's owner, state and path, for droced's views; read as droce_engine_qp_cc_get. */
+struct droce_engine_qp_info {
+	uint32_t qpn;
+	uint32_t engine;
+	const struct droce_engine_domain *dom;	/* its owner */
+	uint8_t type;		/* DROCE_SHM_QPT_* */
+	uint8_t state;		/* DROCE_SHM_QPS_* */
+	uint8_t retry_cnt;	/* as last set */
+	uint8_t rnr_retry;
+	uint8_t timeout;
+	uint32_t pd;
+	uint32_t mtu;		/* path MTU in bytes; 0 before RTR */
+	uint32_t dest_qpn;
+	uint32_t sq_psn;	/* the next PSN to send */
+	uint32_t sq_una;	/* the oldest PSN not acknowledged */
+	uint32_t rq_psn;	/* the PSN the responder expects */
+	uint32_t sq_size, rq_size;
+	uint8_t dgid[16];	/* the path's destination (RC, UC) */
+};
+
+void droce_engine_qp_info_get(const struct droce_engine_qp *qp, struct droce_engine_qp_info *info);
+/* qp's counters, read as droce_engine_qp_cc_get reads (any thread, diagnostics). */
+void droce_engine_qp_counters_get(const struct droce_engine_qp *qp,
+				  struct droce_engine_qp_counters *c);
 /* The QP of dev with the lowest QPN >= qpn, or NULL (the control thread). */
 struct droce_engine_qp *droce_engine_dev_qp_next(struct droce_engine_dev *dev, uint32_t qpn);
+
+/* ---- Packet capture (engine_obj_tap.c, engine_tap.c) ---- */
+
+#define DROCE_ENGINE_TAP_QPNS	8
+
+/* What a capture takes: frames of one port, copied in pcapng form (rte_pcapng_copy). */
+struct droce_engine_tap_conf {
+	uint16_t port_id;
+	struct rte_ring *ring;		/* multi-producer: the copies, for the caller to write */
+	struct rte_mempool *mp;		/* the copies' mbufs (rte_pcapng_mbuf_size(snaplen)) */
+	uint32_t snaplen;		/* bytes of each frame kept */
+	/* RoCEv2 packets whose BTH destination QPN is one of these; none listed: any frame. */
+	uint32_t qpns[DROCE_ENGINE_TAP_QPNS];
+	uint32_t nb_qpns;
+	/* Packets from or to this address (IPv4-mapped for IPv4) when peer_set. */
+	bool peer_set;
+	uint8_t peer[16];
+};
+
+struct droce_engine_tap;
+
+/*
+ * Starts copying the frames the engines of port_id receive from it and send to it (after
+ * their ICRCs are written; not those looped back inside the device) that match conf into
+ * conf->ring. One capture per port at a time: NULL with rte_errno EBUSY, or ENOMEM.
+ * Control thread.
+ */
+struct droce_engine_tap *droce_engine_tap_start(struct droce_engine_dev *dev,
+						const struct droce_engine_tap_conf *conf);
+/* Frames copied so far, and frames that matched but found the ring or the pool full. */
+void droce_engine_tap_counts(const struct droce_engine_tap *tap, uint64_t *copied,
+			     uint64_t *dropped);
+/* Stops: once it returns no engine copies into the ring any more, and tap is freed. */
+void droce_engine_tap_stop(struct droce_engine_tap *tap);
 
 /* ---- Domains (clients) ---- */
 
@@ -510,6 +620,9 @@ int droce_engine_srq_destroy(struct droce_engine_srq *srq);
 int droce_engine_mcast_attach(struct droce_engine_qp *qp, const uint8_t gid[16]);
 int droce_engine_mcast_detach(struct droce_engine_qp *qp, const uint8_t gid[16]);
 uint32_t droce_engine_mcast_members(const struct droce_engine_dev *dev, const uint8_t gid[16]);
+/* Group i of dev's multicast table (control thread): its GID and QPs; -ENOENT past the end. */
+int droce_engine_mcast_group_get(const struct droce_engine_dev *dev, uint32_t i, uint8_t gid[16],
+				 uint32_t *members);
 
 /* An XRC SRQ's device-wide number (ibv_get_srq_num, the XRCETH's); 0 for other SRQs. */
 uint32_t droce_engine_srq_num(const struct droce_engine_srq *srq);

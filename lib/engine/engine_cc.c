@@ -122,7 +122,7 @@ cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	struct rte_mbuf *m;
 
 	ENGINE_STAT(e, rx_ce);
-	qp->cc.ce_rcvd++;
+	ENGINE_QP_COUNT(qp, np_ecn_marked_roce_packets);
 	/*
 	 * RC and UC: the flow's sender is the connected QP, reached on the path RTR set up
 	 * (RESET, INIT and ERR have none to answer on). UD would need the DETH's.
@@ -143,9 +143,9 @@ cc_rx_ce(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 		qp->cc.np = np_before;	/* not sent: the next CE-marked packet may try */
 		return;
 	}
-	engine_pkt_finish(e, &qp->cc.cnp_tmpl, m);
+	engine_pkt_finish(e, qp, &qp->cc.cnp_tmpl, m);
 	ENGINE_STAT(e, cnp_sent);
-	qp->cc.cnp_sent++;
+	ENGINE_QP_COUNT(qp, np_cnp_sent);
 }
 
 void
@@ -153,11 +153,12 @@ cc_rx_cnp(struct droce_engine_qp *qp)
 {
 	struct droce_engine *e = qp->engine;
 
-	qp->cc.cnp_rcvd++;
 	if (!qp->cc.rp) {
 		ENGINE_STAT(e, rx_cnp_ignored);
+		ENGINE_QP_COUNT(qp, rp_cnp_ignored);
 		return;
 	}
+	ENGINE_QP_COUNT(qp, rp_cnp_handled);
 	droce_cc_rp_cnp(&e->cc, &qp->cc.rp_state, cc_now_ns(e));
 }
 
@@ -193,9 +194,9 @@ droce_engine_qp_cc_get(const struct droce_engine_qp *qp, struct droce_engine_qp_
 	info->rate_kbps = rp->rc_kbps;
 	info->target_kbps = rp->rt_kbps;
 	info->alpha = rp->alpha >> DROCE_CC_ALPHA_SHIFT;
-	info->ce_rcvd = qp->cc.ce_rcvd;
-	info->cnp_sent = qp->cc.cnp_sent;
-	info->cnp_rcvd = qp->cc.cnp_rcvd;
+	info->ce_rcvd = qp->cnt.np_ecn_marked_roce_packets;
+	info->cnp_sent = qp->cnt.np_cnp_sent;
+	info->cnp_rcvd = qp->cnt.rp_cnp_handled + qp->cnt.rp_cnp_ignored;
 	info->rate_cuts = rp->cuts;
 	return 0;
 }

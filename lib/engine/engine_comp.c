@@ -94,6 +94,7 @@ comp_retire(struct droce_engine_qp *qp, uint32_t ack)
 		req_seek(qp, una);
 	if (implied_nak && !qp->req.rd_resume && qp->state != DROCE_SHM_QPS_ERR) {
 		ENGINE_STAT(e, rd_retry);
+		ENGINE_QP_COUNT(qp, implied_nak_seq_err);
 		qp->req.rd_resume = true;
 		req_seek(qp, una);
 	}
@@ -245,6 +246,7 @@ comp_read_resp(struct droce_engine_qp *qp, struct comp_pkt *c)
 			return COMP_ST_STALE;
 		if (!qp->req.rd_resume) {
 			ENGINE_STAT(e, rd_retry);
+			ENGINE_QP_COUNT(qp, implied_nak_seq_err);
 			qp->req.rd_resume = true;
 			req_seek(qp, expect);
 		}
@@ -362,6 +364,8 @@ comp_rnr_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 		c->status = DROCE_SHM_WC_RNR_RETRY_EXC_ERR;
 		return COMP_ST_ERROR;
 	}
+	/* mlx5's meaning: an RNR NAK within the QP's retries. */
+	ENGINE_QP_COUNT(qp, rnr_nak_retry_err);
 	if (qp->attr.rnr_retry != ENGINE_RNR_TIMER_INF)
 		qp->req.rnr_left--;
 	/* Wait the responder's timer, then resend from the refused PSN (9.7.5.2.8). */
@@ -383,6 +387,7 @@ comp_seq_nak(struct droce_engine_qp *qp, struct comp_pkt *c)
 	if (!comp_nak_psn_valid(qp, c->psn))
 		return COMP_ST_STALE;
 	ENGINE_STAT(e, nak_seq_rcvd);
+	ENGINE_QP_COUNT(qp, packet_seq_err);
 	comp_retire(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
 	if (qp->state == DROCE_SHM_QPS_ERR || qp->req.rnr_wait)
 		return COMP_ST_DONE;

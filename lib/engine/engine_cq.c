@@ -53,10 +53,16 @@ cq_notify(struct droce_engine_cq *cq, const struct engine_wc *wc)
 }
 
 void
-engine_cqe_flush(struct droce_engine_qp *qp, struct droce_engine_cq *cq, const uint64_t *wr_id, uint32_t n)
+engine_cqe_flush(struct droce_engine_qp *qp, bool send, const uint64_t *wr_id, uint32_t n)
 {
+	struct droce_engine_cq *cq = send ? qp->scq : qp->rcq;
 	struct engine_wc wc;
 	uint32_t i;
+
+	if (send)
+		ENGINE_QP_ADD(qp, req_cqe_flush_error, n);
+	else
+		ENGINE_QP_ADD(qp, resp_cqe_flush_error, n);
 
 	/* 11.6.3: only wr_id, status and qp_num mean anything in a flush completion. */
 	memset(&wc, 0, sizeof(wc));

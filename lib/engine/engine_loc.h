@@ -230,8 +230,9 @@ struct engine_wc {
  * CQ_ERR event raised once, and the caller moves its QP to the error state.
  */
 bool engine_cqe_write(struct droce_engine *e, struct droce_engine_cq *cq, const struct engine_wc *wc);
-/* n IBV_WC_WR_FLUSH_ERR completions of qp's WRs wr_id[0..n-1] on cq. */
-void engine_cqe_flush(struct droce_engine_qp *qp, struct droce_engine_cq *cq, const uint64_t *wr_id, uint32_t n);
+/* n IBV_WC_WR_FLUSH_ERR completions of qp's WRs wr_id[0..n-1]: send WRs on its send CQ,
+ * else receive WRs on its receive CQ. */
+void engine_cqe_flush(struct droce_engine_qp *qp, bool send, const uint64_t *wr_id, uint32_t n);
 
 /* ---- Memory keys (engine_mr.c) ---- */
 
@@ -287,8 +288,17 @@ unsigned int engine_tx_slow(struct droce_engine *e);
 uint8_t *engine_pkt_start(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
 			  const struct droce_wire_hdrs *h, uint32_t payload_len,
 			  struct rte_mbuf **mp);
-void engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
-		       struct rte_mbuf *m);
+void engine_pkt_finish(struct droce_engine *e, struct droce_engine_qp *qp,
+		       const struct droce_wire_tmpl *tmpl, struct rte_mbuf *m);
+
+/* ---- Capture (engine_tap.c) ---- */
+
+/*
+ * The frames pkts[0..n) of e's port, received (rx) or about to be sent, copied into the
+ * capture's ring where they match it. Called only with e->tap set.
+ */
+void engine_tap_burst(struct droce_engine *e, struct droce_engine_tap *tap,
+		      struct rte_mbuf *const *pkts, uint16_t n, bool rx);
 
 /* ---- Timers (engine_timer.c) ---- */
 

@@ -35,6 +35,18 @@ const char *const droce_engine_counter_descs[] = {
 #undef COUNTER_DESC
 };
 
+const char *const droce_engine_qp_counter_names[] = {
+#define COUNTER_NAME(name, desc) #name,
+	DROCE_ENGINE_QP_COUNTERS(COUNTER_NAME)
+#undef COUNTER_NAME
+};
+
+const char *const droce_engine_qp_counter_descs[] = {
+#define COUNTER_DESC(name, desc) desc,
+	DROCE_ENGINE_QP_COUNTERS(COUNTER_DESC)
+#undef COUNTER_DESC
+};
+
 /* ---- Device ---- */
 
 struct droce_engine_dev *
@@ -121,15 +133,56 @@ droce_engine_timer_qps(const struct droce_engine *e)
 	return atomic_load_explicit(&e->nb_timer_qps, memory_order_relaxed);
 }
 
+/* Counters one thread writes, copied whole by another (no value torn, no order). */
+static void
+counters_copy(uint64_t *dst, const void *src, size_t n)
+{
+	const volatile uint64_t *s = src;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = s[i];
+}
+
+void
+droce_engine_qp_counters_total(const struct droce_engine *e, struct droce_engine_qp_counters *c)
+{
+	counters_copy((uint64_t *)c, &e->qp_total, DROCE_ENGINE_NB_QP_COUNTERS);
+}
+
+void
+droce_engine_qp_info_get(const struct droce_engine_qp *qp, struct droce_engine_qp_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->qpn = qp->qpn;
+	info->engine = qp->engine->id;
+	info->dom = qp->dom;
+	info->type = qp->type;
+	info->state = qp->state;
+	info->retry_cnt = qp->attr.retry_cnt;
+	info->rnr_retry = qp->attr.rnr_retry;
+	info->timeout = qp->attr.timeout;
+	info->pd = qp->pd;
+	info->mtu = qp->state >= DROCE_SHM_QPS_RTR ? qp->mtu : 0;
+	info->dest_qpn = qp->dest_qpn;
+	info->sq_psn = qp->req.psn;
+	info->sq_una = qp->req.una;
+	info->rq_psn = qp->resp.epsn;
+	info->sq_size = qp->sq_size;
+	info->rq_size = qp->rq_size;
+	memcpy(info->dgid, qp->attr.ah.dgid, sizeof(info->dgid));
+}
+
+void
+droce_engine_qp_counters_get(const struct droce_engine_qp *qp, struct droce_engine_qp_counters *c)
+{
+	counters_copy((uint64_t *)c, &qp->cnt, DROCE_ENGINE_NB_QP_COUNTERS);
+}
+
 void
 droce_engine_stats_get(const struct droce_engine *e, struct droce_engine_stats *st)
 {
-	const volatile uint64_t *src = (const volatile uint64_t *)&e->st;
-	uint64_t *dst = (uint64_t *)st;
-	size_t i;
-
-	for (i = 0; i < DROCE_ENGINE_NB_COUNTERS; i++)
-		dst[i] = src[i];
+	counters_copy((uint64_t *)st, &e->st, DROCE_ENGINE_NB_COUNTERS);
 }
 
 void

@@ -113,6 +113,19 @@ droce_engine_mcast_members(const struct droce_engine_dev *dev, const uint8_t gid
 	return g != NULL ? g->nb : 0;
 }
 
+int
+droce_engine_mcast_group_get(const struct droce_engine_dev *dev, uint32_t i, uint8_t gid[16],
+			     uint32_t *members)
+{
+	const struct engine_mcast_table *t = mcast_table(dev);
+
+	if (t == NULL || i >= t->nb)
+		return -ENOENT;
+	memcpy(gid, t->grp[i].mgid, 16);
+	*members = t->grp[i].nb;
+	return 0;
+}
+
 /* Control thread: a QP being destroyed leaves every group it is attached to. */
 void
 mcast_qp_gone(struct droce_engine_dev *dev, uint32_t qpn)

@@ -166,11 +166,29 @@ struct droce_engine {
 	struct rte_mbuf *mb_stash[ENGINE_BURST];
 	uint16_t nb_mb_stash;
 	struct droce_engine_stats st;
+	/* A capture of its port's frames (engine_tap.c); NULL: none, what costs nothing. */
+	struct droce_engine_tap *_Atomic tap;
+	uint16_t tx_tapped;	/* tx[] entries from the front already captured (kept, refused) */
+	/* Its QPs' counters summed, destroyed QPs' included: the port's figures. */
+	struct droce_engine_qp_counters qp_total;
+};
+
+struct droce_engine_tap {
+	struct droce_engine_dev *dev;
+	struct droce_engine_tap_conf conf;
+	_Atomic uint64_t copied;
+	_Atomic uint64_t dropped;
 };
 
 _Static_assert(DROCE_ENGINE_MAX <= 64, "handoff_to has a bit per engine");
 
 #define ENGINE_STAT(e, name) ((e)->st.name++)
+/* A QP counter, on the QP and in its engine's sum (on the QP's own engine only). */
+#define ENGINE_QP_ADD(qp, name, n) do { \
+		(qp)->cnt.name += (n); \
+		(qp)->engine->qp_total.name += (n); \
+	} while (0)
+#define ENGINE_QP_COUNT(qp, name) ENGINE_QP_ADD(qp, name, 1)
 
 /* Room for n more packets in the tx buffer. */
 static inline unsigned int
@@ -392,11 +410,11 @@ struct droce_engine_qp {
 		struct droce_cc_np np;
 		uint64_t next_tsc;	/* pacing: the next request packet may leave then */
 		uint64_t pace_deadline;	/* TSC; 0: not waiting for its rate */
-		uint64_t ce_rcvd;	/* CE-marked packets received */
-		uint64_t cnp_sent;
-		uint64_t cnp_rcvd;
 		struct droce_wire_tmpl cnp_tmpl;	/* RC/UC: the path for CNPs */
 	} cc;
+
+	/* Linux's names (droce_engine.h); its owner engine alone writes them. */
+	struct droce_engine_qp_counters cnt;
 
 	/* Requester and completer (engine_req.c, engine_comp.c). */
 	struct {

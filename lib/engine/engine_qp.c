@@ -85,6 +85,25 @@ qp_publish_state(struct droce_engine_qp *qp, uint8_t state)
 
 /* ---- Completions ---- */
 
+/* A failed send completion's counters, by its status (mlx5's extended error counters). */
+static void
+qp_count_send_error(struct droce_engine_qp *qp, uint8_t status)
+{
+	if (status == DROCE_SHM_WC_WR_FLUSH_ERR) {
+		ENGINE_QP_COUNT(qp, req_cqe_flush_error);
+		return;
+	}
+	ENGINE_QP_COUNT(qp, req_cqe_error);
+	if (status == DROCE_SHM_WC_RETRY_EXC_ERR)
+		ENGINE_QP_COUNT(qp, req_transport_retries_exceeded);
+	else if (status == DROCE_SHM_WC_RNR_RETRY_EXC_ERR)
+		ENGINE_QP_COUNT(qp, req_rnr_retries_exceeded);
+	else if (status == DROCE_SHM_WC_REM_ACCESS_ERR)
+		ENGINE_QP_COUNT(qp, req_remote_access_errors);
+	else if (status == DROCE_SHM_WC_REM_INV_REQ_ERR)
+		ENGINE_QP_COUNT(qp, req_remote_invalid_request);
+}
+
 void
 qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t status)
 {
@@ -102,6 +121,8 @@ qp_send_complete(struct droce_engine_qp *qp, struct engine_swqe *w, uint8_t stat
 		wc.opcode = w->wc_opcode;
 		wc.byte_len = w->len;
 	}
+	if (status != DROCE_SHM_WC_SUCCESS)
+		qp_count_send_error(qp, status);
 	if (!engine_cqe_write(qp->engine, qp->scq, &wc))
 		qp_to_error(qp);
 }
@@ -157,7 +178,7 @@ qp_flush_send(struct droce_engine_qp *qp)
 		if (qp->req.cons - qp->req.fetch <= prod - qp->req.fetch)
 			qp->req.fetch = qp->req.cons;
 		__atomic_store_n(&qp->ctl->sq.cons, qp->req.cons, __ATOMIC_RELEASE);
-		engine_cqe_flush(qp, qp->scq, wr_id, n);
+		engine_cqe_flush(qp, true, wr_id, n);
 	}
 	qp->req.fetch = qp->req.cur = prod;
 	qp->req.cur_off = 0;
@@ -186,7 +207,7 @@ qp_flush_recv(struct droce_engine_qp *qp)
 
 	if (qp->resp.have_wqe) {
 		qp->resp.have_wqe = false;
-		engine_cqe_flush(qp, qp->rcq, &qp->resp.wqe.wr_id, 1);
+		engine_cqe_flush(qp, false, &qp->resp.wqe.wr_id, 1);
 		qp_rq_done(qp, 1);
 	}
 	if (qp->srq != NULL || qp->rq_ring == NULL)
@@ -202,7 +223,7 @@ qp_flush_recv(struct droce_engine_qp *qp)
 				qp->rq_stride))->wr_id;
 		qp->resp.rq_cons += n;
 		__atomic_store_n(&qp->ctl->rq.cons, qp->resp.rq_cons, __ATOMIC_RELEASE);
-		engine_cqe_flush(qp, qp->rcq, wr_id, n);
+		engine_cqe_flush(qp, false, wr_id, n);
 		qp_rq_done(qp, n);
 	}
 }

@@ -310,7 +310,7 @@ req_emit_whole(struct droce_engine_qp *qp, struct rte_mbuf *m, uint32_t next)
 
 	if (unlikely(qp->cc.rp_state.limited))
 		cc_sent(qp, m->pkt_len);
-	engine_pkt_finish(e, &qp->tmpl, m);
+	engine_pkt_finish(e, qp, &qp->tmpl, m);
 	ENGINE_STAT(e, req_pkts);
 	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
 		ENGINE_STAT(e, req_retransmit);
@@ -572,7 +572,7 @@ req_packet(struct droce_engine_qp *qp, struct engine_swqe *w)
 	}
 	if (unlikely(qp->cc.rp_state.limited))
 		cc_sent(qp, m->pkt_len);
-	engine_pkt_finish(e, tmpl, m);
+	engine_pkt_finish(e, qp, tmpl, m);
 	ENGINE_STAT(e, req_pkts);
 	if (droce_psn_lt(qp->req.psn, qp->req.psn_max))
 		ENGINE_STAT(e, req_retransmit);
@@ -740,6 +740,8 @@ req_timer(struct droce_engine_qp *qp, uint64_t now)
 				return;
 			}
 			qp->req.retry_left--;
+			/* mlx5's meaning: a timeout that did not end the QP's retries. */
+			ENGINE_QP_COUNT(qp, local_ack_timeout_err);
 			ENGINE_STAT(e, req_go_back);
 			req_seek(qp, qp->req.una);
 			qp->req.ack_deadline = now + qp->ack_timeout_tsc;

@@ -107,6 +107,10 @@ resp_fail(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, enum res
 		   qp->reliable ? resp_step_name(qp->resp.step) : "-",
 		   droce_bth_psn(droce_pkt_bth(pkt)), resp_errs[err].name);
 	(*(uint64_t *)((uint8_t *)&qp->engine->st + resp_errs[err].stat))++;
+	if (resp_errs[err].nak == DROCE_NAK_REMOTE_ACCESS)
+		ENGINE_QP_COUNT(qp, resp_remote_access_errors);
+	else if (err == RESP_ERR_TOO_LONG)
+		ENGINE_QP_COUNT(qp, resp_local_length_error);
 	if (qp->reliable)
 		resp_nak(qp, resp_errs[err].nak);
 	if (qp->resp.have_wqe)
@@ -562,6 +566,7 @@ resp_rc_duplicate(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt)
 	uint32_t flags = pkt->info->flags;
 
 	ENGINE_STAT(qp->engine, resp_dup);
+	ENGINE_QP_COUNT(qp, duplicate_request);
 	if (flags & DROCE_OPF_READ)
 		resp_read_dup(qp, pkt);
 	else if (flags & DROCE_OPF_ATOMIC)
@@ -589,6 +594,7 @@ resp_rc_out_of_seq(struct droce_engine_qp *qp)
 	struct droce_engine *e = qp->engine;
 
 	ENGINE_STAT(e, resp_out_of_seq);
+	ENGINE_QP_COUNT(qp, out_of_sequence);
 	if (!qp->resp.nak_sent) {
 		qp->resp.nak_sent = true;
 		ENGINE_STAT(e, nak_seq_sent);
@@ -833,6 +839,8 @@ resp_uc(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const stru
 			ENGINE_STAT(e, uc_drop);
 			if (rc < 0)
 				qp_to_error(qp);
+			else
+				ENGINE_QP_COUNT(qp, out_of_buffer);
 			return;
 		}
 	}
@@ -873,6 +881,8 @@ resp_ud(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, const stru
 		ENGINE_STAT(e, ud_drop);
 		if (rc < 0)
 			qp_to_error(qp);
+		else
+			ENGINE_QP_COUNT(qp, out_of_buffer);
 		return;
 	}
 	/* RoCEv2 GRH area: IPv4 header in its last 20 bytes, or the whole IPv6 header. */

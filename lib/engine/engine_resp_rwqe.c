@@ -177,6 +177,8 @@ resp_complete(struct droce_engine_qp *qp, const struct droce_wire_pkt *pkt, uint
 		}
 		ENGINE_STAT(qp->engine, resp_msgs);
 	}
+	if (status != DROCE_SHM_WC_SUCCESS)
+		ENGINE_QP_COUNT(qp, resp_cqe_error);
 	written = engine_cqe_write(qp->engine, qp->rcq, &wc);
 	/* Done either way: an overrun CQ is in error, nothing more is read from it. */
 	qp_rq_done(qp, 1);

@@ -44,7 +44,7 @@ read_resp_aeth(struct droce_engine_qp *qp, uint32_t psn, uint8_t syndrome)
 	h.aeth.msn = qp->resp.msn;
 	if (engine_pkt_start(qp->engine, &qp->tmpl, &h, 0, &m) == NULL)
 		return;		/* the requester's timer recovers a lost answer */
-	engine_pkt_finish(qp->engine, &qp->tmpl, m);
+	engine_pkt_finish(qp->engine, qp, &qp->tmpl, m);
 }
 
 /* Has a READ accepted earlier responses left to send? Skips the finished ones. */
@@ -85,7 +85,7 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 		h.atomic_ack_orig = r->orig;
 		if (engine_pkt_start(e, &qp->tmpl, &h, 0, &m) == NULL)
 			return -EAGAIN;
-		engine_pkt_finish(e, &qp->tmpl, m);
+		engine_pkt_finish(e, qp, &qp->tmpl, m);
 		ENGINE_STAT(e, rd_resp_sent);
 		r->left = 0;
 		return 0;
@@ -121,7 +121,7 @@ read_resp_packet(struct droce_engine_qp *qp, struct engine_rd_res *r)
 		return -EAGAIN;
 	if (plen != 0)
 		memcpy(payload, src, plen);
-	engine_pkt_finish(e, &qp->tmpl, m);
+	engine_pkt_finish(e, qp, &qp->tmpl, m);
 	ENGINE_STAT(e, rd_resp_sent);
 	r->psn = droce_psn_add(r->psn, 1);
 	r->off += plen;
@@ -241,6 +241,7 @@ void
 resp_rnr_nak(struct droce_engine_qp *qp, uint32_t psn)
 {
 	ENGINE_STAT(qp->engine, nak_rnr_sent);
+	ENGINE_QP_COUNT(qp, out_of_buffer);
 	qp->resp.nak_sent = true;
 	read_resp_aeth(qp, psn, DROCE_AETH_RNR_NAK |
 		       (qp->attr.min_rnr_timer & DROCE_AETH_VALUE_MASK));

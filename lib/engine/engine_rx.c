@@ -134,6 +134,15 @@ engine_dispatch(struct droce_engine *e, struct rte_mbuf *m, struct engine_rx_pkt
 		ENGINE_STAT(e, rx_handoff_out);
 		return;
 	}
+	ENGINE_QP_COUNT(qp, rdma_rx_packets);
+	ENGINE_QP_ADD(qp, rdma_rx_bytes, m->pkt_len);
+	if (flags & DROCE_OPF_READ)
+		ENGINE_QP_COUNT(qp, rx_read_requests);
+	else if (flags & (DROCE_OPF_ATOMIC | DROCE_OPF_ATOMIC_WRITE))
+		ENGINE_QP_COUNT(qp, rx_atomic_requests);
+	else if ((flags & (DROCE_OPF_WRITE | DROCE_OPF_REQUEST)) ==
+		 (DROCE_OPF_WRITE | DROCE_OPF_REQUEST))
+		ENGINE_QP_COUNT(qp, rx_write_requests);
 	/* A CNP names the QP whose flow met congestion: its reaction point (A17.9.3). */
 	if (flags & DROCE_OPF_CNP) {
 		ENGINE_STAT(e, rx_cnp);
@@ -180,6 +189,9 @@ rx_stage(struct droce_engine *e)
 	}
 	if (unlikely(e->rx_intr_check))
 		engine_wait_rx_checked(e, n);
+	if (unlikely(atomic_load_explicit(&e->tap, memory_order_relaxed) != NULL) && n != 0)
+		engine_tap_burst(e, atomic_load_explicit(&e->tap, memory_order_acquire), pkts,
+				 (uint16_t)n, true);
 	for (i = 0; i < n; i++) {
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));

@@ -89,9 +89,15 @@ engine_tx_flush(struct droce_engine *e)
 		memset(e->tx_icrc_l3, 0, e->nb_tx * sizeof(e->tx_icrc_l3[0]));
 		e->st.tx_port_paused += e->nb_tx;
 		e->nb_tx = 0;
+		e->tx_tapped = 0;
 		return 0;
 	}
 	engine_tx_icrcs(e);
+	/* A capture sees each frame once: those kept from a refused burst were seen then. */
+	if (unlikely(atomic_load_explicit(&e->tap, memory_order_relaxed) != NULL) &&
+	    e->nb_tx > e->tx_tapped)
+		engine_tap_burst(e, atomic_load_explicit(&e->tap, memory_order_acquire),
+				 e->tx + e->tx_tapped, e->nb_tx - e->tx_tapped, false);
 	sent = rte_eth_tx_burst(e->port_id, e->tx_queue, e->tx, e->nb_tx);
 	e->st.tx_pkts += sent;
 	/*
@@ -101,6 +107,7 @@ engine_tx_flush(struct droce_engine *e)
 	if (sent > 0 && sent < e->nb_tx)
 		memmove(e->tx, e->tx + sent, (e->nb_tx - sent) * sizeof(e->tx[0]));
 	e->nb_tx -= sent;
+	e->tx_tapped = e->nb_tx;
 	return sent;
 }
 
@@ -148,14 +155,16 @@ engine_pkt_start(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
 }
 
 void
-engine_pkt_finish(struct droce_engine *e, const struct droce_wire_tmpl *tmpl,
-		  struct rte_mbuf *m)
+engine_pkt_finish(struct droce_engine *e, struct droce_engine_qp *qp,
+		  const struct droce_wire_tmpl *tmpl, struct rte_mbuf *m)
 {
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 	/* The trailer is BTH.PadCnt pad bytes, zeros, and the ICRC, written at the flush. */
 	uint32_t pad = droce_bth_pad((const struct droce_bth *)(p + tmpl->len));
 
 	memset(p + m->data_len - DROCE_ICRC_LEN - pad, 0, pad);
+	ENGINE_QP_COUNT(qp, rdma_tx_packets);
+	ENGINE_QP_ADD(qp, rdma_tx_bytes, m->pkt_len);
 	engine_tx(e, m, (uint8_t)tmpl->l3_off);
 }
 

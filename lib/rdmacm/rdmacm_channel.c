@@ -82,7 +82,7 @@ call_locked(struct rcm_channel *c, struct droce_proto_req *req, struct droce_pro
 		ret = ECONNRESET;
 		goto out;
 	}
-	if ((size_t)n < offsetof(struct droce_proto_resp, rsvd) || resp->op != req->op ||
+	if ((size_t)n < offsetof(struct droce_proto_resp, limit) || resp->op != req->op ||
 	    resp->seq != req->seq || resp->status > 0)
 		ret = EPROTO;
 	else

@@ -38,7 +38,7 @@
 #include "droce_shm.h"
 #include "droce_shm_qp_attr.h"
 
-#define DROCE_PROTO_VERSION		6u
+#define DROCE_PROTO_VERSION		7u	/* 7: QUERY_VIEW */
 #define DROCE_PROTO_SOCKET_ENV		"DROCE_SOCKET"
 #define DROCE_PROTO_SOCKET_DEFAULT	"/run/droce/droced.sock"
 #define DROCE_PROTO_MAX_PORTS		8
@@ -46,6 +46,7 @@
 #define DROCE_PROTO_MAX_FDS		64	/* per message */
 #define DROCE_PROTO_MR_MAX_PIECES	32	/* a registration spans this many mappings at most */
 #define DROCE_PROTO_NO_HANDLE		UINT32_MAX
+#define DROCE_PROTO_CAPTURE_QPNS	8
 
 enum droce_proto_op {
 	DROCE_PROTO_OP_QUERY_PORTS = 1,	/* no fds; allowed before HELLO */
@@ -99,6 +100,11 @@ enum droce_proto_op {
 	DROCE_PROTO_OP_CM_JOIN_MCAST,
 	DROCE_PROTO_OP_CM_LEAVE_MCAST,
 	DROCE_PROTO_OP_QUERY_PORT_DETAIL,	/* no fds; allowed before HELLO: NIC and queues */
+	DROCE_PROTO_OP_QUERY_VIEW,	/* no fds; allowed before HELLO: a view's rows (below) */
+	/* droce-ctl capture: a port's frames to a pcapng file; allowed before HELLO */
+	DROCE_PROTO_OP_CAPTURE_START,	/* <- fd: the file the pcapng goes to */
+	DROCE_PROTO_OP_CAPTURE_STATUS,
+	DROCE_PROTO_OP_CAPTURE_STOP,	/* the file is complete once this answers */
 	DROCE_PROTO_OP_MAX
 };
 
@@ -410,6 +416,22 @@ struct droce_proto_req {
 		struct {
 			uint32_t port;		/* droced port index */
 		} query_port_detail;
+		struct {
+			uint32_t view;		/* DROCE_PROTO_VIEW_* */
+			uint32_t rsvd;
+			uint64_t start_key;	/* the answer starts at the first row >= it */
+		} query_view;
+		struct {
+			uint32_t port;		/* droced port index */
+			uint32_t snaplen;	/* bytes of each frame kept; 0: all */
+			uint64_t max_packets;	/* stop after this many; 0: at CAPTURE_STOP */
+			/* RoCEv2 packets to one of these BTH destination QPNs; 0 listed: all */
+			uint32_t nb_qpns;
+			uint32_t qpns[DROCE_PROTO_CAPTURE_QPNS];
+			uint8_t peer_set;	/* only frames from or to peer */
+			uint8_t rsvd[3];
+			uint8_t peer[16];	/* IPv4-mapped for IPv4 */
+		} capture;
 		struct {
 			uint32_t pd;
 			uint32_t access;	/* enum ibv_access_flags, as given */
@@ -724,13 +746,90 @@ struct droce_proto_status {
 	uint64_t heap_in_use;
 	/* Appended (after every older field, so their offsets stay): rdma_cm ids by state. */
 	uint32_t cm_id_state[DROCE_PROTO_CM_ID_STATES];
+	/* Appended: droced's DROCE_PROTO_VERSION (0 from a droced older than QUERY_VIEW). */
+	uint32_t proto_version;
+};
+
+/*
+ * Views (QUERY_VIEW): what droced holds, as rows of named fields, the one source of
+ * droce-ctl's views, DPDK telemetry's /droce/ commands and the Prometheus metrics
+ * (doc/operations.md). A caller other than root sees only its own uid's clients and their
+ * objects, and no memory keys. X(NAME, name).
+ */
+#define DROCE_PROTO_VIEW_LIST(X) \
+	X(STATUS, "status") \
+	X(PORTS, "ports") \
+	X(COUNTERS, "counters") \
+	X(ENGINES, "engines") \
+	X(CLIENTS, "clients") \
+	X(QPS, "qps") \
+	X(CQS, "cqs") \
+	X(SRQS, "srqs") \
+	X(MRS, "mrs") \
+	X(CM, "cm") \
+	X(LISTENERS, "listeners") \
+	X(MCAST, "mcast")
+
+enum droce_proto_view {
+#define DROCE_PROTO_VIEW_ENUM(NAME, name) DROCE_PROTO_VIEW_##NAME,
+	DROCE_PROTO_VIEW_LIST(DROCE_PROTO_VIEW_ENUM)
+#undef DROCE_PROTO_VIEW_ENUM
+	DROCE_PROTO_VIEW_COUNT
+};
+
+/*
+ * QUERY_VIEW's answer, longer than struct droce_proto_resp (at most DROCE_PROTO_VIEW_MAX
+ * bytes in all): op, seq and status as every answer, then len bytes of records. A record
+ * is a tag byte (DROCE_PROTO_VIEW_TAG_*), a name length byte and the name (no NUL), then
+ * the value: 8 bytes little-endian for a number, or a 2-byte little-endian length and the
+ * bytes for text. A ROW record (no name; its value the row's key) starts each row; rows
+ * come in increasing key order, and a caller asks again from next_key while more is 1.
+ */
+#define DROCE_PROTO_VIEW_MAX		65536
+#define DROCE_PROTO_VIEW_TAG_ROW	1	/* number: the row's key */
+#define DROCE_PROTO_VIEW_TAG_LABEL	2	/* text that names the row (a state, an address) */
+#define DROCE_PROTO_VIEW_TAG_ID		3	/* a number that names it (a port, a QPN, a pid) */
+#define DROCE_PROTO_VIEW_TAG_GAUGE	4	/* a number that goes up and down */
+#define DROCE_PROTO_VIEW_TAG_COUNTER	5	/* a number that only grows */
+
+struct droce_proto_view_answer {
+	uint32_t op;
+	uint32_t seq;
+	int32_t status;
+	uint32_t len;			/* bytes of records in rows[] */
+	uint64_t next_key;
+	uint32_t more;
+	uint32_t rsvd;
+	uint8_t rows[];
+};
+
+/*
+ * Why droced refused a request at one of its configured [limits] (a response's limit):
+ * X(NAME, the key that raises it, what it counts). libdroce names the key to the program.
+ */
+#define DROCE_PROTO_LIMIT_LIST(X) \
+	X(QPS, "max_qps", "QPs of a context") \
+	X(CQS, "max_cqs", "CQs of a context") \
+	X(SRQS, "max_srqs", "SRQs of a context") \
+	X(MRS, "max_mrs", "memory regions of a context") \
+	X(MR_BYTES, "max_mr_bytes", "bytes of a context's memory regions") \
+	X(AHS, "max_ahs", "address handles of a context") \
+	X(CQE, "max_cqe", "entries of a CQ") \
+	X(WR, "max_wr", "work requests of a queue")
+
+enum droce_proto_limit {
+	DROCE_PROTO_LIMIT_NONE,
+#define DROCE_PROTO_LIMIT_ENUM(NAME, key, what) DROCE_PROTO_LIMIT_##NAME,
+	DROCE_PROTO_LIMIT_LIST(DROCE_PROTO_LIMIT_ENUM)
+#undef DROCE_PROTO_LIMIT_ENUM
+	DROCE_PROTO_LIMIT_COUNT
 };
 
 struct droce_proto_resp {
 	uint32_t op;
 	uint32_t seq;
 	int32_t status;		/* 0 or -errno */
-	uint32_t rsvd;
+	uint32_t limit;		/* a refusal at a [limits] key: DROCE_PROTO_LIMIT_*; else 0 */
 	union {
 		struct {
 			uint32_t nb_ports;
@@ -744,6 +843,12 @@ struct droce_proto_resp {
 			uint32_t next_qpn;	/* ask again from here; 0: no more */
 			struct droce_proto_qp_cc qp[DROCE_PROTO_QPS_MAX];
 		} qps;
+		struct {
+			uint64_t written;	/* frames in the file */
+			uint64_t dropped;	/* matched, not kept: the queue or its pool full */
+			uint32_t done;		/* max_packets written: the capture has stopped */
+			uint32_t rsvd;
+		} capture;
 		struct {
 			uint32_t version;
 			uint32_t nb_engines;

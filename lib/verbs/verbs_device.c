@@ -4,13 +4,15 @@
  * Devices and contexts: the device list (one device per droced port, from QUERY_PORTS on a
  * short-lived connection), opening a device (a connection of its own that sends HELLO and
  * receives the client region and the async eventfd), and the queries answered from what
- * HELLO returned: device limits, port, GID and P_Key tables. ibv_get_device_list never
- * prints: with no daemon it returns an empty list (DROCE_DEBUG=1 says why on stderr).
+ * HELLO returned: device limits, port, GID and P_Key tables. With no daemon to reach,
+ * ibv_get_device_list returns an empty list and says once per process, in one line, why
+ * and what to do: a program's own "No IB devices found" does not say that droce is there.
  */
 
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,25 @@ device_new(const char *path, uint32_t port, const struct droce_proto_port_info *
 	return d;
 }
 
+/* Once per process: droced cannot be reached, and how to fix that. */
+static void
+no_daemon(const char *path, int err)
+{
+	static atomic_bool said;
+
+	if (atomic_exchange(&said, true))
+		return;
+	if (err == ENOENT || err == ECONNREFUSED)
+		verbs_warn("no droced serves %s (%s): start one (droced --config FILE, "
+			   "doc/getting-started.md) or set %s to its control socket", path,
+			   strerror(err), DROCE_PROTO_SOCKET_ENV);
+	else if (err == EACCES || err == EPERM)
+		verbs_warn("permission denied on droced's socket %s: droced takes root and "
+			   "the users its [control] section allows", path);
+	else
+		verbs_warn("cannot reach droced at %s: %s", path, strerror(err));
+}
+
 VERBS_EXPORT struct ibv_device **
 ibv_get_device_list(int *num_devices)
 {
@@ -74,7 +95,7 @@ ibv_get_device_list(int *num_devices)
 		}
 	}
 	if (err != 0)
-		verbs_debug("no devices: droced at %s: %s", path, strerror(err));
+		no_daemon(path, err);
 	list = calloc(n + 1, sizeof(*list));
 	if (list == NULL)
 		return verbs_err_null(ENOMEM);

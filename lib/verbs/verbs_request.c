@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,32 @@ verbs_sock_connect(const char *path, int *err)
 	return s;
 }
 
+static const struct {
+	const char *key;
+	const char *what;
+} limits[DROCE_PROTO_LIMIT_COUNT] = {
+#define LIMIT_ROW(NAME, k, w) [DROCE_PROTO_LIMIT_##NAME] = { k, w },
+	DROCE_PROTO_LIMIT_LIST(LIMIT_ROW)
+#undef LIMIT_ROW
+};
+
+/*
+ * A request droced refused at one of its [limits]: says which and the key that raises it,
+ * once per limit and process (a program probing how many QPs it may have is not flooded).
+ */
+static void
+limit_warn(uint32_t op, uint32_t limit)
+{
+	static atomic_uint said;
+
+	if (limit == DROCE_PROTO_LIMIT_NONE || limit >= DROCE_PROTO_LIMIT_COUNT ||
+	    (atomic_fetch_or(&said, 1u << limit) & (1u << limit)))
+		return;
+	verbs_warn("droced refused %s: the %s reached its limit; [limits] %s in droced's "
+		   "configuration raises it (doc/configuration.md)", droce_proto_op_name(op),
+		   limits[limit].what, limits[limit].key);
+}
+
 /*
  * Sends req (op set by the caller) with nfds descriptors and receives its response and
  * up to max_rfds descriptors. Returns 0 or a positive errno: the transport's, EPROTO for
@@ -96,7 +123,7 @@ verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *
 		return (int)-n;
 	if (n == 0)
 		return ECONNRESET;	/* droced closed the connection */
-	if ((size_t)n < offsetof(struct droce_proto_resp, rsvd) || resp->op != req->op ||
+	if ((size_t)n < offsetof(struct droce_proto_resp, limit) || resp->op != req->op ||
 	    resp->seq != seq || resp->status > 0) {
 		while (got > 0)
 			close(rfds[--got]);
@@ -105,6 +132,7 @@ verbs_sock_call(int sock, uint32_t seq, struct droce_proto_req *req, const int *
 	if (resp->status != 0) {
 		while (got > 0)
 			close(rfds[--got]);
+		limit_warn(req->op, resp->limit);
 		return -resp->status;
 	}
 	if (nrfds != NULL)

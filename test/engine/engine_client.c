@@ -960,6 +960,42 @@ tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name)
 	return 0;
 }
 
+/* Index of a Linux-named QP counter; aborts on a name that is not one (a typo in a test). */
+static unsigned int
+qp_counter_index(const char *name)
+{
+	unsigned int c;
+
+	for (c = 0; c < DROCE_ENGINE_NB_QP_COUNTERS; c++)
+		if (strcmp(droce_engine_qp_counter_names[c], name) == 0)
+			return c;
+	fprintf(stderr, "no QP counter named %s\n", name);
+	abort();
+}
+
+uint64_t
+tc_qp_counter(const struct tc_qp *q, const char *name)
+{
+	struct droce_engine_qp_counters c;
+
+	droce_engine_qp_counters_get(q->qp, &c);
+	return ((const uint64_t *)&c)[qp_counter_index(name)];
+}
+
+uint64_t
+tc_port_counter(const struct tc_host *h, const char *name)
+{
+	struct droce_engine_qp_counters c;
+	unsigned int i, k = qp_counter_index(name);
+	uint64_t sum = 0;
+
+	for (i = 0; i < h->nb_eng; i++) {
+		droce_engine_qp_counters_total(h->eng[i], &c);
+		sum += ((const uint64_t *)&c)[k];
+	}
+	return sum;
+}
+
 uint64_t
 tc_counter(const struct tc_host *h, const char *name)
 {

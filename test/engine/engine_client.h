@@ -232,6 +232,10 @@ int tc_event(struct tc_host *h, struct droce_engine_event *ev, unsigned int time
 uint32_t tc_qp_state(const struct tc_qp *qp);
 /* Sum of a counter over the host's engines. */
 uint64_t tc_counter(const struct tc_host *h, const char *name);
+/* A QP's counter under its Linux name (droce_engine.h's DROCE_ENGINE_QP_COUNTERS), and
+ * the same summed over every QP the host's engines served. */
+uint64_t tc_qp_counter(const struct tc_qp *q, const char *name);
+uint64_t tc_port_counter(const struct tc_host *h, const char *name);
 /* A counter of the host's engine eng; the name must be one of lib/engine's. */
 uint64_t tc_engine_counter(const struct tc_host *h, unsigned int eng, const char *name);
 /* Prints the non-zero counters of both hosts (diagnostics on failure). */

@@ -432,6 +432,15 @@ rc_bad_write(enum bad_write kind)
 	CHECK_EQ_U64(tc_counter(&env.b, kind == BAD_QP_ACCESS ? "resp_err_write_invalid" :
 						       "resp_err_write_access"), 1);
 	CHECK_EQ_U64(tc_counter(&env.a, "comp_err_err_nak"), 1);
+	/* Under Linux's names, on both QPs. */
+	CHECK_EQ_U64(tc_qp_counter(env.qb, "resp_remote_access_errors"),
+		     kind == BAD_QP_ACCESS ? 0 : 1);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, kind == BAD_QP_ACCESS ? "req_remote_invalid_request" :
+				   "req_remote_access_errors"), 1);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "req_cqe_error"), 1);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "req_cqe_flush_error"), 2);
+	CHECK_EQ_U64(tc_qp_counter(env.qb, "resp_cqe_flush_error"), 1);
+	CHECK(tc_qp_counter(env.qb, "rx_write_requests") >= 1);
 	/* The per-QP debug line names where each side stood. */
 	qp_line_has(env.qa, "completer failed in error NAK");
 	qp_line_has(env.qb, "step WRITE");
@@ -589,6 +598,13 @@ rc_write_faults(const char *faults, bool expect_dups)
 		CHECK(tc_counter(&env.b, "resp_dup") > 0);
 	else
 		CHECK(tc_counter(&env.a, "req_retransmit") > 0);
+	/* Linux's names count the same events, per QP (one QP each here). */
+	CHECK_EQ_U64(tc_qp_counter(env.qb, "duplicate_request"), tc_counter(&env.b, "resp_dup"));
+	CHECK_EQ_U64(tc_qp_counter(env.qb, "out_of_sequence"),
+		     tc_counter(&env.b, "resp_out_of_seq"));
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "packet_seq_err"), tc_counter(&env.a, "nak_seq_rcvd"));
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "rdma_tx_packets"),
+		     tc_counter(&env.a, "req_pkts") + tc_counter(&env.a, "ack_sent"));
 	tc_pair_close(&env.a, &env.b);
 }
 

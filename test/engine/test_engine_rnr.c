@@ -66,6 +66,13 @@ DROCE_TEST(late_receiver_gets_message_after_rnr_retries)
 	CHECK_EQ_I64(tc_poll(env.ca, 2, wc), 0);
 	CHECK(tc_counter(&env.b, "nak_rnr_sent") >= 2);
 	CHECK(tc_counter(&env.a, "nak_rnr_rcvd") >= 2);
+	/* Under Linux's names: each RNR NAK is a request without a receive WQE at b and an
+	 * RNR NAK within the retries at a, on the QP and in the port's sum. */
+	CHECK_EQ_U64(tc_qp_counter(env.qb, "out_of_buffer"), tc_counter(&env.b, "nak_rnr_sent"));
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "rnr_nak_retry_err"),
+		     tc_counter(&env.a, "nak_rnr_rcvd"));
+	CHECK_EQ_U64(tc_port_counter(&env.a, "rnr_nak_retry_err"),
+		     tc_qp_counter(env.qa, "rnr_nak_retry_err"));
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_RTS);
 	CHECK_EQ_I64(tc_recv(env.qb, 9, env.mb, 0, 4096), 0);
 	CHECK_EQ_I64(tc_wait(env.cb, 1, wc, 5000), 1);
@@ -101,6 +108,12 @@ DROCE_TEST(rnr_retry_zero_fails_with_rnr_retry_exc)
 	CHECK_EQ_U64(tc_qp_state(env.qa), DROCE_SHM_QPS_ERR);
 	CHECK_EQ_U64(tc_counter(&env.b, "nak_rnr_sent"), 1);
 	CHECK_EQ_U64(tc_counter(&env.a, "comp_err_rnr_nak"), 1);
+	/* The RNR NAK that ended the retries is not one "within" them (mlx5's meaning); the
+	 * failed WR is an error completion, the next a flush. */
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "rnr_nak_retry_err"), 0);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "req_rnr_retries_exceeded"), 1);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "req_cqe_error"), 1);
+	CHECK_EQ_U64(tc_qp_counter(env.qa, "req_cqe_flush_error"), 1);
 	/* A WR posted in ERR is flushed too. */
 	CHECK_EQ_I64(tc_send(env.qa, 3, env.ma, 0, 100, 0), 0);
 	CHECK_EQ_I64(tc_wait(env.ca, 1, wc, 5000), 1);

@@ -9,6 +9,7 @@ failure or an exception (use the classes as context managers).
 
 import glob
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -177,7 +178,8 @@ def ctl_lines(droce_ctl, daemon, what):
     r = subprocess.run(["timeout", "10", droce_ctl, "--socket", daemon.socket, what],
                        capture_output=True, text=True)
     check(r.returncode == 0, "droce-ctl %s failed: %s%s" % (what, r.stdout, r.stderr))
-    return [dict(f.split("=", 1) for f in line.split()) for line in r.stdout.splitlines()
+    # shlex: a value with spaces (a client's command line) comes in double quotes
+    return [dict(f.split("=", 1) for f in shlex.split(line)) for line in r.stdout.splitlines()
             if "=" in line]
 
 

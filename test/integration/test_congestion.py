@@ -108,12 +108,12 @@ def t_dcqcn():
         check(num(q, "cnp_sent") <= num(q, "ce_rcvd"), "more CNPs than marks: %s" % q)
     check(len(busy_b) >= 4, "B's QPs got no CNP: %s" % qb)
     for q in busy_b:
-        check(q["dcqcn"] == "on", "B's QP %s: reaction point off: %s" % (q["qpn"], q))
+        check(q["rp"] == "1", "B's QP %s: reaction point off: %s" % (q["qpn"], q))
         check(num(q, "rate_cuts") > 0, "B's QP %s: CNPs, no rate cut: %s" % (q["qpn"], q))
-        check(num(q, "rate_mbps") < LINE_MBPS, "B's QP %s: rate not below the line: %s" %
+        check(num(q, "rate_kbps") / 1000 < LINE_MBPS, "B's QP %s: rate not below the line: %s" %
               (q["qpn"], q))
     log("  A: %s" % [(q["qpn"], q["ce_rcvd"], q["cnp_sent"]) for q in busy_a])
-    log("  B: %s" % [(q["qpn"], q["rate_mbps"], q["cnp_rcvd"], q["rate_cuts"]) for q in busy_b])
+    log("  B: %s" % [(q["qpn"], q["rate_kbps"], q["cnp_rcvd"], q["rate_cuts"]) for q in busy_b])
 
 
 def t_np_off():
@@ -130,7 +130,7 @@ def t_rp_off():
         qa, qb = write_bw_with_qps(pair)
     check(all(num(q, "ce_rcvd") == 0 for q in qa),
           "packets that are not ECN-capable were marked CE: %s" % qa)
-    check(all(q["dcqcn"] == "off" and num(q, "rate_cuts") == 0 for q in qb),
+    check(all(q["rp"] == "0" and num(q, "rate_cuts") == 0 for q in qb),
           "B's reaction point is on: %s" % qb)
 
 
