@@ -4,8 +4,9 @@
 # Runs every test suite, as CI does (.ci/run): set-up and build (devtools/setup.sh), then
 #   ${prefix}       every suite but fuzz and soak (unit, interop, ...)
 #   ${prefix}-asan  unit, engine, net, fault, perf (droce-perf; not its memif groups, the
-#                   ring groups' code again), hostile (droced fed garbage) and soak
-#                   (devtools/soak.py for 3 minutes), under ASan + UBSan
+#                   ring groups' code again), hostile (droced fed garbage), daemon-asan
+#                   (the operations test's views, telemetry, metrics, capture and start)
+#                   and soak (devtools/soak.py for 3 minutes), under ASan + UBSan
 #   ${prefix}-fuzz  fuzz, the libFuzzer targets for a bounded time
 # with prefix = ${DROCE_BUILD_PREFIX:-build}. Ends with one line per test and, as the very
 # last line, "N passed, N failed, N skipped". Exits non-zero when a test fails or times
@@ -60,7 +61,7 @@ fi
 # for an hour (doc/reliability.md).
 run_meson_test "$prefix" --no-suite fuzz --no-suite soak
 run_meson_test "$prefix-asan" --suite unit --suite engine --suite net --suite fault \
-	--suite perf --no-suite perf-memif --suite hostile --suite soak
+	--suite perf --no-suite perf-memif --suite hostile --suite daemon-asan --suite soak
 run_meson_test "$prefix-fuzz" --suite fuzz
 
 /usr/bin/python3 - "$logbase" "${report[@]}" <<'EOF'

@@ -5,8 +5,8 @@
  * arguments made from the file's [eal] args, the rest of the command line and the lcore
  * mapping the engines need. Also what makes a first start easy to get right: an instance
  * name that gives a second daemon its own socket and EAL file prefix from the same file,
- * a file prefix another process holds named with that process, and droced's usage before
- * EAL's when EAL refuses an option.
+ * a file prefix another process holds named with that process, and droced's usage, not
+ * EAL's, for an option that is neither droced's nor EAL's.
  */
 
 #include <ctype.h>
@@ -60,6 +60,35 @@ own_option(const char *arg)
 	return NULL;
 }
 
+/*
+ * DPDK 22.11's EAL options (eal_common_options.c, as `droced --help` lists them), so that a
+ * mistyped option gets droced's usage, which names --config, and not only EAL's 60 lines.
+ */
+static bool
+eal_option(const char *arg)
+{
+	static const char *const eal[] = {
+		"--allow", "--base-virtaddr", "--block", "--create-uio-dev", "--file-prefix",
+		"--force-max-simd-bitwidth", "--huge-dir", "--huge-unlink", "--huge-worker-stack",
+		"--in-memory", "--iova-mode", "--lcores", "--legacy-mem", "--log-level",
+		"--main-lcore", "--match-allocations", "--mbuf-pool-ops-name", "--no-hpet",
+		"--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "--proc-type",
+		"--single-file-segments", "--socket-limit", "--socket-mem", "--syslog", "--telemetry",
+		"--trace", "--trace-bufsz", "--trace-dir", "--trace-mode", "--vdev", "--vfio-intr",
+		"--vfio-vf-token", "--vmware-tsc-map",
+	};
+	size_t n = strcspn(arg, "=");
+	unsigned int i;
+
+	/* Short options, their value attached or not: -l0, -l 0, -S, -a BDF. */
+	if (arg[0] == '-' && arg[1] != '-' && arg[1] != '\0')
+		return strchr("Sabcdlmnrsv", arg[1]) != NULL;
+	for (i = 0; i < RTE_DIM(eal); i++)
+		if (strlen(eal[i]) == n && strncmp(arg, eal[i], n) == 0)
+			return true;
+	return false;
+}
+
 int
 droced_args_parse(int argc, char **argv, struct droced_args *a)
 {
@@ -68,6 +97,14 @@ droced_args_parse(int argc, char **argv, struct droced_args *a)
 	memset(a, 0, sizeof(*a));
 	for (i = 1; i < argc; i++) {
 		const char *opt = own_option(argv[i]), *v;
+
+		if (opt == NULL && argv[i][0] == '-' && strcmp(argv[i], "--") != 0 &&
+		    !eal_option(argv[i]) && strcmp(argv[i], "--help") != 0 &&
+		    strcmp(argv[i], "-h") != 0) {
+			fprintf(stderr, "droced: unknown option '%s'\n", argv[i]);
+			usage(argv[0]);
+			return -1;
+		}
 
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(argv[0]);
@@ -101,7 +138,7 @@ droced_args_parse(int argc, char **argv, struct droced_args *a)
 			return -1;
 		}
 	}
-	/* EAL prints droced's usage before its own when it refuses an option. */
+	/* EAL's usage, when EAL refuses a value, ends with droced's. */
 	rte_set_application_usage_hook(usage);
 	return 0;
 }

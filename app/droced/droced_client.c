@@ -61,12 +61,20 @@ droced_client_identify(struct droced_client *c, pid_t pid, uid_t uid)
 		snprintf(c->comm, sizeof(c->comm), "?");
 		return;
 	}
-	/* Its arguments, NUL-separated there, with spaces here; a trailing NUL dropped. */
+	/*
+	 * Its arguments, NUL-separated there, with spaces here; a trailing NUL dropped; bytes
+	 * outside printable ASCII as '?', so that JSON and Prometheus labels stay valid UTF-8.
+	 */
 	while (n > 0 && c->comm[n - 1] == '\0')
 		n--;
-	for (i = 0; i < n; i++)
-		if (c->comm[i] == '\0' || c->comm[i] == '\n')
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)c->comm[i];
+
+		if (ch == '\0')
 			c->comm[i] = ' ';
+		else if (ch < 0x20 || ch > 0x7e)
+			c->comm[i] = '?';
+	}
 	c->comm[n] = '\0';
 }
 

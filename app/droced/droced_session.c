@@ -366,7 +366,8 @@ rec_put(struct proto_sink *ps, uint8_t tag, const char *name, const void *v, siz
 	}
 	ps->buf[ps->len++] = tag;
 	ps->buf[ps->len++] = (uint8_t)nlen;
-	memcpy(ps->buf + ps->len, name, nlen);
+	if (nlen != 0)		/* a ROW record has no name (memcpy from NULL is undefined) */
+		memcpy(ps->buf + ps->len, name, nlen);
 	ps->len += nlen;
 	memcpy(ps->buf + ps->len, v, vlen);
 	ps->len += vlen;

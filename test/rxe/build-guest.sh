@@ -47,8 +47,8 @@ dpdk_pmds=(librte_mempool_ring librte_bus_pci librte_net_virtio librte_net_e1000
 	librte_net_vmxnet3)
 top_packages=(busybox-static libibverbs1 ibverbs-providers ibverbs-utils librdmacm1
 	rdmacm-utils perftest iproute2 librte-eal23 librte-ethdev23 librte-cfgfile23
-	librte-mempool-ring23 librte-bus-pci23 librte-net-virtio23 librte-net-e1000-23
-	librte-net-vmxnet3-23 libisal2)
+	librte-pcapng23 librte-mempool-ring23 librte-bus-pci23 librte-net-virtio23
+	librte-net-e1000-23 librte-net-vmxnet3-23 libisal2 libmicrohttpd12)
 # Loaded in this order with their dependencies first. No modprobe runs in the guest, so
 # crc32_generic is named: rxe asks the crypto API for "crc32" (the ICRC) when the device
 # is made, and without it `rdma link add` fails with ENOENT.
@@ -241,8 +241,9 @@ for f in "$work"/pkg/{ibverbs-utils,rdmacm-utils}/usr/bin/* "$work"/pkg/perftest
 	add_prog "$f" "$root/usr/bin"
 done
 # DPDK for droced (test/nic): the PMDs EAL loads from its plugin directory and what they
-# need; droced's own libraries (librte_cfgfile, libisal) by their sonames.
-for p in "${dpdk_pmds[@]}" librte_cfgfile libisal; do
+# need; droced's own libraries (librte_cfgfile, librte_pcapng for captures, libisal,
+# libmicrohttpd for its metrics) by their sonames.
+for p in "${dpdk_pmds[@]}" librte_cfgfile librte_pcapng libisal libmicrohttpd; do
 	found=
 	for so in "${!lib_src[@]}"; do
 		if [[ $so =~ ^$p\.so\.[0-9]+$ ]]; then
