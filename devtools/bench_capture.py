@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """devtools/bench-capture.sh's runs: Debian's ib_send_bw (64 B, one RC QP) through two
-droced joined by net_memif, round after round of four configurations: the droced of the
+droced joined by net_memif, round after round of four configurations, each round starting at the next one: the droced of the
 commit before captures and QP counters existed (BASE), this tree's with the capture's
 tests compiled out (NOTAP), this tree's with no capture (off), and with droce-ctl capture
 running on A (on: every frame, 128 bytes each, to /dev/shm). Medians and ratios in the
@@ -69,7 +69,8 @@ def main():
                ("on", NEW, True))
     got = {name: [] for name, _, _ in configs}
     for r in range(ROUNDS):
-        for name, build, capture in configs:
+        # Each round starts at the next configuration: none always runs after another.
+        for name, build, capture in configs[r % len(configs):] + configs[:r % len(configs)]:
             v = msg_rate(build, capture)
             print("round %d %-4s %s Mpps" % (r + 1, name, "failed" if v is None else "%.3f" % v),
                   flush=True)
