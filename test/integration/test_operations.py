@@ -4,14 +4,16 @@
 - views: droce-ctl's views in text and JSON while an RC ping-pong runs over a memif pair:
   the clients' command lines, the QPs' owners, states and counters (one side's packets
   sent are the other's received, as a lossless link must make them), the port's counters
-  under Linux's names; watch's rates; a page boundary (70 QPs of one program).
+  under Linux's names; watch's rates; another user: told when the socket is out of its
+  reach, shown none of root's objects.
 - telemetry: Debian's unmodified dpdk-telemetry.py lists and reads /droce/ commands beside
   DPDK's own /ethdev/stats.
 - metrics: droced's /metrics passes Debian's `promtool check metrics`, and a real
   Prometheus server (Debian's) scrapes it and answers a query for a droce series.
-- capture: droce-ctl capture during ib_write_bw: tshark decodes every frame, every RoCE
+- capture: droce-ctl capture during an RC ping-pong: tshark decodes every frame, every RoCE
   one as InfiniBand, droce-pcap --verify finds every ICRC good; a QPN filter keeps only
-  that QPN's packets; a snap length cuts them.
+  that QPN's packets; a snap length cuts them; a second capture of the port is refused.
+- capture_write_bw: the same during Debian's unmodified ib_write_bw (RDMA WRITEs).
 - messages: a program with no droced to reach says so in one line (which socket, how to
   start droced, DROCE_SOCKET), as droce-ctl does; a QP refused at [limits] max_qps names
   the key; droce-ctl against a droced of another protocol version says so.
@@ -128,6 +130,12 @@ def case_views():
             w = rows(ctl_ok(pair.a, "watch", "-n", "1", "qps"))
             check(len(w) == 1 and float(w[0].get("rdma_tx_packets_per_s", "0")) > 0,
                   "droce-ctl watch -n 1 qps: %s" % w)
+            # A user who cannot reach the socket is told why (the test's directory is 0700).
+            r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                BIN["droce_ctl"], "--socket", pair.a.socket, "qps"],
+                               capture_output=True, text=True, timeout=20)
+            check(r.returncode != 0 and "permission denied on %s" % pair.a.socket in r.stderr,
+                  "droce-ctl as nobody, socket out of reach: %r" % r.stderr)
             # Another uid sees no client of root, and no keys (the socket is 0666; its
             # directory, the test's own, is opened to others for this).
             os.chmod(pair.work.path, 0o755)
@@ -330,6 +338,42 @@ def case_capture():
               "capture -q %d -s 128: %s" % (qpn, sel[:5]))
         log("  captured 2000 frames (%d RoCE, every ICRC good); %d of QPN %d in 3 s, 128 "
             "bytes each" % (len(roce), len(sel), qpn))
+
+
+def case_capture_write_bw():
+    """A capture during Debian's unmodified ib_write_bw (64 KiB WRITEs, 4 KiB packets)."""
+    with MemifPair(BIN["droced"], "ops-capbw") as pair:
+        path = pair.work.file("bw.pcapng")
+        port = str(free_tcp_port())
+        args = ["ib_write_bw", "-F", "-d", "droce0", "-s", "65536", "-D", "8", "-p", port]
+        srv = App(args, pair.a, TIMEOUT, "server", env=ENV)
+        time.sleep(0.5)
+        cli = App(args + ["127.0.0.1"], pair.b, TIMEOUT, "client", env=ENV)
+        try:
+            # perftest's server QP stays in RTR: it only takes WRITEs.
+            wait_for("ib_write_bw's WRITEs", lambda: [q for q in rows(ctl_ok(pair.a, "qps"))
+                                                      if int(q["rx_write_requests"]) > 0])
+            rc, out, err = ctl_run(pair.a, "capture", "-w", path, "-c", "3000", "-d", "30")
+            check(rc == 0 and "3000 frames written" in err, "capture: %d %s%s" % (rc, out, err))
+            rc_c, rc_s = cli.wait(TIMEOUT), srv.wait(TIMEOUT)
+            check(rc_c == 0 and rc_s == 0, "ib_write_bw: %s %s\n%s\n%s" %
+                  (rc_c, rc_s, cli.output, srv.output))
+        finally:
+            cli.stop()
+            srv.stop()
+        frames = tshark_fields(path, ["frame.protocols", "infiniband.bth.opcode"])
+        writes = [f for f in frames if ":infiniband" in f[0] and f[1] in ("6", "7", "8", "10")]
+        check(len(frames) == 3000 and all(":infiniband" in f[0] for f in frames) and
+              len(writes) > 1000, "tshark on ib_write_bw's capture: %d frames, %d WRITE "
+              "packets, %d not InfiniBand" % (len(frames), len(writes),
+                                             sum(":infiniband" not in f[0] for f in frames)))
+        r = subprocess.run(["timeout", "60", BIN["droce_pcap"], "--verify", path],
+                           capture_output=True, text=True)
+        m = re.search(r"roce=(\d+) ok=(\d+) bad_icrc=(\d+)", r.stdout)
+        check(r.returncode == 0 and m and m.group(1) == m.group(2) == "3000" and
+              m.group(3) == "0", "droce-pcap --verify: %s" % r.stdout[-500:])
+        log("  ib_write_bw: 3000 frames captured, %d RDMA WRITE packets, every one decoded "
+            "by tshark, every ICRC good" % len(writes))
 
 
 # ---- messages ----
@@ -557,6 +601,7 @@ ALL = [
     ("telemetry", case_telemetry),
     ("metrics", case_metrics),
     ("capture", case_capture),
+    ("capture_write_bw", case_capture_write_bw),
     ("messages", case_messages),
     ("start", case_start),
     ("install", case_install),
