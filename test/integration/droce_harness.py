@@ -219,6 +219,11 @@ class App:
         self.out.seek(0)
         return self.out.read()
 
+    def last_output_time(self):
+        """The wall-clock time (time.time()) of the application's last write to its output:
+        with line-buffered output, when it printed its last line (an error, before exiting)."""
+        return os.fstat(self.out.fileno()).st_mtime
+
     def wait(self, timeout=None):
         """Exit status; raises subprocess.TimeoutExpired after timeout seconds."""
         self.proc.wait(timeout)

@@ -465,6 +465,35 @@ class RxeGuest:
             except OSError as e:
                 raise TestFailure("cannot talk to the guest: %s" % e)
 
+    def qemu_pid(self):
+        """QEMU's own process: the end of the chain of single children from the process
+        start() ran (timeout, then setpriv, which becomes QEMU)."""
+        pid = self.proc.pid
+        while True:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                kids = f.read().split()
+            if not kids:
+                break
+            pid = int(kids[0])
+        with open("/proc/%d/comm" % pid) as f:
+            comm = f.read().strip()
+        if not comm.startswith("qemu-system"):
+            raise TestFailure("the guest's last process %d is %s, not QEMU" % (pid, comm))
+        return pid
+
+    def pause(self, seconds):
+        """Stops QEMU, every thread of it (vCPU, the NIC's backend, the capture), for
+        seconds: a peer that answers nothing at all, as a TCG guest whose vCPU a loaded
+        host keeps off its CPUs. Returns (stopped, resumed) in time.time()."""
+        pid = self.qemu_pid()
+        stopped = time.time()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        return stopped, time.time()
+
     def spawn(self, cmd, timeout=60):
         """Starts shell text cmd in the guest (busybox sh, cwd /tmp, in a process group of
         its own, with $RXE_DEV, $RXE_IP and $RXE_GID_INDEX); returns its Job. The job is

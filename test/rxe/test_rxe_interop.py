@@ -26,6 +26,10 @@ Then droced is restarted on the net_fault vdev wrapping the same port, losing 5%
 it receives and 5% of what it sends, and the RC ping-pongs must still complete: both
 stacks' retransmissions against each other. (UC and UD have no retransmission: a
 ping-pong whose message is lost waits forever, with any stack, so they run lossless.)
+A heartbeat the guest's kernel answers tells a guest its loaded host stalled from a droce
+fault when droce's retries run out (PeerSilent). Then the guest is stopped outright under
+droce's streaming WRITEs: droce must give up, after retry_cnt + 1 timeouts, before the
+guest comes back.
 
 Finally the capture of the guest's NIC (every frame both ways) is verified by droce-pcap
 --verify (every RoCEv2 packet well formed, every ICRC right) and by tshark's InfiniBand
@@ -44,6 +48,7 @@ import ipaddress
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -82,6 +87,7 @@ class Bench:
         self.port = TCP_PORT_BASE
         self.faults = None
         self.pmd = None
+        self.heartbeat = None
 
     def start_daemon(self, faults=None):
         """droced on the link's veth end; faults: net_fault devargs (drop, tx_drop...)."""
@@ -156,10 +162,77 @@ class EndRace(TestFailure):
     ping-pong has no end handshake: under loss this happens with any two stacks)."""
 
 
+class PeerSilent(TestFailure):
+    """droce's side gave up with a retry error while the guest answered nothing at all,
+    not even the heartbeat's echoes, for the whole retry window: the guest was off the
+    host's CPUs (TCG on a loaded machine), and giving up is what 9.7.6.1.3 asks of any
+    requester then."""
+
+
+# The local ACK timeout and retry count ibv_*_pingpong and perftest set (timeout 14:
+# 4.096 us * 2^14 = 67 ms; retry_cnt 7): a requester whose peer answers nothing gives up
+# retry_cnt + 1 timeouts after its last answered packet.
+ACK_TIMEOUT_S = 4.096e-6 * (1 << 14)
+RETRY_CNT = 7
+# How long a peer must have answered nothing for a requester to have spent all its
+# retries: retry_cnt whole timeouts (the first one ran from a send before the silence).
+RETRY_WINDOW_S = RETRY_CNT * ACK_TIMEOUT_S
+RETRY_EXC = re.compile(r"[Ff]ailed status (12\b|transport retry counter exceeded \(12\))")
+# The heartbeat's echo interval (ping -i), and its hard limit.
+HEARTBEAT_INTERVAL_S = 0.02
+HEARTBEAT_LIMIT_S = 900
+
+
+class Heartbeat:
+    """ICMP echoes to the guest from the bridge's address every 20 ms while the lossy
+    cases run (ping, at a high priority, so that a loaded host does not delay it). The
+    guest's kernel answers them in the softirq where rxe takes its RoCE packets, over the
+    same tap: a gap in the replies is a time the guest answered nothing, whatever droce
+    did. That tells a guest stalled by its host (a TCG vCPU kept off loaded CPUs for half
+    a second) from a droce fault when droce's requester runs out of retries."""
+
+    _count = 0
+
+    def __init__(self):
+        Heartbeat._count += 1
+        self.path = bench.work.file("heartbeat-%d.log" % Heartbeat._count)
+        self.started = time.time()
+        with open(self.path, "w") as out:
+            self.proc = subprocess.Popen(
+                bench.link.netns_cmd(["timeout", str(HEARTBEAT_LIMIT_S), "nice", "-n", "-10",
+                                      "ping", "-D", "-n", "-i", str(HEARTBEAT_INTERVAL_S),
+                                      bench.link.GUEST_IP]),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.close()
+        return False
+
+    def replies(self):
+        """The times (time.time()) the echo replies came, in order."""
+        with open(self.path) as f:
+            return [float(m.group(1)) for m in
+                    re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", f.read(), re.M)]
+
+    def silence_before(self, t):
+        """How long before t the guest had answered no echo (seconds)."""
+        before = [r for r in self.replies() if r <= t]
+        return t - (before[-1] if before else self.started)
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
 def serve_then_connect(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, listening,
                        timeout):
     """The server side first, then, once listening(where, server) returns, the client;
-    whichever side fails, the other is stopped. Returns (rc_d, out_d, rc_g, out_g)."""
+    whichever side fails, the other is stopped. Returns (rc_d, out_d, rc_g, out_g, t_d),
+    t_d the time droce's side printed its last line (App.last_output_time)."""
     if droce_serves:
         srv = droce_app(droce_srv, "droce")
         try:
@@ -193,14 +266,16 @@ def serve_then_connect(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves,
             job.kill()
         rc_g, out_g = job.wait()
         out_d = cli.output
-    return rc_d, out_d, rc_g, out_g
+    return rc_d, out_d, rc_g, out_g, (srv if droce_serves else cli).last_output_time()
 
 
 def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, iters=None):
     """One exchange: the server side first (listening), then the client. droce_argv and
     guest_cmd get the server's address appended on the client side. Returns the outputs
-    (droce, guest); raises unless both exit 0 (EndRace when one side did all iters)."""
-    rc_d, out_d, rc_g, out_g = serve_then_connect(
+    (droce, guest); raises unless both exit 0 (with iters, the lossy ping-pongs': EndRace
+    when one side did all iters, PeerSilent when droce's retries ran out while the guest,
+    by bench.heartbeat, answered nothing)."""
+    rc_d, out_d, rc_g, out_g, t_d = serve_then_connect(
         droce_argv, droce_argv + [bench.link.GUEST_IP], guest_cmd,
         "%s %s" % (guest_cmd, bench.link.HOST_IP), droce_serves,
         lambda where, server: wait_listening(where, port, server), timeout)
@@ -210,6 +285,15 @@ def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, it
             raise EndRace("%s finished, %s exit %s:\n%s" % (
                 "droce" if rc_d == 0 else "guest", "guest" if rc_d == 0 else "droce",
                 rc_g if rc_d == 0 else rc_d, out_g if rc_d == 0 else out_d))
+    if (iters is not None and rc_d != 0 and rc_g != 0 and RETRY_EXC.search(out_d) and
+            bench.heartbeat is not None):
+        silent = bench.heartbeat.silence_before(t_d)
+        if silent >= RETRY_WINDOW_S:
+            raise PeerSilent("droce's side gave up (retry error) after the guest answered "
+                             "nothing, not even an echo, for %.2f s (the retry window is "
+                             "%.2f s):\n%s" % (silent, RETRY_WINDOW_S, out_d))
+        log("     the guest answered echoes until %.3f s before droce's side gave up: not "
+            "a stalled guest" % silent)
     if rc_d != 0 or rc_g != 0:
         raise TestFailure("droce side exit %s, guest side exit %s\n--- droce (%s):\n%s\n"
                           "--- guest (%s):\n%s" % (rc_d, rc_g, " ".join(droce_argv), out_d,
@@ -217,14 +301,16 @@ def run_both(droce_argv, guest_cmd, droce_serves, port, timeout=CASE_TIMEOUT, it
     return out_d, out_g
 
 
-# Under loss: an attempt's limit, and how many attempts an end race (EndRace) may take.
+# Under loss: an attempt's limit, and how many attempts an end race (EndRace) or a
+# stalled guest (PeerSilent) may take.
 LOSSY_TIMEOUT = 30
 LOSSY_ATTEMPTS = 3
 
 
 def pingpong(prog, size, iters, extra=(), nqps=1, lossy=False):
     """prog both ways with -c (the program checks every received byte). lossy: an end
-    race is tried again, a few times; any other failure fails at once."""
+    race or a stalled guest is tried again, a few times; any other failure fails at
+    once."""
     for droce_serves in (True, False):
         for attempt in range(1, LOSSY_ATTEMPTS + 1 if lossy else 2):
             port = bench.next_port()
@@ -239,11 +325,13 @@ def pingpong(prog, size, iters, extra=(), nqps=1, lossy=False):
                                         LOSSY_TIMEOUT if lossy else CASE_TIMEOUT,
                                         iters if lossy else None)
                 break
-            except EndRace as e:
+            except (EndRace, PeerSilent) as e:
                 if attempt == LOSSY_ATTEMPTS:
                     raise
-                log("     %s: end race (the last ACK lost after its receiver finished), "
-                    "attempt %d again: %s" % (prog, attempt, str(e).splitlines()[0]))
+                log("     %s: %s, attempt %d again: %s" % (
+                    prog, "end race (the last ACK lost after its receiver finished)"
+                    if isinstance(e, EndRace) else "the guest stalled", attempt,
+                    str(e).splitlines()[0]))
         check_pingpong(out_d, "droce", iters, size, bench.link.GUEST_IP, nqps)
         check_pingpong(out_g, "guest", iters, size, bench.link.DROCE_IP, nqps)
         log("     %s -s %d -n %d%s: ok, droce %s" % (
@@ -573,6 +661,7 @@ def t_mcast_ipv6():
 def t_loss():
     """RC and SRQ ping-pongs with 5% loss each way on droced's port."""
     bench.start_daemon("drop=%d,tx_drop=%d,seed=%d" % (LOSS_PPM, LOSS_PPM, 11))
+    bench.heartbeat = Heartbeat()
     try:
         pingpong("ibv_rc_pingpong", 4096, 200, lossy=True)
         pingpong("ibv_rc_pingpong", 65536, 50, lossy=True)
@@ -582,7 +671,78 @@ def t_loss():
         pingpong("ibv_srq_pingpong", 4096, 100, extra=["-q", "1"], nqps=1, lossy=True)
         expect_idle(BIN["droce_ctl"], bench.daemon)
     finally:
+        bench.heartbeat.close()
+        bench.heartbeat = None
         bench.start_daemon()
+
+
+# The stall: how long QEMU stops (droce must give up well inside it), and ib_write_bw's
+# run (-D), long enough that droce still streams when the stall begins.
+STALL_S = 2.5
+STALL_RUN_S = 30
+# How long droce streams before the stall.
+STALL_AFTER_S = 1.0
+
+
+def t_stall():
+    """A peer that answers nothing mid-stream (RxeGuest.pause stops QEMU): droce's requester,
+    WRITEs outstanding, must give up with IBV_WC_RETRY_EXC_ERR after retry_cnt + 1 local ACK
+    timeouts (9.7.6.1.3; perftest's timeout 14, retry_cnt 7: 8 x 67 ms), so between
+    RETRY_WINDOW_S into the silence and the guest's return; and the heartbeat must show the
+    guest silent for the retry window (PeerSilent's evidence in the lossy cases)."""
+    gid = str(bench.guest.info["gid_index"])
+    for attempt in range(1, CPU_MHZ_ATTEMPTS + 1):
+        port = bench.next_port()
+        opts = ["-p", str(port), "-s", "4096", "-D", str(STALL_RUN_S)]
+        job = bench.guest.spawn(" ".join(["ib_write_bw", "-d", "rxe0", "-x", gid] + opts),
+                                CASE_TIMEOUT)
+        cli = None
+        try:
+            wait_listening("guest", port, job)
+            cli = droce_app(["ib_write_bw", "-d", "droce0", "-x", "0"] + opts +
+                            [bench.link.GUEST_IP], "droce")
+            # perftest prints its table's header when the measured run begins.
+            deadline = time.monotonic() + 60
+            while "#bytes" not in cli.text() and cli.proc.poll() is None and \
+                    not job.done() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if job.done() and CPU_MHZ_FAIL in job.wait()[1] and attempt < CPU_MHZ_ATTEMPTS:
+                log("     ib_write_bw: perftest in the guest could not time its CPU (%s), "
+                    "attempt %d again" % (CPU_MHZ_FAIL, attempt))
+                continue
+            check("#bytes" in cli.text() and cli.proc.poll() is None and not job.done(),
+                  "ib_write_bw did not start streaming:\n--- droce:\n%s\n--- guest:\n%s" %
+                  (cli.text(), job.wait()[1] if job.done() else "(running)"))
+            with Heartbeat() as hb:
+                time.sleep(STALL_AFTER_S)
+                check(cli.proc.poll() is None, "droce's ib_write_bw ended before the "
+                      "stall:\n%s" % cli.text())
+                stopped, resumed = bench.guest.pause(STALL_S)
+                rc = cli.wait(CASE_TIMEOUT)
+                t_fail = cli.last_output_time()
+                silent = hb.silence_before(t_fail)
+            out = cli.output
+            check(rc != 0 and RETRY_EXC.search(out), "droce's ib_write_bw, its peer stopped "
+                  "for %.1f s: exit %s, no retry error:\n%s" % (STALL_S, rc, out))
+            gave_up = t_fail - stopped
+            check(RETRY_WINDOW_S <= gave_up < resumed - stopped,
+                  "droce gave up %.3f s into the peer's %.1f s silence: not between %.3f s "
+                  "(%d timeouts of %.0f ms) and its end" % (
+                      gave_up, STALL_S, RETRY_WINDOW_S, RETRY_CNT, ACK_TIMEOUT_S * 1000))
+            check(silent >= RETRY_WINDOW_S, "the heartbeat shows the guest silent for %.3f s "
+                  "when droce gave up, less than the retry window (%.3f s): it cannot tell "
+                  "a stalled guest" % (silent, RETRY_WINDOW_S))
+            log("     ib_write_bw: QEMU stopped %.1f s mid-stream; droce gave up %.2f s in "
+                "(IBV_WC_RETRY_EXC_ERR, %d timeouts of %.0f ms), the guest silent to the "
+                "heartbeat for %.2f s before" % (STALL_S, gave_up, RETRY_CNT + 1,
+                                                  ACK_TIMEOUT_S * 1000, silent))
+            break
+        finally:
+            if cli is not None:
+                cli.stop()
+            job.kill()
+            job.wait()
+    expect_idle(BIN["droce_ctl"], bench.daemon)
 
 
 # ---- The capture ----
@@ -921,7 +1081,7 @@ class ListenRace(TestFailure):
 def run_cm_both(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, port,
                 timeout=CASE_TIMEOUT):
     """One rdma_cm exchange, the server first; returns the outputs (droce, guest)."""
-    rc_d, out_d, rc_g, out_g = serve_then_connect(
+    rc_d, out_d, rc_g, out_g, _ = serve_then_connect(
         droce_srv, droce_cli, guest_srv, guest_cli, droce_serves,
         lambda where, server: wait_cm_listening(where, port, server), timeout)
     if (not droce_serves and rc_d != 0 and
@@ -1015,6 +1175,7 @@ CASE_LIST = [
     ("mcast_ipv4", t_mcast_ipv4),
     ("mcast_ipv6", t_mcast_ipv6),
     ("loss", t_loss),
+    ("stall", t_stall),
 ]
 
 
