@@ -196,6 +196,43 @@ def ctl(droce_ctl, daemon, what="status"):
     return out
 
 
+class ChildOutput:
+    """A file a child process writes its output to while the test reads it: the child
+    writes through an open file of its own (O_APPEND), the test reads through another.
+    (One open file shared has one offset: the reader's seek(0) while the child wrote sent
+    the child's next line to the start of the file, over what it had printed, and
+    test_cm_wire's comm_est lost two lines: doc/reliability.md.) The file is unlinked at
+    once; both open files keep it. Usage: Popen(..., stdout=out.fd), then out.started()."""
+
+    def __init__(self, directory=None):
+        fd, path = tempfile.mkstemp(dir=directory, prefix="out-")
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            self._r = open(path, errors="replace")
+        finally:
+            os.close(fd)
+            os.unlink(path)
+
+    def started(self):
+        """The child has its copy of fd: the test's is closed."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def text(self):
+        """What the child wrote so far."""
+        self._r.seek(0)
+        return self._r.read()
+
+    def mtime(self):
+        """The wall-clock time (time.time()) of the child's last write."""
+        return os.fstat(self._r.fileno()).st_mtime
+
+    def close(self):
+        self.started()
+        self._r.close()
+
+
 class App:
     """An application process run through a daemon (DROCE_SOCKET), with a hard timeout."""
 
@@ -207,22 +244,23 @@ class App:
             cmd = ["ip", "netns", "exec", netns] + cmd
         # Output goes to a file, not a pipe: a chatty application never blocks on a full
         # pipe, and text() can be read while it runs.
-        self.out = tempfile.TemporaryFile(mode="w+", dir=daemon.work.path)
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
-                                     text=True, env=dict(daemon.env(), **(env or {})),
-                                     start_new_session=True)
+        self.out = ChildOutput(daemon.work.path)
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=self.out.fd, stderr=subprocess.STDOUT,
+                                         text=True, env=dict(daemon.env(), **(env or {})),
+                                         start_new_session=True)
+        finally:
+            self.out.started()
         self.output = None
 
     def text(self):
         """What the application printed so far."""
-        self.out.flush()
-        self.out.seek(0)
-        return self.out.read()
+        return self.out.text()
 
     def last_output_time(self):
         """The wall-clock time (time.time()) of the application's last write to its output:
         with line-buffered output, when it printed its last line (an error, before exiting)."""
-        return os.fstat(self.out.fileno()).st_mtime
+        return self.out.mtime()
 
     def wait(self, timeout=None):
         """Exit status; raises subprocess.TimeoutExpired after timeout seconds."""

@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import TestFailure, Workdir, check, log, main, parse_args
+from droce_harness import ChildOutput, TestFailure, Workdir, check, log, main, parse_args
 
 BIN, CASES = parse_args(["droced", "droce_ctl"])
 PREFIX = "droce-it-%d-cfg" % os.getpid()
@@ -92,16 +92,14 @@ def run_default():
         # Someone's droced owns the default socket: never disturb it.
         log("  SKIPPED: %s exists (a droced of someone else?)" % DEFAULT_SOCKET)
         return
-    log_path = "/tmp/%s.log" % PREFIX
-    out = open(log_path, "w+")
-    proc = subprocess.Popen(["timeout", "--kill-after=5", "120", BIN["droced"],
-                             "--file-prefix=" + PREFIX], stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-    def text():
-        out.flush()
-        out.seek(0)
-        return out.read()
+    out = ChildOutput()
+    try:
+        proc = subprocess.Popen(["timeout", "--kill-after=5", "120", BIN["droced"],
+                                 "--file-prefix=" + PREFIX], stdout=out.fd,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        out.started()
+    text = out.text
 
     try:
         deadline = time.monotonic() + 30
@@ -128,7 +126,6 @@ def run_default():
             if os.path.exists(DEFAULT_SOCKET):
                 os.unlink(DEFAULT_SOCKET)
         out.close()
-        os.unlink(log_path)
         cleanup()
 
 

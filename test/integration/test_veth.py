@@ -23,8 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from droce_harness import (VETH_DEVARGS, TestFailure, VethPair, check, ctl_lines, expect_idle,
-                           log, main, parse_args, run_pair)
+from droce_harness import (VETH_DEVARGS, ChildOutput, TestFailure, VethPair, check, ctl_lines,
+                           expect_idle, log, main, parse_args, run_pair)
 
 TCP_PORT = 19210
 BIN, CASES = parse_args(["droced", "droce_ctl", "rc_pingpong", "ud_pingpong"])
@@ -50,10 +50,14 @@ class ArpCapture:
     def __init__(self, pair):
         self.procs = []
         for ns, ifn in zip(pair.ns, pair.ifs):
-            out = open(pair.work.file("arp-%s.txt" % ns), "w+")
-            p = subprocess.Popen(["timeout", "300", "ip", "netns", "exec", ns, "/usr/bin/python3",
-                                  "-c", ARP_SNIFFER, ifn], stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+            out = ChildOutput(pair.work.path)
+            try:
+                p = subprocess.Popen(["timeout", "300", "ip", "netns", "exec", ns,
+                                      "/usr/bin/python3", "-c", ARP_SNIFFER, ifn],
+                                     stdout=out.fd, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            finally:
+                out.started()
             self.procs.append((p, out))
         deadline = time.monotonic() + 10
         while not all("listening" in self.text(i) for i in range(2)):
@@ -62,10 +66,7 @@ class ArpCapture:
             time.sleep(0.05)
 
     def text(self, i):
-        out = self.procs[i][1]
-        out.flush()
-        out.seek(0)
-        return out.read()
+        return self.procs[i][1].text()
 
     def frames(self, i):
         """(op, sender_mac, sender_ip, target_ip) received in namespace i."""

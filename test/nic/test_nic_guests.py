@@ -36,15 +36,14 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "rxe"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from droce_harness import (VETH_DEVARGS, Daemon, TestFailure, Workdir, check,  # noqa: E402
-                           ctl, expect_idle, log, parse_args)
+from droce_harness import (VETH_DEVARGS, ChildOutput, Daemon, TestFailure, Workdir,  # noqa: E402
+                           check, ctl, expect_idle, log, parse_args)
 from nic_guest import NicGuest  # noqa: E402
 from roce_checks import (ERROR_WORDS, check_pingpong, perf_rows,  # noqa: E402
                          rping_status, verify_capture)
@@ -81,20 +80,22 @@ class HostJob:
     """A program on the host's droced, in the test's namespace, with a hard timeout."""
 
     def __init__(self, link, daemon, cmd, timeout):
-        self.out = tempfile.TemporaryFile(mode="w+")
+        self.out = ChildOutput()
         env = dict(daemon.env(), LD_LIBRARY_PATH=BIN["compat_dir"])
-        self.proc = subprocess.Popen(
-            link.netns_cmd(["timeout", "--kill-after=5", str(timeout), "sh", "-c", cmd]),
-            stdout=self.out, stderr=subprocess.STDOUT, text=True, env=env,
-            start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(
+                link.netns_cmd(["timeout", "--kill-after=5", str(timeout), "sh", "-c", cmd]),
+                stdout=self.out.fd, stderr=subprocess.STDOUT, text=True, env=env,
+                start_new_session=True)
+        finally:
+            self.out.started()
 
     def done(self):
         return self.proc.poll() is not None
 
     def wait(self, timeout=None):
         self.proc.wait(timeout)
-        self.out.seek(0)
-        return self.proc.returncode, self.out.read()
+        return self.proc.returncode, self.out.text()
 
     def kill(self):
         if self.proc.poll() is None:
@@ -450,10 +451,14 @@ class Capture:
 
     def __init__(self, link, ifname, path):
         self.path = path
-        self.err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            link.netns_cmd(["timeout", "1800", "dumpcap", "-P", "-i", ifname, "-w", path]),
-            stdout=subprocess.DEVNULL, stderr=self.err, text=True, start_new_session=True)
+        self.err = ChildOutput()
+        try:
+            self.proc = subprocess.Popen(
+                link.netns_cmd(["timeout", "1800", "dumpcap", "-P", "-i", ifname, "-w", path]),
+                stdout=subprocess.DEVNULL, stderr=self.err.fd, text=True,
+                start_new_session=True)
+        finally:
+            self.err.started()
         deadline = time.monotonic() + 30
         while "Capturing on" not in self._err():
             check(self.proc.poll() is None and time.monotonic() < deadline,
@@ -461,8 +466,7 @@ class Capture:
             time.sleep(0.1)
 
     def _err(self):
-        self.err.seek(0)
-        return self.err.read()
+        return self.err.text()
 
     def close(self):
         """Stops it; the file is complete once it returns."""

@@ -34,12 +34,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "integration"))
-from droce_harness import Daemon, TestFailure, Workdir, check, log  # noqa: E402
+from droce_harness import ChildOutput, Daemon, TestFailure, Workdir, check, log  # noqa: E402
 
 TIMEOUT = 40            # any one process
 ARGS = sys.argv[1:]
@@ -83,15 +82,16 @@ class Proc:
         for a in argv:
             if a.startswith("--file-prefix="):
                 self.rundir = "/var/run/dpdk/" + a.split("=", 1)[1]
-        self.out = tempfile.TemporaryFile(mode="w+", dir=work.path)
-        self.proc = subprocess.Popen(["timeout", "--kill-after=5", str(TIMEOUT)] + argv,
-                                     stdout=self.out, stderr=subprocess.STDOUT, text=True,
-                                     env=env, start_new_session=True)
+        self.out = ChildOutput(work.path)
+        try:
+            self.proc = subprocess.Popen(["timeout", "--kill-after=5", str(TIMEOUT)] + argv,
+                                         stdout=self.out.fd, stderr=subprocess.STDOUT,
+                                         text=True, env=env, start_new_session=True)
+        finally:
+            self.out.started()
 
     def text(self):
-        self.out.flush()
-        self.out.seek(0)
-        return self.out.read()
+        return self.out.text()
 
     def wait(self):
         try:
