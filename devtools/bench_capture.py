@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """devtools/bench-capture.sh's runs: Debian's ib_send_bw (64 B, one RC QP) through two
-droced joined by net_memif, round after round of four configurations, each round starting at the next one: the droced of the
-commit before captures and QP counters existed (BASE), this tree's with the capture's
-tests compiled out (NOTAP), this tree's with no capture (off), and with droce-ctl capture
-running on A (on: every frame, 128 bytes each, to /dev/shm). Medians and ratios in the
-same run."""
+droced joined by net_memif, round after round of four configurations, each round
+starting at the next one: the droced of the commit before captures and QP counters existed
+(BASE), this tree's with the capture's tests compiled out (NOTAP), this tree's with no
+capture (off), and with droce-ctl capture running on A (on: every frame, 128 bytes each,
+to /dev/shm). Medians and ratios in the same run."""
 
 import os
 import statistics

@@ -202,7 +202,7 @@ class ChildOutput:
     (One open file shared has one offset: the reader's seek(0) while the child wrote sent
     the child's next line to the start of the file, over what it had printed, and
     test_cm_wire's comm_est lost two lines: doc/reliability.md.) The file is unlinked at
-    once; both open files keep it. Usage: Popen(..., stdout=out.fd), then out.started()."""
+    once; both open files keep it. Start the child with popen()."""
 
     def __init__(self, directory=None):
         fd, path = tempfile.mkstemp(dir=directory, prefix="out-")
@@ -213,8 +213,20 @@ class ChildOutput:
             os.close(fd)
             os.unlink(path)
 
-    def started(self):
-        """The child has its copy of fd: the test's is closed."""
+    def popen(self, argv, stderr_only=False, **kw):
+        """subprocess.Popen(argv, **kw) with its stdout and stderr written here
+        (stderr_only: its stderr, its stdout to /dev/null); the test's copy of the file is
+        closed once the child has its own."""
+        if stderr_only:
+            kw.update(stdout=subprocess.DEVNULL, stderr=self.fd)
+        else:
+            kw.update(stdout=self.fd, stderr=subprocess.STDOUT)
+        try:
+            return subprocess.Popen(argv, **kw)
+        finally:
+            self._close_fd()
+
+    def _close_fd(self):
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -229,7 +241,7 @@ class ChildOutput:
         return os.fstat(self._r.fileno()).st_mtime
 
     def close(self):
-        self.started()
+        self._close_fd()
         self._r.close()
 
 
@@ -245,12 +257,8 @@ class App:
         # Output goes to a file, not a pipe: a chatty application never blocks on a full
         # pipe, and text() can be read while it runs.
         self.out = ChildOutput(daemon.work.path)
-        try:
-            self.proc = subprocess.Popen(cmd, stdout=self.out.fd, stderr=subprocess.STDOUT,
-                                         text=True, env=dict(daemon.env(), **(env or {})),
-                                         start_new_session=True)
-        finally:
-            self.out.started()
+        self.proc = self.out.popen(cmd, text=True, env=dict(daemon.env(), **(env or {})),
+                                   start_new_session=True)
         self.output = None
 
     def text(self):

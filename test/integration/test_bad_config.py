@@ -93,12 +93,8 @@ def run_default():
         log("  SKIPPED: %s exists (a droced of someone else?)" % DEFAULT_SOCKET)
         return
     out = ChildOutput()
-    try:
-        proc = subprocess.Popen(["timeout", "--kill-after=5", "120", BIN["droced"],
-                                 "--file-prefix=" + PREFIX], stdout=out.fd,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    finally:
-        out.started()
+    proc = out.popen(["timeout", "--kill-after=5", "120", BIN["droced"],
+                      "--file-prefix=" + PREFIX], start_new_session=True)
     text = out.text
 
     try:

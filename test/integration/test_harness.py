@@ -11,7 +11,6 @@ usage: test_harness.py [CASE...]
 """
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,11 +28,7 @@ def child_output():
     reads = 0
     for rnd in range(ROUNDS):
         out = ChildOutput()
-        try:
-            p = subprocess.Popen(["timeout", "60", "/usr/bin/python3", "-c", WRITER],
-                                 stdout=out.fd, stderr=subprocess.STDOUT)
-        finally:
-            out.started()
+        p = out.popen(["timeout", "60", "/usr/bin/python3", "-c", WRITER])
         try:
             # As fast as it goes: every read lands among the child's writes.
             while p.poll() is None:

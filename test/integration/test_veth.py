@@ -51,13 +51,8 @@ class ArpCapture:
         self.procs = []
         for ns, ifn in zip(pair.ns, pair.ifs):
             out = ChildOutput(pair.work.path)
-            try:
-                p = subprocess.Popen(["timeout", "300", "ip", "netns", "exec", ns,
-                                      "/usr/bin/python3", "-c", ARP_SNIFFER, ifn],
-                                     stdout=out.fd, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-            finally:
-                out.started()
+            p = out.popen(["timeout", "300", "ip", "netns", "exec", ns, "/usr/bin/python3",
+                           "-c", ARP_SNIFFER, ifn], start_new_session=True)
             self.procs.append((p, out))
         deadline = time.monotonic() + 10
         while not all("listening" in self.text(i) for i in range(2)):

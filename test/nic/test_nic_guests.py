@@ -82,13 +82,9 @@ class HostJob:
     def __init__(self, link, daemon, cmd, timeout):
         self.out = ChildOutput()
         env = dict(daemon.env(), LD_LIBRARY_PATH=BIN["compat_dir"])
-        try:
-            self.proc = subprocess.Popen(
-                link.netns_cmd(["timeout", "--kill-after=5", str(timeout), "sh", "-c", cmd]),
-                stdout=self.out.fd, stderr=subprocess.STDOUT, text=True, env=env,
-                start_new_session=True)
-        finally:
-            self.out.started()
+        self.proc = self.out.popen(
+            link.netns_cmd(["timeout", "--kill-after=5", str(timeout), "sh", "-c", cmd]),
+            text=True, env=env, start_new_session=True)
 
     def done(self):
         return self.proc.poll() is not None
@@ -452,13 +448,9 @@ class Capture:
     def __init__(self, link, ifname, path):
         self.path = path
         self.err = ChildOutput()
-        try:
-            self.proc = subprocess.Popen(
-                link.netns_cmd(["timeout", "1800", "dumpcap", "-P", "-i", ifname, "-w", path]),
-                stdout=subprocess.DEVNULL, stderr=self.err.fd, text=True,
-                start_new_session=True)
-        finally:
-            self.err.started()
+        self.proc = self.err.popen(
+            link.netns_cmd(["timeout", "1800", "dumpcap", "-P", "-i", ifname, "-w", path]),
+            stderr_only=True, text=True, start_new_session=True)
         deadline = time.monotonic() + 30
         while "Capturing on" not in self._err():
             check(self.proc.poll() is None and time.monotonic() < deadline,

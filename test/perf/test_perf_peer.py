@@ -83,12 +83,8 @@ class Proc:
             if a.startswith("--file-prefix="):
                 self.rundir = "/var/run/dpdk/" + a.split("=", 1)[1]
         self.out = ChildOutput(work.path)
-        try:
-            self.proc = subprocess.Popen(["timeout", "--kill-after=5", str(TIMEOUT)] + argv,
-                                         stdout=self.out.fd, stderr=subprocess.STDOUT,
-                                         text=True, env=env, start_new_session=True)
-        finally:
-            self.out.started()
+        self.proc = self.out.popen(["timeout", "--kill-after=5", str(TIMEOUT)] + argv,
+                                   text=True, env=env, start_new_session=True)
 
     def text(self):
         return self.out.text()

@@ -56,8 +56,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure, Workdir, check,  # noqa: E402
-                           ctl, expect_idle, log, parse_args, private_copy, run_cases)
+from droce_harness import (VETH_DEVARGS, App, ChildOutput, Daemon, TestFailure,  # noqa: E402
+                           Workdir, check, ctl, expect_idle, log, parse_args, private_copy,
+                           run_cases)
 from roce_checks import (ERROR_WORDS, ROCE_PORT, check_pingpong, gid_of,  # noqa: E402
                          perf_rows, rping_errors, rping_status, verify_capture)
 from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
@@ -191,18 +192,14 @@ class Heartbeat:
     did. That tells a guest stalled by its host (a TCG vCPU kept off loaded CPUs for half
     a second) from a droce fault when droce's requester runs out of retries."""
 
-    _count = 0
-
     def __init__(self):
-        Heartbeat._count += 1
-        self.path = bench.work.file("heartbeat-%d.log" % Heartbeat._count)
         self.started = time.time()
-        with open(self.path, "w") as out:
-            self.proc = subprocess.Popen(
-                bench.link.netns_cmd(["timeout", str(HEARTBEAT_LIMIT_S), "nice", "-n", "-10",
-                                      "ping", "-D", "-n", "-i", str(HEARTBEAT_INTERVAL_S),
-                                      bench.link.GUEST_IP]),
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.out = ChildOutput(bench.work.path)
+        self.proc = self.out.popen(
+            bench.link.netns_cmd(["timeout", str(HEARTBEAT_LIMIT_S), "nice", "-n", "-10",
+                                  "ping", "-D", "-n", "-i", str(HEARTBEAT_INTERVAL_S),
+                                  bench.link.GUEST_IP]),
+            start_new_session=True)
 
     def __enter__(self):
         return self
@@ -213,9 +210,8 @@ class Heartbeat:
 
     def replies(self):
         """The times (time.time()) the echo replies came, in order."""
-        with open(self.path) as f:
-            return [float(m.group(1)) for m in
-                    re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", f.read(), re.M)]
+        return [float(m.group(1)) for m in
+                re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", self.out.text(), re.M)]
 
     def silence_before(self, t):
         """How long before t the guest had answered no echo (seconds)."""
@@ -226,6 +222,7 @@ class Heartbeat:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        self.out.close()
 
 
 def serve_then_connect(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, listening,
