@@ -20,12 +20,14 @@ Not by RSS: QEMU 7.2's virtio-net RSS, where its eBPF program cannot load (here)
 in software and stalls a queue under load (doc/nics.md); without it QEMU gives each
 queue what the tap's queue of the same number receives, and the tap picks the queue a
 flow was last sent from, or by the flow's hash (the least common denominator: a
-multi-queue NIC whose steering droced does not choose). Its link is pulled
-(QEMU's set_link) for 2 s under a running rping -V and ib_write_bw -D, which must end
-well, with IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE seen by an application and the
-port DOWN meanwhile, then pulled under ibv_rc_pingpong for longer than its retry budget (timeout 14,
-7 retries: half a second), which must end in IBV_WC_RETRY_EXC_ERR. After each guest, its NIC's capture must be sound to droce-pcap
---verify and tshark, and droce's headers equal to Linux's.
+multi-queue NIC whose steering droced does not choose). Its link is pulled (QEMU's
+set_link) for 2 s under a running rping -V and ib_write_bw -D, which must end well, with
+IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE seen by an application and the port DOWN
+meanwhile, then pulled under ibv_rc_pingpong for longer than its retry budget (timeout 14,
+7 retries: half a second), which must end in IBV_WC_RETRY_EXC_ERR. After each guest, its
+NIC's capture must be sound to droce-pcap --verify and tshark, and droce's headers equal to
+Linux's. A ping-pong's retry error while a heartbeat shows a guest stalled by its loaded
+host is tried again (PeerSilent, doc/reliability.md); any other failure fails the case.
 
 usage: test_nic_guests.py DROCED DROCE_CTL DROCE_PCAP COMPAT_DIR RXE_DIR BUILD_OVERLAY
            [KIND...]
@@ -45,9 +47,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from droce_harness import (VETH_DEVARGS, ChildOutput, Daemon, TestFailure, Workdir,  # noqa: E402
                            check, ctl, expect_idle, log, parse_args)
 from nic_guest import NicGuest  # noqa: E402
-from roce_checks import (ERROR_WORDS, check_pingpong, perf_rows,  # noqa: E402
-                         rping_status, verify_capture)
-from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
+from roce_checks import (ERROR_WORDS, RETRY_EXC, RETRY_WINDOW_S, check_pingpong,  # noqa: E402
+                         perf_rows, rping_status, verify_capture)
+from rxe_guest import Heartbeat, PeerSilent, RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "rxe_dir",
                          "build_overlay"])
@@ -100,7 +102,10 @@ class HostJob:
 
 class Side:
     """One end of an exchange: where it runs, its device and GID index, its RoCE address
-    and the address of its TCP exchanges."""
+    and the address of its TCP exchanges; in a guest, the address its kernel answers the
+    heartbeat's echoes on (None on the host)."""
+
+    heartbeat_ip = None
 
     def __init__(self, name, dev, gid, roce_ip, tcp_ip):
         self.name, self.dev, self.gid, self.roce_ip, self.tcp_ip = name, dev, gid, roce_ip, tcp_ip
@@ -123,7 +128,8 @@ class Side:
 class GuestSide(Side):
     def __init__(self, name, guest, dev, gid, roce_ip, tcp_ip, env=""):
         super().__init__(name, dev, gid, roce_ip, tcp_ip)
-        self.guest, self.env = guest, env
+        self.guest, self.env, self.link = guest, env, guest.link
+        self.heartbeat_ip = tcp_ip
 
     def spawn(self, cmd, timeout=CASE_TIMEOUT):
         return self.guest.spawn(self.env + cmd, timeout)
@@ -156,9 +162,11 @@ def next_port():
 
 
 def exchange(srv, cli, srv_cmd, cli_cmd, listening, timeout=CASE_TIMEOUT,
-             status=lambda rc, out: rc):
+             status=lambda rc, out: rc, heartbeat=None):
     """srv_cmd on srv, once listening() says so cli_cmd on cli; both must exit 0 (as
-    status(rc, output) reads it). Returns their outputs (server, client)."""
+    status(rc, output) reads it). Returns their outputs (server, client). With a heartbeat
+    on both sides' guests: PeerSilent when a side gave up with a retry error while a guest
+    answered no echo for the retry window."""
     s = srv.spawn(srv_cmd, timeout)
     deadline = time.monotonic() + 60
     while not listening():
@@ -169,12 +177,29 @@ def exchange(srv, cli, srv_cmd, cli_cmd, listening, timeout=CASE_TIMEOUT,
             s.kill()
             raise TestFailure("%s: no server after 60 s: %s" % (srv.name, srv_cmd))
         time.sleep(0.3)
-    rc_c, out_c = cli.spawn(cli_cmd, timeout).wait()
-    rc_c = status(rc_c, out_c)
-    if rc_c != 0:
-        s.kill()
-    rc_s, out_s = s.wait()
-    rc_s = status(rc_s, out_s)
+    t_start = time.time()
+    c = cli.spawn(cli_cmd, timeout)
+    # Whichever side fails first, the other is stopped at once: rxe's requester takes
+    # retry_cnt 7 for "for ever" and would resend to a QP its failed partner took with it
+    # until its timeout (39,777 packets to a QPN that no longer existed, in a failed run).
+    while not (s.done() and c.done()):
+        if any(j.done() and status(*j.wait()) != 0 for j in (s, c)):
+            s.kill()
+            c.kill()
+            break
+        time.sleep(0.1)
+    t_end = time.time()
+    (rc_s, out_s), (rc_c, out_c) = s.wait(), c.wait()
+    rc_s, rc_c = status(rc_s, out_s), status(rc_c, out_c)
+    if heartbeat is not None and (rc_s != 0 or rc_c != 0) and \
+            (RETRY_EXC.search(out_s) or RETRY_EXC.search(out_c)):
+        silent, ip = heartbeat.longest_silence(t_start, t_end)
+        if silent >= RETRY_WINDOW_S:
+            raise PeerSilent("a retry error while the guest at %s answered no echo for "
+                             "%.2f s (the retry window is %.2f s):\n--- server:\n%s\n"
+                             "--- client:\n%s" % (ip, silent, RETRY_WINDOW_S, out_s, out_c))
+        log("     a retry error; the guests answered echoes, at most %.3f s apart: not a "
+            "stalled guest" % silent)
     if rc_s != 0 or rc_c != 0:
         raise TestFailure("server %s exit %s, client %s exit %s\n--- server (%s):\n%s\n"
                           "--- client (%s):\n%s" % (srv.name, rc_s, cli.name, rc_c, srv_cmd,
@@ -187,19 +212,35 @@ def both_ways(a, b):
 
 
 def pingpong(a, b, prog, size):
-    for srv, cli in both_ways(a, b):
-        port = next_port()
-        opts = "-p %d -s %d -n %d -c" % (port, size, PP_ITERS)
-        if prog != "ibv_ud_pingpong":
-            opts += " -m %d" % MTU
-        cmd = "%s %s" % (prog, opts)
-        out_s, out_c = exchange(
-            srv, cli, "%s -d %s -g %d" % (cmd, srv.dev, srv.gid),
-            "%s -d %s -g %d %s" % (cmd, cli.dev, cli.gid, srv.tcp_ip),
-            lambda: srv.tcp_listening(port))
-        check_pingpong(out_s, srv.name, PP_ITERS, size, cli.roce_ip)
-        check_pingpong(out_c, cli.name, PP_ITERS, size, srv.roce_ip)
+    """prog both ways. The programs' QP timeout is theirs (14: 67 ms, 7 retries, so a peer
+    silent for half a second fails them), and two TCG guests on a loaded 2-CPU host may be
+    stalled that long: a heartbeat to the guests tells such a stall (PeerSilent, tried
+    again, as test_rxe_interop.py does) from a fault."""
+    with Heartbeat(a.link, [s.heartbeat_ip for s in (a, b) if s.heartbeat_ip]) as hb:
+        for srv, cli in both_ways(a, b):
+            for attempt in range(1, ATTEMPTS + 1):
+                try:
+                    out_s, out_c = pingpong_once(srv, cli, prog, size, hb)
+                    break
+                except PeerSilent as e:
+                    if attempt == ATTEMPTS:
+                        raise
+                    log("     %s: a guest stalled, attempt %d again: %s" % (
+                        prog, attempt, str(e).splitlines()[0]))
+            check_pingpong(out_s, srv.name, PP_ITERS, size, cli.roce_ip)
+            check_pingpong(out_c, cli.name, PP_ITERS, size, srv.roce_ip)
     log("     %s -s %d: ok both ways, %s and %s" % (prog, size, a.name, b.name))
+
+
+def pingpong_once(srv, cli, prog, size, heartbeat):
+    port = next_port()
+    opts = "-p %d -s %d -n %d -c" % (port, size, PP_ITERS)
+    if prog != "ibv_ud_pingpong":
+        opts += " -m %d" % MTU
+    cmd = "%s %s" % (prog, opts)
+    return exchange(srv, cli, "%s -d %s -g %d" % (cmd, srv.dev, srv.gid),
+                    "%s -d %s -g %d %s" % (cmd, cli.dev, cli.gid, srv.tcp_ip),
+                    lambda: srv.tcp_listening(port), heartbeat=heartbeat)
 
 
 def perftest(a, b, prog, size=65536, iters=BW_ITERS):
@@ -339,7 +380,9 @@ def link_flap(g, guest, host):
     common = "-v -V -C %d -S 4096 -a %s -p %d" % (FLAP_PINGS, g.roce_ip, port)
     srv = g.spawn("rping -s " + common, CASE_TIMEOUT)
     bw_port = next_port()
-    bw = "ib_write_bw -p %d -D 12 -s 65536 -u 18" % bw_port
+    # -F: its figures are not read, and under a loaded host perftest's timing of its CPU
+    # (a regression) may fail, which without -F ends the program (test_perftest.py).
+    bw = "ib_write_bw -p %d -D 12 -s 65536 -u 18 -F" % bw_port
     bw_srv = g.spawn("%s -d droce0 -x 0" % bw, CASE_TIMEOUT)
     deadline = time.monotonic() + 60
     while not (g.cm_listening(port) and g.tcp_listening(bw_port)):

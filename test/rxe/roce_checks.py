@@ -38,6 +38,16 @@ def check_pingpong(out, side, iters, size, peer_ip, nqps=1):
           (side, out))
 
 
+# The local ACK timeout and retry count ibv_*_pingpong and perftest set (timeout 14:
+# 4.096 us * 2^14 = 67 ms; retry_cnt 7): a requester whose peer answers nothing gives up
+# retry_cnt + 1 timeouts after its last answered packet (9.7.6.1.3).
+ACK_TIMEOUT_S = 4.096e-6 * (1 << 14)
+RETRY_CNT = 7
+# How long a peer must have answered nothing for a requester to have spent all its
+# retries: retry_cnt whole timeouts (the first one ran from a send before the silence).
+RETRY_WINDOW_S = RETRY_CNT * ACK_TIMEOUT_S
+RETRY_EXC = re.compile(r"[Ff]ailed status (12\b|transport retry counter exceeded \(12\))")
+
 ERROR_WORDS = re.compile(r"(?i)\b(error|failed|couldn't|unable)\b")
 
 # rping's own race at its end (rdma-core 44's librdmacm/examples/rping.c): main() destroys

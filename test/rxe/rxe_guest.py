@@ -44,7 +44,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from droce_harness import TestFailure, log  # noqa: E402
+from droce_harness import ChildOutput, TestFailure, log  # noqa: E402
 
 QEMU = "qemu-system-x86_64"
 QBOOT = "/usr/share/qemu/qboot.rom"
@@ -172,6 +172,75 @@ class RxeLink:
             subprocess.run(["ip", "-n", self.ns, "link", "del", dev],
                            stderr=subprocess.DEVNULL, timeout=30)
         subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
+
+
+class PeerSilent(TestFailure):
+    """A requester gave up with a retry error while its peer, a guest, answered nothing at
+    all, not even the heartbeat's echoes, for the whole retry window: the guest was off
+    the host's CPUs (TCG on a loaded machine), and giving up is what 9.7.6.1.3 asks of any
+    requester then."""
+
+
+class Heartbeat:
+    """ICMP echoes from the bridge's address to each of ips every 20 ms (ping, at a high
+    priority, so that a loaded host does not delay it), for as long as the heartbeat runs.
+    A guest's kernel answers them in the softirq where rxe takes its RoCE packets and
+    droced's engine shares its vCPU: a gap in one address's replies is a time that guest
+    answered nothing, whatever droce did. It tells a guest stalled by its host (a TCG vCPU
+    kept off a loaded host's CPUs for half a second) from a droce fault when a requester
+    runs out of retries (test_rxe_interop.py, test/nic/test_nic_guests.py)."""
+
+    INTERVAL_S = 0.02
+    LIMIT_S = 900
+
+    def __init__(self, link, ips, directory=None):
+        self.started = time.time()
+        self.outs, self.procs = {}, []
+        try:
+            for ip in ips:
+                out = self.outs[ip] = ChildOutput(directory)
+                self.procs.append(out.popen(
+                    link.netns_cmd(["timeout", str(self.LIMIT_S), "nice", "-n", "-10",
+                                    "ping", "-D", "-n", "-i", str(self.INTERVAL_S), ip]),
+                    start_new_session=True))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.close()
+        return False
+
+    def replies(self, ip):
+        """The times (time.time()) ip's echo replies came, in order."""
+        return [float(m.group(1)) for m in
+                re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", self.outs[ip].text(), re.M)]
+
+    def silence_before(self, t, ip=None):
+        """How long before t ip (the only address, by default) had answered no echo."""
+        before = [r for r in self.replies(ip or next(iter(self.outs))) if r <= t]
+        return t - (before[-1] if before else self.started)
+
+    def longest_silence(self, t0, t1):
+        """(seconds, ip): the longest time between t0 and t1 some address answered no echo."""
+        worst = (0.0, None)
+        for ip in self.outs:
+            times = [t0] + [r for r in self.replies(ip) if t0 < r < t1] + [t1]
+            gap = max(b - a for a, b in zip(times, times[1:]))
+            worst = max(worst, (gap, ip), key=lambda w: w[0])
+        return worst
+
+    def close(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self.procs = []
+        for out in self.outs.values():
+            out.close()
 
 
 def _kvm_works(vmlinux, cache):

@@ -48,7 +48,6 @@ import ipaddress
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -56,12 +55,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from droce_harness import (VETH_DEVARGS, App, ChildOutput, Daemon, TestFailure,  # noqa: E402
+from droce_harness import (VETH_DEVARGS, App, Daemon, TestFailure,  # noqa: E402
                            Workdir, check, ctl, expect_idle, log, parse_args, private_copy,
                            run_cases)
-from roce_checks import (ERROR_WORDS, ROCE_PORT, check_pingpong, gid_of,  # noqa: E402
-                         perf_rows, rping_errors, rping_status, verify_capture)
-from rxe_guest import RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
+from roce_checks import (ACK_TIMEOUT_S, ERROR_WORDS, RETRY_CNT, RETRY_EXC,  # noqa: E402
+                         RETRY_WINDOW_S, ROCE_PORT, check_pingpong, gid_of, perf_rows,
+                         rping_errors, rping_status, verify_capture)
+from rxe_guest import Heartbeat, PeerSilent, RxeGuest, RxeLink, cleanup_on_sigterm  # noqa: E402
 
 BIN, CASES = parse_args(["droced", "droce_ctl", "droce_pcap", "compat_dir", "fault_pmd",
                          "rxe_dir", "mw_peer", "mcast_peer"])
@@ -161,68 +161,6 @@ class EndRace(TestFailure):
     """One side did all its iterations and the other failed: the last message's ACK was
     lost after its receiver had finished and gone, so its sender's retries met no QP (a
     ping-pong has no end handshake: under loss this happens with any two stacks)."""
-
-
-class PeerSilent(TestFailure):
-    """droce's side gave up with a retry error while the guest answered nothing at all,
-    not even the heartbeat's echoes, for the whole retry window: the guest was off the
-    host's CPUs (TCG on a loaded machine), and giving up is what 9.7.6.1.3 asks of any
-    requester then."""
-
-
-# The local ACK timeout and retry count ibv_*_pingpong and perftest set (timeout 14:
-# 4.096 us * 2^14 = 67 ms; retry_cnt 7): a requester whose peer answers nothing gives up
-# retry_cnt + 1 timeouts after its last answered packet.
-ACK_TIMEOUT_S = 4.096e-6 * (1 << 14)
-RETRY_CNT = 7
-# How long a peer must have answered nothing for a requester to have spent all its
-# retries: retry_cnt whole timeouts (the first one ran from a send before the silence).
-RETRY_WINDOW_S = RETRY_CNT * ACK_TIMEOUT_S
-RETRY_EXC = re.compile(r"[Ff]ailed status (12\b|transport retry counter exceeded \(12\))")
-# The heartbeat's echo interval (ping -i), and its hard limit.
-HEARTBEAT_INTERVAL_S = 0.02
-HEARTBEAT_LIMIT_S = 900
-
-
-class Heartbeat:
-    """ICMP echoes to the guest from the bridge's address every 20 ms while the lossy
-    cases run (ping, at a high priority, so that a loaded host does not delay it). The
-    guest's kernel answers them in the softirq where rxe takes its RoCE packets, over the
-    same tap: a gap in the replies is a time the guest answered nothing, whatever droce
-    did. That tells a guest stalled by its host (a TCG vCPU kept off loaded CPUs for half
-    a second) from a droce fault when droce's requester runs out of retries."""
-
-    def __init__(self):
-        self.started = time.time()
-        self.out = ChildOutput(bench.work.path)
-        self.proc = self.out.popen(
-            bench.link.netns_cmd(["timeout", str(HEARTBEAT_LIMIT_S), "nice", "-n", "-10",
-                                  "ping", "-D", "-n", "-i", str(HEARTBEAT_INTERVAL_S),
-                                  bench.link.GUEST_IP]),
-            start_new_session=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, et, ev, tb):
-        self.close()
-        return False
-
-    def replies(self):
-        """The times (time.time()) the echo replies came, in order."""
-        return [float(m.group(1)) for m in
-                re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", self.out.text(), re.M)]
-
-    def silence_before(self, t):
-        """How long before t the guest had answered no echo (seconds)."""
-        before = [r for r in self.replies() if r <= t]
-        return t - (before[-1] if before else self.started)
-
-    def close(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.out.close()
 
 
 def serve_then_connect(droce_srv, droce_cli, guest_srv, guest_cli, droce_serves, listening,
@@ -658,7 +596,7 @@ def t_mcast_ipv6():
 def t_loss():
     """RC and SRQ ping-pongs with 5% loss each way on droced's port."""
     bench.start_daemon("drop=%d,tx_drop=%d,seed=%d" % (LOSS_PPM, LOSS_PPM, 11))
-    bench.heartbeat = Heartbeat()
+    bench.heartbeat = Heartbeat(bench.link, [bench.link.GUEST_IP], bench.work.path)
     try:
         pingpong("ibv_rc_pingpong", 4096, 200, lossy=True)
         pingpong("ibv_rc_pingpong", 65536, 50, lossy=True)
@@ -710,7 +648,7 @@ def t_stall():
             check("#bytes" in cli.text() and cli.proc.poll() is None and not job.done(),
                   "ib_write_bw did not start streaming:\n--- droce:\n%s\n--- guest:\n%s" %
                   (cli.text(), job.wait()[1] if job.done() else "(running)"))
-            with Heartbeat() as hb:
+            with Heartbeat(bench.link, [bench.link.GUEST_IP], bench.work.path) as hb:
                 time.sleep(STALL_AFTER_S)
                 check(cli.proc.poll() is None, "droce's ib_write_bw ended before the "
                       "stall:\n%s" % cli.text())
