@@ -36,8 +36,16 @@ struct env {
 };
 
 /*
+ * Local ACK timeout codes: 10 (4 ms) keeps the cases without loss quick; through faults,
+ * where a lost request or response costs a timeout, 12 (16.8 ms): seven retries of 4 ms
+ * gave a loaded ASan run 33 ms for b to answer, and it once did not (doc/reliability.md).
+ */
+#define ACK_TIMEOUT		10
+#define ACK_TIMEOUT_LOSSY	12
+
+/*
  * b's QP has access flags qp_access, its target MR mr_access; both QPs depth depth; the
- * local ACK timeout code timeout (10: 4 ms, which keeps the tests without loss quick).
+ * local ACK timeout code timeout.
  */
 static void
 env_open(struct env *env, const char *faults, uint32_t qp_access, uint32_t mr_access,
@@ -137,7 +145,7 @@ DROCE_TEST(rc_cas_faa_values)
 	struct ibv_wc wc;
 	uint8_t *t;
 
-	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, 1, 10);
+	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, 1, ACK_TIMEOUT);
 	t = env.tgt->buf + TGT_OFF;
 	set_word(t, 0x1122334455667788ull);
 	/* CAS that does not match: the target stays, the original comes back. */
@@ -205,7 +213,7 @@ rc_faa_depth(uint8_t depth)
 	uint32_t i, done = 0;
 	int n, k;
 
-	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, depth, 10);
+	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, depth, ACK_TIMEOUT);
 	set_word(env.tgt->buf + TGT_OFF, 1000);
 	for (i = 0; i < 48; i++)
 		CHECK_EQ_I64(post_atomic(&env, i, IBV_WR_ATOMIC_FETCH_AND_ADD, 8 * i,
@@ -268,7 +276,7 @@ DROCE_TEST(rc_atomic_ordering)
 	uint64_t v = 0x0000000500000007ull;
 	int n;
 
-	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, 4, 10);
+	env_open(&env, NULL, ATOMIC_ACCESS, ATOMIC_ACCESS, 4, ACK_TIMEOUT);
 	rbuf = tc_mr_reg(&env.b, 4096, IBV_ACCESS_LOCAL_WRITE);
 	memset(rbuf->buf, 0, 4096);
 	/* 1: WRITE v from res[512]. */
@@ -363,7 +371,7 @@ rc_atomic_refused(enum atomic_fault kind, enum ibv_wr_opcode op)
 	uint8_t before[TGT_LEN];
 	bool all_fail = kind == QP_NO_ATOMIC || kind == MR_NO_ATOMIC;
 
-	env_open(&env, NULL, qp_access, mr_access, 2, 10);
+	env_open(&env, NULL, qp_access, mr_access, 2, ACK_TIMEOUT);
 	set_word(env.tgt->buf + TGT_OFF, 77);
 	set_word(env.tgt->buf + TGT_OFF + 8, 77);
 	memcpy(before, env.tgt->buf, TGT_LEN);
@@ -464,13 +472,7 @@ rc_atomic_faults(const char *faults, uint8_t depth)
 	uint32_t posted = 0, done = 0, i, incs = 0;
 	int n, k;
 
-	/*
-	 * Timeout 12 (16.8 ms): with 10 (4 ms) the seven retries gave a loaded machine 33 ms
-	 * to let b answer, and a loaded run under ASan, with other tests beside it, spent them
-	 * (depth 1, doc/reliability.md); 134 ms now. Each lost request or response costs a
-	 * timeout here, so the run takes longer, not less surely.
-	 */
-	env_open(&env, faults, ATOMIC_ACCESS, ATOMIC_ACCESS, depth, 12);
+	env_open(&env, faults, ATOMIC_ACCESS, ATOMIC_ACCESS, depth, ACK_TIMEOUT_LOSSY);
 	set_word(env.tgt->buf + TGT_OFF, 0);
 	for (i = 0; i < LOSS_OPS; i++) {
 		expect[i] = cur;

@@ -34,8 +34,16 @@ struct env {
 };
 
 /*
+ * Local ACK timeout codes: 10 (4 ms) keeps the cases without loss quick; through faults,
+ * where a lost request or response costs a timeout, 12 (16.8 ms): seven retries of 4 ms
+ * gave a loaded ASan run 33 ms for b to answer, and it once did not (doc/reliability.md).
+ */
+#define ACK_TIMEOUT		10
+#define ACK_TIMEOUT_LOSSY	12
+
+/*
  * b's QP has access flags qp_access, its target MR mr_access; depth: READ depth; timeout:
- * the local ACK timeout code (10: 4 ms, for the cases without loss).
+ * the local ACK timeout code.
  */
 static void
 env_open(struct env *env, const char *faults, uint32_t qp_access, uint32_t mr_access,
@@ -130,7 +138,7 @@ DROCE_TEST(atomic_write_and_flush)
 	struct env env;
 
 	env_open(&env, NULL, IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH,
-		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, 4, 10);
+		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, 4, ACK_TIMEOUT);
 	CHECK_EQ_I64(post_atomic_write(&env, 1, 8, tgt(&env, 64), env.tgt->rkey, false), 0);
 	CHECK_EQ_I64(post_atomic_write(&env, 2, 16, tgt(&env, TGT_LEN - 8), env.tgt->rkey, true),
 		     0);
@@ -221,7 +229,7 @@ DROCE_TEST(responder_refusals)
 
 		droce_test_ctx("%s", refusals[k].name);
 		env_open(&env, NULL, IBV_ACCESS_LOCAL_WRITE | refusals[k].qp_access,
-			 IBV_ACCESS_LOCAL_WRITE | refusals[k].mr_access, 1, 10);
+			 IBV_ACCESS_LOCAL_WRITE | refusals[k].mr_access, 1, ACK_TIMEOUT);
 		rkey = env.tgt->rkey;
 		switch ((enum refusal)k) {
 		case REF_AW_MISALIGNED:
@@ -268,7 +276,7 @@ DROCE_TEST(post_checks)
 	struct env env;
 
 	env_open(&env, NULL, IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH,
-		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, 1, 10);
+		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, 1, ACK_TIMEOUT);
 	/* an ATOMIC WRITE of 4 bytes, of 16 */
 	CHECK_EQ_I64(tc_post_one(env.qa, &wr, env.src, 0, 4), EINVAL);
 	CHECK_EQ_I64(tc_post_one(env.qa, &wr, env.src, 0, 16), EINVAL);
@@ -301,10 +309,8 @@ stream(const char *faults, uint8_t depth)
 
 	droce_test_ctx("%s, depth %u", faults, depth);
 	tc_next_pair_early();
-	/* 16.8 ms, as engine_atomic's loss cases: seven retries of 4 ms are 33 ms, which a
-	 * loaded ASan run may not give b (doc/reliability.md). */
 	env_open(&env, faults, IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH,
-		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, depth, 12);
+		 IBV_ACCESS_LOCAL_WRITE | REMOTE | QP_FLUSH, depth, ACK_TIMEOUT_LOSSY);
 	for (i = 0; i < STREAM_ROUNDS; i++) {
 		uint64_t v = 1000 + i;
 

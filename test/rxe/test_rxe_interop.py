@@ -126,6 +126,10 @@ class Bench:
         self.port += 1
         return self.port
 
+    def new_heartbeat(self):
+        """A heartbeat to the guest (rxe_guest.Heartbeat)."""
+        return Heartbeat(self.link, [self.link.GUEST_IP], self.work.path)
+
 
 bench = None
 
@@ -596,7 +600,7 @@ def t_mcast_ipv6():
 def t_loss():
     """RC and SRQ ping-pongs with 5% loss each way on droced's port."""
     bench.start_daemon("drop=%d,tx_drop=%d,seed=%d" % (LOSS_PPM, LOSS_PPM, 11))
-    bench.heartbeat = Heartbeat(bench.link, [bench.link.GUEST_IP], bench.work.path)
+    bench.heartbeat = bench.new_heartbeat()
     try:
         pingpong("ibv_rc_pingpong", 4096, 200, lossy=True)
         pingpong("ibv_rc_pingpong", 65536, 50, lossy=True)
@@ -648,7 +652,7 @@ def t_stall():
             check("#bytes" in cli.text() and cli.proc.poll() is None and not job.done(),
                   "ib_write_bw did not start streaming:\n--- droce:\n%s\n--- guest:\n%s" %
                   (cli.text(), job.wait()[1] if job.done() else "(running)"))
-            with Heartbeat(bench.link, [bench.link.GUEST_IP], bench.work.path) as hb:
+            with bench.new_heartbeat() as hb:
                 time.sleep(STALL_AFTER_S)
                 check(cli.proc.poll() is None, "droce's ib_write_bw ended before the "
                       "stall:\n%s" % cli.text())
